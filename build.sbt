@@ -1,0 +1,75 @@
+// One version number for the jar and the wheel: pyproject.toml owns it.
+val projectVersion: String = {
+  val versionLine = """(?m)^version\s*=\s*"([^"]+)"""".r
+  versionLine.findFirstMatchIn(IO.read(file("pyproject.toml")))
+    .map(_.group(1))
+    .getOrElse(sys.error("build.sbt: no version = \"...\" line in pyproject.toml"))
+}
+
+// Spark exactly as the pyspark pin ships it. Spark 4.3.0 is not on Maven Central, so the build compiles
+// against the very jars inside the pinned pyspark (found in the project venv, or SPARK_JARS_DIR).
+val sparkVersion = "4.3.0"
+
+def pysparkJarsDir(base: File): File = {
+  val candidates = sys.env.get("SPARK_JARS_DIR").map(file).toSeq ++
+    ((base / ".venv" / "lib") * "python*" / "site-packages" / "pyspark" / "jars").get
+  val dir = candidates.find(d => (d / s"spark-sql_2.13-$sparkVersion.jar").exists)
+  dir.getOrElse(sys.error(
+    s"build.sbt: no spark-sql_2.13-$sparkVersion.jar found in ${candidates.mkString(", ")}; " +
+      "run dev/bootstrap.sh (it installs the pinned pyspark into .venv) or set SPARK_JARS_DIR"))
+}
+
+lazy val jetspark = (project in file("."))
+  .settings(
+    name := "jetspark",
+    organization := "io.jetspark",
+    version := projectVersion,
+    scalaVersion := "2.13.18",
+    description := "Hazelcast Jet's pipeline model (windows with deduct, watermark coalescing, ordering, snapshots) on Apache Spark",
+    licenses := Seq("Apache-2.0" -> url("https://www.apache.org/licenses/LICENSE-2.0.txt")),
+    homepage := Some(url("https://github.com/jetspark/jetspark")),
+    scmInfo := Some(ScmInfo(url("https://github.com/jetspark/jetspark"), "scm:git:https://github.com/jetspark/jetspark.git")),
+    developers := List(Developer("jetspark", "The jetspark developers", "dev@jetspark.io", url("https://github.com/jetspark"))),
+    publishMavenStyle := true,
+    pomIncludeRepository := { _ => false },
+
+    Compile / scalaSource := baseDirectory.value / "jvm" / "src" / "main" / "scala",
+    Compile / resourceDirectory := baseDirectory.value / "jvm" / "src" / "main" / "resources",
+    Test / scalaSource := baseDirectory.value / "jvm" / "src" / "test" / "scala",
+    Test / resourceDirectory := baseDirectory.value / "jvm" / "src" / "test" / "resources",
+    scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-Xlint:-unused,_", "-release", "17"),
+
+    libraryDependencies ++= Seq(
+      "org.scalatest" %% "scalatest" % "3.2.19" % Test,
+      "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0" % Test,
+    ),
+
+    // Provided: on the compile and test classpaths, never in the jar.
+    Compile / unmanagedJars ++= (pysparkJarsDir(baseDirectory.value) * "*.jar").classpath,
+    // The POM still declares Spark as provided, for JVM users who depend on the published artifact.
+    pomPostProcess := { node =>
+      import scala.xml._
+      val spark = <dependency><groupId>org.apache.spark</groupId><artifactId>spark-sql_2.13</artifactId><version>{sparkVersion}</version><scope>provided</scope></dependency>
+      new transform.RuleTransformer(new transform.RewriteRule {
+        override def transform(n: Node): Seq[Node] = n match {
+          case e: Elem if e.label == "dependencies" => e.copy(child = e.child ++ spark)
+          case other => other
+        }
+      }).transform(node).head
+    },
+
+    // Spark on JDK 17 needs these opens; tests that start Spark run in a forked JVM.
+    Test / fork := true,
+    Test / javaOptions ++= Seq(
+      "-Xmx2g",
+      "--add-opens=java.base/java.lang=ALL-UNNAMED",
+      "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED",
+      "--add-opens=java.base/java.nio=ALL-UNNAMED",
+      "--add-opens=java.base/java.util=ALL-UNNAMED",
+      "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+      "-Dspark.driver.host=127.0.0.1",
+      "-Dspark.driver.bindAddress=127.0.0.1",
+    ),
+    Test / envVars := Map("SPARK_LOCAL_IP" -> "127.0.0.1"),
+    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
+  )
