@@ -73,3 +73,14 @@ lazy val jetspark = (project in file("."))
     Test / envVars := Map("SPARK_LOCAL_IP" -> "127.0.0.1"),
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
   )
+
+// JVM benchmarks: `dev/sbt "benchmarks/runMain <class>"`. Each compares against a baseline in the same run.
+lazy val benchmarks = (project in file("benchmarks/jvm"))
+  .dependsOn(jetspark)
+  .settings(
+    scalaVersion := "2.13.18",
+    publish / skip := true,
+    Compile / unmanagedJars ++= (pysparkJarsDir((ThisBuild / baseDirectory).value) * "*.jar").classpath,
+    run / fork := true,
+    run / javaOptions ++= Seq("-Xmx4g", "-Xss4m"),
+  )

@@ -1,0 +1,27 @@
+package io.jetspark.core.aggregate
+
+/** An aggregate operation in Jet's form: a mutable accumulator is created, items are accumulated into it
+  * (per input ordinal, for co-aggregation of several inputs), partial accumulators are combined, and the
+  * result is exported (without disturbing the accumulator) or finished (the accumulator is not used again).
+  *
+  * `combine(left, right)` folds `right` into `left` and returns the result (usually `left` itself);
+  * `right` is left unchanged. It must be associative and have `create()` as its identity.
+  * `deduct(left, right)`, when present, undoes an earlier `combine(left, right)`: for every `x`,
+  * `deduct(combine(a, x), x)` equals `a`. Windows slide in O(1) with it.
+  *
+  * Accumulators are Serializable: they are saved to snapshots and sent between stages.
+  */
+trait AggregateOperation[-T, A, +R] extends Serializable {
+  /** Number of inputs this operation accumulates (1, or 2+ for `aggregate2`-style co-aggregation). */
+  def arity: Int
+  def create(): A
+  def accumulate(acc: A, ordinal: Int, item: T): A
+  def combineFn: Option[(A, A) => A]
+  def deductFn: Option[(A, A) => A]
+  def exportResult(acc: A): R
+  def finishResult(acc: A): R
+
+  final def canCombine: Boolean = combineFn.isDefined
+  final def canDeduct: Boolean = deductFn.isDefined
+  final def accumulate(acc: A, item: T): A = accumulate(acc, 0, item)
+}
