@@ -37,6 +37,12 @@ lazy val jetspark = (project in file("."))
     Compile / resourceDirectory := baseDirectory.value / "jvm" / "src" / "main" / "resources",
     Test / scalaSource := baseDirectory.value / "jvm" / "src" / "test" / "scala",
     Test / resourceDirectory := baseDirectory.value / "jvm" / "src" / "test" / "resources",
+    // The jar knows its own version, so Python can tell a stale jar from the one it expects.
+    Compile / resourceGenerators += Def.task {
+      val f = (Compile / resourceManaged).value / "io" / "jetspark" / "version.properties"
+      IO.write(f, s"version=${version.value}\n")
+      Seq(f)
+    }.taskValue,
     scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-Xlint:-unused,_", "-release", "17"),
 
     libraryDependencies ++= Seq(

@@ -1,0 +1,126 @@
+"""``jetspark.session()``: a Spark session with the jetspark jar, and the entry point for jobs."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from jetspark import _jvm
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["JetSession", "session"]
+
+LOOPBACK = "127.0.0.1"
+
+# Small local defaults; every one can be overridden through ``conf``.
+LOCAL_DEFAULTS: dict[str, str] = {
+    "spark.driver.host": LOOPBACK,
+    "spark.driver.bindAddress": LOOPBACK,
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.driver.memory": "1g",
+}
+
+
+class JetSession:
+    """jetspark's handle on a SparkSession: runs pipelines as jobs on it.
+
+    Create it with :func:`session`.
+    """
+
+    def __init__(self, spark: SparkSession, owns_spark: bool) -> None:
+        self._spark = spark
+        self._owns_spark = owns_spark
+        self._bridge = _jvm.bridge(spark)
+
+    @property
+    def spark(self) -> SparkSession:
+        """The underlying SparkSession."""
+        return self._spark
+
+    @property
+    def version(self) -> str:
+        """The version of the jetspark jar in this session's JVM."""
+        return str(self._bridge.version())
+
+    def executor_versions(self, partitions: int = 2) -> list[str]:
+        """Versions of the jar that ``partitions`` Spark tasks found on the executors (a set-up check)."""
+        return list(self._bridge.executorVersions(self._spark._jsparkSession, partitions))
+
+    def stop(self) -> None:
+        """Stops the SparkSession if :func:`session` started it; a wrapped session is left running."""
+        if self._owns_spark:
+            self._spark.stop()
+
+    def __enter__(self) -> JetSession:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"JetSession(master={self._spark.sparkContext.master!r}, version={self.version!r})"
+
+
+def session(
+    spark: SparkSession | None = None,
+    master: str = "local[*]",
+    conf: Mapping[str, str] | None = None,
+) -> JetSession:
+    """Starts (or wraps) a SparkSession that can run jetspark pipelines.
+
+    Parameters
+    ----------
+    spark : SparkSession, optional
+        An existing session to wrap. It must have been started with the jetspark jar on its classpath
+        (``spark.jars`` in the builder config, or ``spark-submit --jars``); otherwise
+        :class:`~jetspark.errors.JarNotFoundError` says how to add it.
+    master : str
+        The Spark master when jetspark starts Spark: ``local[*]``, ``local[2]``,
+        ``local-cluster[2,1,1024]``, a cluster URL.
+    conf : mapping, optional
+        Spark settings applied on top of jetspark's small local defaults.
+
+    Returns
+    -------
+    JetSession
+
+    Notes
+    -----
+    A Spark that jetspark starts binds to the loopback address only (``spark.driver.host`` and
+    ``spark.driver.bindAddress`` are 127.0.0.1 unless ``conf`` says otherwise), and its Python workers
+    run this interpreter, so they see the same packages.
+
+    Examples
+    --------
+    >>> import jetspark as js
+    >>> jet = js.session(master="local[1]")
+    >>> jet.version == js.__version__
+    True
+    >>> jet.stop()
+    """
+    if spark is not None:
+        return JetSession(spark, owns_spark=False)
+
+    from pyspark.sql import SparkSession
+
+    # Executors (local-cluster, standalone on this machine) take their bind address from the environment.
+    os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
+    # Python workers run PYSPARK_PYTHON; without it they run `python3` from PATH, which may lack pyarrow.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+    settings = dict(LOCAL_DEFAULTS)
+    settings.update(conf or {})
+    user_jars = settings.get("spark.jars")
+    settings["spark.jars"] = ",".join(filter(None, [_jvm.jar_path(), user_jars]))
+
+    builder = SparkSession.builder.master(master).appName(settings.pop("spark.app.name", "jetspark"))
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return JetSession(builder.getOrCreate(), owns_spark=True)

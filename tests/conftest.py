@@ -1,0 +1,45 @@
+"""Shared fixtures. One small local Spark for the whole test run (starting Spark costs seconds)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+LOOPBACK_ENV = {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+os.environ.update(LOOPBACK_ENV)
+
+TEST_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}
+
+
+@pytest.fixture(scope="session")
+def built_jar() -> Path:
+    """The jar the package bundles; fails loudly, with the expected place, when it was not built."""
+    import jetspark
+
+    try:
+        return Path(jetspark.jar_path())
+    except jetspark.JarNotFoundError as e:
+        pytest.fail(f"{e}\n(run the tests through `bash dev/test.sh`, which builds the jar first)")
+
+
+@pytest.fixture(scope="session")
+def jet(built_jar: Path) -> Iterator[object]:
+    import jetspark
+
+    session = jetspark.session(master="local[2]", conf=TEST_CONF)
+    yield session
+    session.stop()
+
+
+def run_python(code: str, *, python: str = sys.executable, cwd: Path | None = None, timeout: int = 300,
+               args: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Runs Python code in a fresh process (a fresh JVM), bound to loopback; returns the finished process."""
+    env = {**os.environ, **LOOPBACK_ENV, "PYSPARK_PYTHON": python}
+    return subprocess.run([python, "-c", code, *(args or [])], cwd=cwd or REPO, env=env, capture_output=True,
+                          text=True, timeout=timeout)

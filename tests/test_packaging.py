@@ -1,0 +1,91 @@
+"""The wheel carries the jar and works in a clean venv; the same jar works with `spark-submit --jars`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import jetspark
+from conftest import REPO, run_python
+
+pytestmark = pytest.mark.slow
+
+SMOKE = """
+import jetspark
+jet = jetspark.session(master="local[1]", conf={"spark.ui.enabled": "false"})
+assert jetspark.__file__.find("site-packages") >= 0, jetspark.__file__
+print("VERSION", jet.version, "EXECUTORS", ",".join(jet.executor_versions(partitions=2)))
+jet.stop()
+"""
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory, built_jar) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(REPO)], check=True,
+                   timeout=300)
+    (whl,) = out.glob("jetspark-*.whl")
+    return whl
+
+
+def test_the_wheel_bundles_the_built_jar(wheel: Path, built_jar: Path):
+    with zipfile.ZipFile(wheel) as z:
+        assert f"jetspark/jars/{built_jar.name}" in z.namelist()
+        assert z.read(f"jetspark/jars/{built_jar.name}") == built_jar.read_bytes()
+
+
+def test_the_wheel_works_in_a_clean_venv_with_no_other_step(wheel: Path, tmp_path: Path):
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    python = str(env_dir / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)], check=True,
+                   timeout=600)
+    done = run_python(SMOKE, python=python, cwd=tmp_path)  # outside the repo: the installed package, not the source
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"VERSION {jetspark.__version__} EXECUTORS {jetspark.__version__},{jetspark.__version__}" in done.stdout
+
+
+def spark_submit(script: Path, *jars: Path) -> subprocess.CompletedProcess[str]:
+    """Runs `spark-submit` of this venv's pyspark on local Spark, bound to loopback."""
+    submit = Path(sys.executable).parent / "spark-submit"
+    jar_args = ["--jars", ",".join(map(str, jars))] if jars else []
+    return subprocess.run(
+        [str(submit), "--master", "local[2]", *jar_args,
+         "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
+         "--conf", "spark.ui.enabled=false", str(script)],
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable},
+        capture_output=True, text=True, timeout=300,
+    )
+
+
+JOB = """
+from pyspark.sql import SparkSession
+import jetspark
+spark = SparkSession.builder.getOrCreate()
+try:
+    jet = jetspark.session(spark)
+    print("VERSION", jet.version, "EXECUTORS", ",".join(jet.executor_versions(partitions=2)))
+except jetspark.JarNotFoundError as e:
+    print("MISSING", "--jars" in str(e))
+spark.stop()
+"""
+
+
+def test_spark_submit_with_jars_runs_a_jetspark_script(tmp_path: Path, built_jar: Path):
+    (script := tmp_path / "job.py").write_text(JOB)
+    done = spark_submit(script, built_jar)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"VERSION {jetspark.__version__} EXECUTORS {jetspark.__version__},{jetspark.__version__}" in done.stdout
+
+
+def test_spark_submit_without_the_jar_fails_with_the_fix(tmp_path: Path):
+    (script := tmp_path / "job.py").write_text(JOB)
+    done = spark_submit(script)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "MISSING True" in done.stdout

@@ -1,0 +1,51 @@
+"""`jetspark.session()`: starts Spark with the bundled jar, bound to loopback, or wraps a session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jetspark
+from conftest import run_python
+
+
+def test_the_jvm_side_answers_with_the_package_version(jet):
+    assert jet.version == jetspark.__version__
+
+
+def test_the_jar_reaches_every_executor_task(jet):
+    assert jet.executor_versions(partitions=4) == [jetspark.__version__] * 4
+
+
+def test_spark_started_by_jetspark_binds_to_loopback(jet):
+    conf = jet.spark.sparkContext.getConf()
+    assert conf.get("spark.driver.host") == "127.0.0.1"
+    assert conf.get("spark.driver.bindAddress") == "127.0.0.1"
+
+
+def test_the_bundled_jar_is_on_spark_jars(jet, built_jar: Path):
+    assert str(built_jar) in jet.spark.sparkContext.getConf().get("spark.jars").split(",")
+
+
+def test_wrapping_a_session_reuses_it_and_does_not_stop_it(jet):
+    wrapped = jetspark.session(jet.spark)
+    assert wrapped.spark is jet.spark
+    wrapped.stop()
+    assert jet.spark.range(3).count() == 3
+
+
+def test_wrapping_a_session_without_the_jar_says_how_to_add_it():
+    # A fresh process: one JVM per Python process, and this one must not have the jar.
+    done = run_python(
+        "from pyspark.sql import SparkSession\n"
+        "import jetspark\n"
+        "spark = (SparkSession.builder.master('local[1]').config('spark.driver.host', '127.0.0.1')\n"
+        "         .config('spark.driver.bindAddress', '127.0.0.1').config('spark.ui.enabled', 'false').getOrCreate())\n"
+        "try:\n"
+        "    jetspark.session(spark)\n"
+        "except jetspark.JarNotFoundError as e:\n"
+        "    print('MESSAGE:', e)\n"
+        "spark.stop()\n"
+    )
+    assert done.returncode == 0, done.stderr
+    message = done.stdout.split("MESSAGE:", 1)[1]
+    assert "spark.jars" in message and "--jars" in message and jetspark.jar_path() in message
