@@ -5,21 +5,61 @@ Start with :func:`session`; see the README for a tour.
 
 from jetspark._jvm import jar_path, package_version
 from jetspark._session import JetSession, session
+from jetspark.aggregate import AggregateOperation, AggregateOperations
 from jetspark.errors import (
     JarNotFoundError,
     JetSparkError,
     JobFailedError,
     PipelineDefinitionError,
 )
+from jetspark.job import JobConfig, JobStatus, ProcessingGuarantee
+from jetspark.pipeline import (
+    BatchStage,
+    BatchStageWithKey,
+    JoinClause,
+    Pipeline,
+    SinkStage,
+    StageWithKeyAndWindow,
+    StageWithWindow,
+    StreamSourceStage,
+    StreamStage,
+    StreamStageWithKey,
+)
+from jetspark.sinks import Sink, Sinks
+from jetspark.sources import SimpleEvent, Source, Sources
+from jetspark.window import KeyedWindowResult, WindowDefinition, WindowResult
 
 __version__ = package_version()
 
 __all__ = [
+    "AggregateOperation",
+    "AggregateOperations",
+    "BatchStage",
+    "BatchStageWithKey",
     "JarNotFoundError",
     "JetSession",
     "JetSparkError",
+    "JobConfig",
     "JobFailedError",
+    "JobStatus",
+    "JoinClause",
+    "KeyedWindowResult",
+    "Pipeline",
     "PipelineDefinitionError",
+    "ProcessingGuarantee",
+    "SimpleEvent",
+    "Sink",
+    "SinkStage",
+    "Sinks",
+    "Source",
+    "Sources",
+    "StageWithKeyAndWindow",
+    "StageWithWindow",
+    "StreamSourceStage",
+    "StreamStage",
+    "StreamStageWithKey",
+    "WindowDefinition",
+    "WindowResult",
     "jar_path",
     "session",
 ]

@@ -85,7 +85,9 @@ def session(
         The Spark master when jetspark starts Spark: ``local[*]``, ``local[2]``,
         ``local-cluster[2,1,1024]``, a cluster URL.
     conf : mapping, optional
-        Spark settings applied on top of jetspark's small local defaults.
+        Spark settings applied on top of jetspark's small local defaults. When a SparkSession is already
+        running in this process, it is wrapped as it is (``master`` and ``conf`` do not apply to it) and
+        :meth:`JetSession.stop` leaves it running.
 
     Returns
     -------
@@ -120,7 +122,10 @@ def session(
     user_jars = settings.get("spark.jars")
     settings["spark.jars"] = ",".join(filter(None, [_jvm.jar_path(), user_jars]))
 
+    # A session already running in this process is reused as it is (Spark allows one per JVM); it is not
+    # ours to stop, and it must already have the jar.
+    started_here = SparkSession.getActiveSession() is None
     builder = SparkSession.builder.master(master).appName(settings.pop("spark.app.name", "jetspark"))
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return JetSession(builder.getOrCreate(), owns_spark=True)
+    return JetSession(builder.getOrCreate(), owns_spark=started_here)

@@ -1,0 +1,462 @@
+"""The Pipeline API: a pipeline is a DAG of stages that Python records and the JVM plans and runs.
+
+Python validates each call's arguments and records it; the whole definition crosses to the JVM in one
+call when it is explained or submitted, where the planner applies its rules (fusion, rebalance,
+aggregation stages, order preservation) and raises :class:`PipelineDefinitionError` naming the stage
+and the rule.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from jetspark._extractors import Extractor, ExtractorLike, extractor, optional_extractor
+from jetspark.aggregate import AggregateOperation
+from jetspark.sinks import Sink
+from jetspark.sources import Source
+from jetspark.window import WindowDefinition
+
+__all__ = [
+    "BatchStage", "BatchStageWithKey", "JoinClause", "Pipeline", "SinkStage", "StageWithKeyAndWindow",
+    "StageWithWindow", "StreamSourceStage", "StreamStage", "StreamStageWithKey",
+]
+
+
+@dataclass
+class _Node:
+    """One recorded transform. ``inputs[i]`` feeds input ordinal ``i``; ``rebalance[i]`` is None (local
+    edge), ``"round_robin"`` or a key :class:`Extractor` (design doc 008: the flag sits on the receiving
+    transform's input); ``keys[i]`` is the grouping key of input ``i`` for keyed transforms."""
+
+    id: int
+    op: str
+    is_stream: bool
+    inputs: list[int] = field(default_factory=list)
+    rebalance: list[Any] = field(default_factory=list)
+    keys: list[Extractor | None] = field(default_factory=list)
+    args: dict[str, Any] = field(default_factory=dict)
+    name: str | None = None
+    local_parallelism: int | None = None
+    on_error: Sink | None = None
+
+    def label(self) -> str:
+        return self.name or f"{self.op}#{self.id}"
+
+
+@dataclass(frozen=True)
+class JoinClause:
+    """How a hash join matches: ``left_key`` of the streamed item equals ``right_key`` of the enriching item.
+
+    Examples
+    --------
+    >>> JoinClause.on("user_id", "id").right_key.value
+    'id'
+    """
+
+    left_key: Extractor
+    right_key: Extractor
+
+    @staticmethod
+    def on(left_key: ExtractorLike, right_key: ExtractorLike) -> JoinClause:
+        return JoinClause(extractor(left_key, "JoinClause.on(left_key)"), extractor(right_key, "JoinClause.on(right_key)"))
+
+
+class Pipeline:
+    """A pipeline definition (Jet's ``Pipeline``).
+
+    Examples
+    --------
+    >>> from jetspark import Pipeline, Sources, Sinks
+    >>> p = Pipeline.create()
+    >>> p.read_from(Sources.items([1, 2, 3])).map(lambda x: x * 10).write_to(Sinks.list("out"))
+    SinkStage(list(name='out'))
+    >>> p.preserve_order
+    False
+    """
+
+    def __init__(self, preserve_order: bool = False) -> None:
+        self._nodes: list[_Node] = []
+        self._preserve_order = bool(preserve_order)
+
+    @staticmethod
+    def create(preserve_order: bool = False) -> Pipeline:
+        """A new, empty pipeline. With ``preserve_order=True`` the planner keeps encounter order wherever
+        an order-sensitive stage needs it (design doc 015)."""
+        return Pipeline(preserve_order)
+
+    @property
+    def preserve_order(self) -> bool:
+        return self._preserve_order
+
+    def set_preserve_order(self, value: bool) -> Pipeline:
+        """Jet's ``setPreserveOrder``."""
+        self._preserve_order = bool(value)
+        return self
+
+    def read_from(self, source: Source) -> BatchStage | StreamSourceStage:
+        """Adds a source: a batch source gives a :class:`BatchStage`; a stream source gives a
+        :class:`StreamSourceStage`, which must choose its timestamps first."""
+        if not isinstance(source, Source):
+            raise TypeError(f"read_from(source): expected a Source (see Sources), not {type(source).__name__}")
+        node = self._add("source", source.is_stream, [], args={"source": source})
+        return StreamSourceStage(self, node) if source.is_stream else BatchStage(self, node)
+
+    def _add(self, op: str, is_stream: bool, upstream: list[_Stage], keys: list[Extractor | None] | None = None,
+             args: dict[str, Any] | None = None) -> _Node:
+        for stage in upstream:
+            if stage._pipeline is not self:
+                raise ValueError(f"{op}: a stage of another pipeline cannot be used here")
+        node = _Node(len(self._nodes), op, is_stream, [s._node.id for s in upstream],
+                     [s._rebalance for s in upstream], keys or [None] * len(upstream), args or {})
+        self._nodes.append(node)
+        return node
+
+    def to_spec(self) -> tuple[dict[str, Any], list[Any]]:
+        """The definition as JSON-able data, plus the values the JVM gets by reference (callables,
+        DataFrames, items) in the order the spec's ``ref`` fields number them."""
+        objects: list[Any] = []
+        nodes = []
+        for n in self._nodes:
+            nodes.append({
+                "id": n.id, "op": n.op, "stream": n.is_stream, "inputs": n.inputs, "name": n.name,
+                "local_parallelism": n.local_parallelism,
+                "rebalance": [_rebalance_spec(r, objects) for r in n.rebalance],
+                "keys": [None if k is None else k.to_spec(objects) for k in n.keys],
+                "args": _args_spec(n.args, objects),
+                "on_error": None if n.on_error is None else n.on_error.to_spec(objects),
+            })
+        return {"preserve_order": self._preserve_order, "nodes": nodes}, objects
+
+    def to_json(self) -> str:
+        """The JSON the JVM receives (without the referenced objects)."""
+        return json.dumps(self.to_spec()[0], sort_keys=True)
+
+    def explain(self, parallelism: int | None = None) -> str:
+        """The planned physical DAG as text: vertices, parallelism, fused chains, edge kinds,
+        aggregation stages and sequence-restore points. Needs a running :func:`jetspark.session`."""
+        return _planner().explain(self.to_json(), parallelism or 0)
+
+    def to_dot(self, parallelism: int | None = None) -> str:
+        """The same plan as Graphviz DOT."""
+        return _planner().toDot(self.to_json(), parallelism or 0)
+
+    def __repr__(self) -> str:
+        return f"Pipeline({len(self._nodes)} stages, preserve_order={self._preserve_order})"
+
+
+def _planner() -> Any:
+    from pyspark.sql import SparkSession
+
+    from jetspark import _jvm
+
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        raise RuntimeError("explain() and to_dot() plan in the JVM: start one first with jetspark.session()")
+    return _jvm.bridge(spark)
+
+
+def _rebalance_spec(value: Any, objects: list[Any]) -> Any:
+    if value is None or value == "round_robin":
+        return value
+    return {"key": value.to_spec(objects)}
+
+
+def _args_spec(args: dict[str, Any], objects: list[Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in args.items():
+        if hasattr(value, "to_spec"):
+            out[name] = value.to_spec(objects) if not isinstance(value, WindowDefinition) else value.to_spec()
+        elif isinstance(value, JoinClause):
+            out[name] = {"left_key": value.left_key.to_spec(objects), "right_key": value.right_key.to_spec(objects)}
+        elif callable(value):
+            objects.append(value)
+            out[name] = {"kind": "python", "ref": len(objects) - 1, "name": getattr(value, "__qualname__", "fn")}
+        else:
+            out[name] = value
+    return out
+
+
+def _callable(fn: Any, argument: str) -> Callable[..., Any]:
+    if not callable(fn):
+        raise TypeError(f"{argument} must be callable, not {type(fn).__name__}")
+    return fn
+
+
+def _op(op: Any, argument: str) -> AggregateOperation:
+    if not isinstance(op, AggregateOperation):
+        raise TypeError(f"{argument} must be an AggregateOperation (see AggregateOperations), not {type(op).__name__}")
+    return op
+
+
+class _Stage:
+    """What every stage shares: its pipeline, its node, and a pending rebalance for the next transform."""
+
+    def __init__(self, pipeline: Pipeline, node: _Node, rebalance: Any = None) -> None:
+        self._pipeline = pipeline
+        self._node = node
+        self._rebalance = rebalance
+
+    @property
+    def name(self) -> str:
+        return self._node.label()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name})"
+
+
+class _ComputeStage(_Stage):
+    """Transforms shared by batch and stream stages (Jet's ``GeneralStage``)."""
+
+    def _next(self, op: str, upstream: list[_Stage] | None = None, keys: list[Extractor | None] | None = None,
+              **args: Any) -> Any:
+        node = self._pipeline._add(op, self._node.is_stream, upstream or [self], keys, args)
+        return type(self)(self._pipeline, node)
+
+    def map(self, fn: Callable[[Any], Any]) -> Any:
+        """Each item becomes ``fn(item)``; ``None`` results are dropped (Jet's ``map``)."""
+        return self._next("map", fn=_callable(fn, "map(fn)"))
+
+    def filter(self, fn: Callable[[Any], bool]) -> Any:
+        """Keeps the items for which ``fn(item)`` is true."""
+        return self._next("filter", fn=_callable(fn, "filter(fn)"))
+
+    def flat_map(self, fn: Callable[[Any], Iterable[Any]]) -> Any:
+        """Each item becomes the items of the iterable ``fn(item)``."""
+        return self._next("flat_map", fn=_callable(fn, "flat_map(fn)"))
+
+    def peek(self, fn: Callable[[Any], str] | None = None) -> Any:
+        """Passes items on unchanged and logs each one, formatted by ``fn`` (default ``str``)."""
+        return self._next("peek", fn=None if fn is None else _callable(fn, "peek(fn)"))
+
+    def merge(self, other: Any) -> Any:
+        """The items of both stages in one stage (both batch, or both stream)."""
+        if not isinstance(other, _ComputeStage) or other._node.is_stream != self._node.is_stream:
+            raise TypeError(f"merge(other): other must be a {type(self).__name__} of the same pipeline")
+        return self._next("merge", upstream=[self, other])
+
+    def rebalance(self, key: ExtractorLike | None = None) -> Any:
+        """Sends the items to the next stage over a distributed edge: round-robin, or partitioned by
+        ``key`` (design doc 008). Breaks fusion; before a stateful stage it is a definition error."""
+        return type(self)(self._pipeline, self._node,
+                          "round_robin" if key is None else extractor(key, "rebalance(key)"))
+
+    def set_local_parallelism(self, n: int) -> Any:
+        """How many parallel instances run this stage on each executor."""
+        if not isinstance(n, int) or n <= 0:
+            raise ValueError(f"set_local_parallelism(n): n must be a positive int, not {n!r}")
+        self._node.local_parallelism = n
+        return self
+
+    def set_name(self, name: str) -> Any:
+        """Names the stage in plans, metrics and errors."""
+        if not isinstance(name, str) or not name:
+            raise ValueError("set_name(name): name must be a non-empty string")
+        self._node.name = name
+        return self
+
+    def on_error(self, sink: Sink) -> Any:
+        """Sends records that this stage's user function fails on to ``sink`` (``Sinks.dead_letter``)
+        with the error, instead of failing the job."""
+        if not isinstance(sink, Sink) or sink.kind != "dead_letter":
+            raise TypeError("on_error(sink): sink must be Sinks.dead_letter(name)")
+        self._node.on_error = sink
+        return self
+
+    def map_stateful(self, create_fn: Callable[[], Any], fn: Callable[[Any, Any], tuple[Any, Any]]) -> Any:
+        """Global stateful mapping: ``fn(state, item) -> (new_state, output)``; output ``None`` emits nothing."""
+        return self._next("map_stateful", create_fn=_callable(create_fn, "map_stateful(create_fn)"),
+                          fn=_callable(fn, "map_stateful(fn)"))
+
+    def rolling_aggregate(self, op: AggregateOperation) -> Any:
+        """Emits the running result of ``op`` after each item."""
+        return self._next("rolling_aggregate", op=_op(op, "rolling_aggregate(op)"))
+
+    def hash_join(self, other: BatchStage, join_clause: JoinClause,
+                  mapper: Callable[[Any, Any], Any] = lambda left, right: (left, right)) -> Any:
+        """Every item with its match from ``other`` (a batch stage, broadcast to every instance):
+        ``mapper(left, right)``, with ``right`` None where nothing matches."""
+        return self._join("hash_join", other, join_clause, mapper)
+
+    def inner_hash_join(self, other: BatchStage, join_clause: JoinClause,
+                        mapper: Callable[[Any, Any], Any] = lambda left, right: (left, right)) -> Any:
+        """Like :meth:`hash_join`, dropping items that have no match."""
+        return self._join("inner_hash_join", other, join_clause, mapper)
+
+    def _join(self, op: str, other: Any, join_clause: Any, mapper: Any) -> Any:
+        if not isinstance(other, BatchStage):
+            raise TypeError(f"{op}(other): the enriching side must be a BatchStage, not {type(other).__name__}")
+        if not isinstance(join_clause, JoinClause):
+            raise TypeError(f"{op}(join_clause): expected JoinClause.on(left_key, right_key)")
+        return self._next(op, upstream=[self, other], clause=join_clause, mapper=_callable(mapper, f"{op}(mapper)"))
+
+    def write_to(self, sink: Sink) -> SinkStage:
+        """Attaches a sink; the returned stage ends this branch."""
+        if not isinstance(sink, Sink) or sink.kind == "dead_letter":
+            raise TypeError("write_to(sink): expected a Sink from Sinks (dead_letter is for on_error)")
+        node = self._pipeline._add("sink", self._node.is_stream, [self], args={"sink": sink})
+        return SinkStage(self._pipeline, node)
+
+
+class BatchStage(_ComputeStage):
+    """A stage of a batch pipeline (Jet's ``BatchStage``)."""
+
+    def grouping_key(self, key: ExtractorLike) -> BatchStageWithKey:
+        """Items grouped by ``key``: the next stage is keyed."""
+        return BatchStageWithKey(self, extractor(key, "grouping_key(key)"))
+
+    def aggregate(self, op: AggregateOperation) -> BatchStage:
+        """One item: the result of ``op`` over all items."""
+        return self._next("aggregate", op=_op(op, "aggregate(op)"))
+
+    def aggregate2(self, other: BatchStage, op0: AggregateOperation, op1: AggregateOperation) -> BatchStage:
+        """One item ``(result0, result1)``: ``op0`` over this stage, ``op1`` over ``other``."""
+        if not isinstance(other, BatchStage):
+            raise TypeError("aggregate2(other): other must be a BatchStage")
+        return self._next("aggregate2", upstream=[self, other], op0=_op(op0, "aggregate2(op0)"),
+                          op1=_op(op1, "aggregate2(op1)"))
+
+    def distinct(self) -> BatchStage:
+        """Each distinct item once (the first encountered)."""
+        return self._next("distinct")
+
+    def sort(self, key: ExtractorLike | None = None, reverse: bool = False) -> BatchStage:
+        """All items sorted by ``key`` (default the item); stable: equal keys keep encounter order."""
+        return self._next("sort", key=optional_extractor(key, "sort(key)"), reverse=bool(reverse))
+
+
+class StreamStage(_ComputeStage):
+    """A stage of a streaming pipeline, with timestamps chosen (Jet's ``StreamStage``)."""
+
+    def grouping_key(self, key: ExtractorLike) -> StreamStageWithKey:
+        """Items grouped by ``key``: the next stage is keyed."""
+        return StreamStageWithKey(self, extractor(key, "grouping_key(key)"))
+
+    def window(self, window_definition: WindowDefinition) -> StageWithWindow:
+        """Windows over the whole stream; aggregate next."""
+        return StageWithWindow(self, _window(window_definition))
+
+
+class StreamSourceStage(_Stage):
+    """A stream source that must say how its items get timestamps before anything else (Jet's rule)."""
+
+    def _timestamps(self, kind: str, **params: Any) -> StreamStage:
+        if "timestamps" in self._node.args:
+            raise ValueError(f"{self.name}: timestamps are already chosen ({self._node.args['timestamps']['kind']})")
+        lag = params.get("allowed_lag_ms")
+        if lag is not None and (not isinstance(lag, int) or lag < 0):
+            raise ValueError(f"{kind}(allowed_lag_ms): must be a non-negative int, not {lag!r}")
+        self._node.args["timestamps"] = {"kind": kind, **params}
+        return StreamStage(self._pipeline, self._node)
+
+    def with_timestamps(self, ts: ExtractorLike, allowed_lag_ms: int) -> StreamStage:
+        """Event time from ``ts`` (ms); a substream's watermark trails its highest timestamp by ``allowed_lag_ms``."""
+        return self._timestamps("with_timestamps", ts=extractor(ts, "with_timestamps(ts)"), allowed_lag_ms=allowed_lag_ms)
+
+    def with_native_timestamps(self, allowed_lag_ms: int) -> StreamStage:
+        """Event time from the source's own record time (Kafka record timestamps)."""
+        return self._timestamps("with_native_timestamps", allowed_lag_ms=allowed_lag_ms)
+
+    def with_ingestion_timestamps(self) -> StreamStage:
+        """Event time is the time the source read the item."""
+        return self._timestamps("with_ingestion_timestamps")
+
+    def without_timestamps(self) -> StreamStage:
+        """No event time: windows are not available downstream."""
+        return self._timestamps("without_timestamps")
+
+
+class _KeyedStage:
+    """A stage grouped by a key: keyed transforms come next."""
+
+    def __init__(self, upstream: _ComputeStage, key: Extractor) -> None:
+        self._upstream = upstream
+        self._key = key
+
+    @property
+    def key(self) -> Extractor:
+        return self._key
+
+    def _next(self, op: str, **args: Any) -> Any:
+        up = self._upstream
+        node = up._pipeline._add(op, up._node.is_stream, [up], [self._key], args)
+        return type(up)(up._pipeline, node)
+
+    def aggregate(self, op: AggregateOperation) -> Any:
+        """Items ``(key, result)``: ``op`` per key."""
+        return self._next("aggregate", op=_op(op, "aggregate(op)"))
+
+    def aggregate2(self, other: _KeyedStage, op0: AggregateOperation, op1: AggregateOperation) -> Any:
+        """Items ``(key, (result0, result1))``: co-groups this keyed stage with ``other``."""
+        if not isinstance(other, type(self)):
+            raise TypeError(f"aggregate2(other): other must be a {type(self).__name__}")
+        up = self._upstream
+        node = up._pipeline._add("aggregate2", up._node.is_stream, [up, other._upstream], [self._key, other._key],
+                                 {"op0": _op(op0, "aggregate2(op0)"), "op1": _op(op1, "aggregate2(op1)")})
+        return type(up)(up._pipeline, node)
+
+    def map_stateful(self, create_fn: Callable[[], Any], fn: Callable[[Any, Any, Any], tuple[Any, Any]]) -> Any:
+        """Per-key state: ``fn(state, key, item) -> (new_state, output)``; output ``None`` emits nothing."""
+        return self._next("map_stateful", create_fn=_callable(create_fn, "map_stateful(create_fn)"),
+                          fn=_callable(fn, "map_stateful(fn)"))
+
+    def rolling_aggregate(self, op: AggregateOperation) -> Any:
+        """Items ``(key, running_result)`` after each item."""
+        return self._next("rolling_aggregate", op=_op(op, "rolling_aggregate(op)"))
+
+    def distinct(self) -> Any:
+        """The first item of each key."""
+        return self._next("distinct")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._upstream.name}, key={self._key.describe()})"
+
+
+class BatchStageWithKey(_KeyedStage):
+    """A batch stage grouped by a key."""
+
+
+class StreamStageWithKey(_KeyedStage):
+    """A stream stage grouped by a key."""
+
+    def window(self, window_definition: WindowDefinition) -> StageWithKeyAndWindow:
+        """Windows per key; aggregate next."""
+        return StageWithKeyAndWindow(self, _window(window_definition))
+
+
+class StageWithWindow:
+    """A stream stage with a window definition; :meth:`aggregate` gives :class:`WindowResult` items."""
+
+    def __init__(self, upstream: StreamStage, window: WindowDefinition) -> None:
+        self._upstream = upstream
+        self._window = window
+
+    def aggregate(self, op: AggregateOperation) -> StreamStage:
+        up = self._upstream
+        return up._next("window_aggregate", window=self._window, op=_op(op, "aggregate(op)"))
+
+
+class StageWithKeyAndWindow:
+    """A keyed stream stage with a window; :meth:`aggregate` gives :class:`KeyedWindowResult` items."""
+
+    def __init__(self, keyed: StreamStageWithKey, window: WindowDefinition) -> None:
+        self._keyed = keyed
+        self._window = window
+
+    def aggregate(self, op: AggregateOperation) -> StreamStage:
+        return self._keyed._next("window_aggregate", window=self._window, op=_op(op, "aggregate(op)"))
+
+
+class SinkStage(_Stage):
+    """The end of a branch: a sink."""
+
+    def __repr__(self) -> str:
+        return f"SinkStage({self._node.args['sink'].describe()})"
+
+
+def _window(w: Any) -> WindowDefinition:
+    if not isinstance(w, WindowDefinition):
+        raise TypeError(f"window(window_definition): expected a WindowDefinition, not {type(w).__name__}")
+    return w
