@@ -210,9 +210,9 @@ class _Stage:
 class _ComputeStage(_Stage):
     """Transforms shared by batch and stream stages (Jet's ``GeneralStage``)."""
 
-    def _next(self, op: str, upstream: list[_Stage] | None = None, keys: list[Extractor | None] | None = None,
+    def _next(self, transform: str, upstream: list[_Stage] | None = None, keys: list[Extractor | None] | None = None,
               **args: Any) -> Any:
-        node = self._pipeline._add(op, self._node.is_stream, upstream or [self], keys, args)
+        node = self._pipeline._add(transform, self._node.is_stream, upstream or [self], keys, args)
         return type(self)(self._pipeline, node)
 
     def map(self, fn: Callable[[Any], Any]) -> Any:
@@ -285,12 +285,13 @@ class _ComputeStage(_Stage):
         """Like :meth:`hash_join`, dropping items that have no match."""
         return self._join("inner_hash_join", other, join_clause, mapper)
 
-    def _join(self, op: str, other: Any, join_clause: Any, mapper: Any) -> Any:
+    def _join(self, transform: str, other: Any, join_clause: Any, mapper: Any) -> Any:
         if not isinstance(other, BatchStage):
-            raise TypeError(f"{op}(other): the enriching side must be a BatchStage, not {type(other).__name__}")
+            raise TypeError(f"{transform}(other): the enriching side must be a BatchStage, not {type(other).__name__}")
         if not isinstance(join_clause, JoinClause):
-            raise TypeError(f"{op}(join_clause): expected JoinClause.on(left_key, right_key)")
-        return self._next(op, upstream=[self, other], clause=join_clause, mapper=_callable(mapper, f"{op}(mapper)"))
+            raise TypeError(f"{transform}(join_clause): expected JoinClause.on(left_key, right_key)")
+        return self._next(transform, upstream=[self, other], clause=join_clause,
+                          mapper=_callable(mapper, f"{transform}(mapper)"))
 
     def write_to(self, sink: Sink) -> SinkStage:
         """Attaches a sink; the returned stage ends this branch."""
@@ -379,9 +380,9 @@ class _KeyedStage:
     def key(self) -> Extractor:
         return self._key
 
-    def _next(self, op: str, **args: Any) -> Any:
+    def _next(self, transform: str, **args: Any) -> Any:
         up = self._upstream
-        node = up._pipeline._add(op, up._node.is_stream, [up], [self._key], args)
+        node = up._pipeline._add(transform, up._node.is_stream, [up], [self._key], args)
         return type(up)(up._pipeline, node)
 
     def aggregate(self, op: AggregateOperation) -> Any:
