@@ -171,6 +171,8 @@ def _args_spec(args: dict[str, Any], objects: list[Any]) -> dict[str, Any]:
             out[name] = value.to_spec(objects) if not isinstance(value, WindowDefinition) else value.to_spec()
         elif isinstance(value, JoinClause):
             out[name] = {"left_key": value.left_key.to_spec(objects), "right_key": value.right_key.to_spec(objects)}
+        elif isinstance(value, dict):
+            out[name] = _args_spec(value, objects)
         elif callable(value):
             objects.append(value)
             out[name] = {"kind": "python", "ref": len(objects) - 1, "name": getattr(value, "__qualname__", "fn")}
