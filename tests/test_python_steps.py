@@ -1,0 +1,63 @@
+"""Fused Python steps run as one Arrow UDF that the JVM applies (through SqlBridge.mapInArrow)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import pytest
+from pyspark.sql import DataFrame
+
+from jetspark._python_steps import OPAQUE_SCHEMA, Step, chain_udf_column
+
+
+def opaque_frame(spark, items, partitions=2):
+    rows = [(pickle.dumps(x),) for x in items]
+    return spark.createDataFrame(rows, OPAQUE_SCHEMA).repartition(partitions)
+
+
+def apply_in_jvm(spark, df, steps) -> DataFrame:
+    bridge = spark.sparkContext._jvm.org.apache.spark.sql.jetspark.SqlBridge
+    return DataFrame(bridge.mapInArrow(df._jdf, chain_udf_column(steps)._jc), spark)
+
+
+def brute_force(items, funcs):
+    """The chain written out by hand, independent of run_steps."""
+    out = []
+    for x in items:
+        y = funcs["map"](x)
+        if y is None or not funcs["filter"](y):
+            continue
+        out.extend(funcs["flat_map"](y))
+    return out
+
+
+def test_a_chain_of_python_steps_runs_in_one_python_trip_and_matches_plain_python(jet):
+    funcs = {"map": lambda x: None if x % 7 == 0 else x * 3, "filter": lambda x: x % 2 == 0,
+             "flat_map": lambda x: [x, -x]}
+    steps = [Step("map", funcs["map"], "m"), Step("filter", funcs["filter"], "f"),
+             Step("flat_map", funcs["flat_map"], "fm")]
+    items = list(range(200))
+    out = apply_in_jvm(jet.spark, opaque_frame(jet.spark, items), steps)
+    plan = out._jdf.queryExecution().executedPlan().toString()
+    assert plan.count("MapInArrow") == 1, plan
+    rows = out.collect()
+    assert all(r.failure is None for r in rows)
+    assert sorted(pickle.loads(r.item) for r in rows) == sorted(brute_force(items, funcs))
+
+
+def test_a_failing_record_fails_the_job_naming_the_stage_and_the_record(jet):
+    steps = [Step("map", lambda x: 10 // (x - 3), "divide")]
+    out = apply_in_jvm(jet.spark, opaque_frame(jet.spark, [1, 2, 3, 4]), steps)
+    with pytest.raises(Exception) as e:
+        out.collect()
+    assert "stage 'divide' failed on record 3" in str(e.value) and "ZeroDivisionError" in str(e.value)
+
+
+def test_with_a_dead_letter_stage_the_bad_record_is_kept_with_its_error_and_the_rest_completes(jet):
+    steps = [Step("map", lambda x: x + 1, "inc"), Step("map", lambda x: 10 // (x - 3), "divide", dead_letter=True)]
+    rows = apply_in_jvm(jet.spark, opaque_frame(jet.spark, [1, 2, 3, 4]), steps).collect()
+    good = sorted(pickle.loads(r.item) for r in rows if r.failure is None)
+    bad = [(pickle.loads(r.item), json.loads(r.failure)) for r in rows if r.failure is not None]
+    assert good == sorted(10 // (x + 1 - 3) for x in [1, 3, 4])
+    assert bad == [(3, {"stage": "divide", "error": "ZeroDivisionError: integer division or modulo by zero"})]
