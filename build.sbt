@@ -19,6 +19,17 @@ def pysparkJarsDir(base: File): File = {
       "run dev/bootstrap.sh (it installs the pinned pyspark into .venv) or set SPARK_JARS_DIR"))
 }
 
+// What Spark's own launcher passes to a JDK 17 JVM (org.apache.spark.launcher.JavaModuleOptions).
+val sparkJavaModuleOptions = Seq(
+  "-XX:+IgnoreUnrecognizedVMOptions",
+  "-Djdk.reflect.useDirectMethodHandle=false",
+  "-Dio.netty.tryReflectionSetAccessible=true",
+) ++ Seq(
+  "java.lang", "java.lang.invoke", "java.lang.reflect", "java.io", "java.net", "java.nio", "java.util",
+  "java.util.concurrent", "java.util.concurrent.atomic", "jdk.internal.ref", "sun.nio.ch", "sun.nio.cs",
+  "sun.security.action", "sun.util.calendar",
+).map(p => s"--add-opens=java.base/$p=ALL-UNNAMED")
+
 lazy val jetspark = (project in file("."))
   .settings(
     name := "jetspark",
@@ -66,16 +77,8 @@ lazy val jetspark = (project in file("."))
 
     // Spark on JDK 17 needs these opens; tests that start Spark run in a forked JVM.
     Test / fork := true,
-    Test / javaOptions ++= Seq(
-      "-Xmx2g",
-      "--add-opens=java.base/java.lang=ALL-UNNAMED",
-      "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED",
-      "--add-opens=java.base/java.nio=ALL-UNNAMED",
-      "--add-opens=java.base/java.util=ALL-UNNAMED",
-      "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-      "-Dspark.driver.host=127.0.0.1",
-      "-Dspark.driver.bindAddress=127.0.0.1",
-    ),
+    Test / javaOptions ++= Seq("-Xmx2g", "-Dspark.driver.host=127.0.0.1", "-Dspark.driver.bindAddress=127.0.0.1") ++
+      sparkJavaModuleOptions,
     Test / envVars := Map("SPARK_LOCAL_IP" -> "127.0.0.1"),
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
   )
@@ -88,5 +91,7 @@ lazy val benchmarks = (project in file("benchmarks/jvm"))
     publish / skip := true,
     Compile / unmanagedJars ++= (pysparkJarsDir((ThisBuild / baseDirectory).value) * "*.jar").classpath,
     run / fork := true,
-    run / javaOptions ++= Seq("-Xmx4g", "-Xss4m"),
+    run / javaOptions ++= Seq("-Xmx4g", "-Xss4m", "-Dspark.driver.host=127.0.0.1", "-Dspark.driver.bindAddress=127.0.0.1") ++
+      sparkJavaModuleOptions,
+    run / envVars := Map("SPARK_LOCAL_IP" -> "127.0.0.1"),
   )

@@ -1,0 +1,33 @@
+package io.jetspark.engine.spark
+
+import io.jetspark.core.execution.ProcessorTasklet
+import io.jetspark.core.{Processor, ProcessorContext}
+import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.jetspark.SqlBridge
+import org.apache.spark.sql.types.StructType
+
+/** Runs one processor instance per partition of a DataFrame inside the Spark task (the vertex's
+  * parallelism is the DataFrame's partition count), through a [[ProcessorTasklet]]: the processor sees
+  * the partition's rows as items, and what it emits becomes the output DataFrame's rows.
+  *
+  * `toItem` must not keep the InternalRow it is given (Spark reuses it): copy what the item needs.
+  */
+final case class ProcessorStage(
+    vertexName: String,
+    newProcessor: () => Processor,
+    toItem: InternalRow => Any,
+    toRow: Any => InternalRow,
+    outputSchema: StructType,
+) {
+  def run(input: DataFrame): DataFrame = {
+    val rows = input.queryExecution.toRdd
+    val total = rows.getNumPartitions
+    val (name, create, in, out) = (vertexName, newProcessor, toItem, toRow)
+    val produced = rows.mapPartitionsWithIndex { (index, partition) =>
+      val context = ProcessorContext(name, index, total)
+      ProcessorTasklet(create(), context, partition.map(in)).map(out)
+    }
+    SqlBridge.internalCreateDataFrame(input.sparkSession, produced, outputSchema)
+  }
+}
