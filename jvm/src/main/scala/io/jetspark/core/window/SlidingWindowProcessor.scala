@@ -30,12 +30,13 @@ import scala.jdk.CollectionConverters._
   * '''Cost.''' Each event costs one accumulate plus two map look-ups (its key; its frame among the frames
   * not yet complete). Sliding one step costs amortized O(1) combines per key whatever the number of frames
   * per window: with a `deductFn` a running accumulator adds the leading and deducts the trailing frame;
-  * without one, the frames of the window sit in a two-stack queue (see [[TwoStacksFrameQueue]]). A key
+  * without one, the frames of the window sit in a two-stack queue (`TwoStacksFrameQueue`). A key
   * with no frames left is forgotten.
   *
   * '''Early results.''' With `earlyResultsPeriodMs > 0`, `tryProcess()` emits, at most once per period by
   * `clock`, the current partial result of every window that has data but is not complete yet, marked
-  * `isEarly = true`. These partial results are not part of the snapshot.
+  * `isEarly = true`. These partial results are not part of the snapshot. A second stage sees a frame only
+  * once the first stage completed it, so its early results hold the complete frames only.
   *
   * '''Snapshot.''' Per key, a [[SlidingWindowSnapshot.KeyFrames]] under the grouping key itself (every frame
   * still needed, complete or not); the watermark and `closedEnd` as a [[SlidingWindowSnapshot.Progress]]

@@ -175,6 +175,17 @@ class SlidingWindowProcessorTest extends AnyFunSuite {
 
   // ---- more behaviour -----------------------------------------------------------------------------------
 
+  /*  sliding(3, 1), counting; ten billion ms between the two events
+   *  events  0                                  10^10
+   *  wm             5*10^9 (closes 0's windows)                 complete
+   *  output  ends 1, 2, 3 for e(0); wm; ends 10^10+1 .. 10^10+3 for e(10^10): the gap costs no steps
+   */
+  test("a long stretch without frames is skipped, not stepped through") {
+    val far = 10000000000L
+    verifyCase(SlidingWindowPolicy(3, 1), counting, Seq(e(0), e(far), wm(far / 2)),
+      Seq(w(-2, 1, 1), w(-1, 2, 1), w(0, 3, 1), wm(far / 2), w(far - 2, far + 1, 1), w(far - 1, far + 2, 1), w(far, far + 3, 1)))
+  }
+
   /*  tumbling(10), keyed counting
    *  a: 0 5          b: 100
    *  wm(50): a's window [0,10) emitted; a holds no frame any more, b still does

@@ -55,15 +55,18 @@ object WindowTestSupport {
     case other => other
   }
 
-  /** Random events (timestamps in [-20, 60], roughly in order, some far out of order) with monotone
-    * watermarks between them that make some events late.
+  /** Random events (timestamps mostly in [-20, 60], a few far ahead in [300, 400] to leave long gaps;
+    * roughly in order, some far out of order) with monotone watermarks between them, some jumping far
+    * ahead, that make some events late.
     */
   def randomEventsAndWatermarks(rnd: Random, keys: Seq[String]): Seq[Any] = {
-    val events = Vector.fill(rnd.nextInt(40))(Ev(rnd.nextInt(81) - 20L, keys(rnd.nextInt(keys.size)), rnd.nextInt(100).toLong))
+    def ts() = if (rnd.nextInt(20) == 0) 300L + rnd.nextInt(101) else rnd.nextInt(81) - 20L
+    val events = Vector.fill(rnd.nextInt(40))(Ev(ts(), keys(rnd.nextInt(keys.size)), rnd.nextInt(100).toLong))
     val disordered = events.map(ev => (ev.ts + rnd.nextInt(31) - 15, ev)).sortBy(_._1).map(_._2)
     var w = -25L
+    def advance() = w += (if (rnd.nextInt(30) == 0) 100 + rnd.nextInt(300) else rnd.nextInt(11))
     disordered.flatMap { ev =>
-      if (rnd.nextInt(10) < 3) { w += rnd.nextInt(11); Seq(Watermark(w), ev) } else Seq(ev)
+      if (rnd.nextInt(10) < 3) { advance(); Seq(Watermark(w), ev) } else Seq(ev)
     } ++ (if (rnd.nextBoolean()) Seq(Watermark(w + rnd.nextInt(30))) else Nil)
   }
 
