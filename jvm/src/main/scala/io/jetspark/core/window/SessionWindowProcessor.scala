@@ -113,7 +113,8 @@ final class SessionWindowProcessor[T, K, A, R](
   override def saveToSnapshot(): Boolean = {
     if (snapshotEmission.isDone) {
       val perKey = keys.entrySet().iterator().asScala.map { e =>
-        (e.getKey: Any, SessionWindowSnapshot.KeySessions(e.getValue.values().asScala.map(s => (s.start, s.end, s.acc)).toVector))
+        val sessions = e.getValue.values().asScala.map(s => (s.start, s.end, s.acc)).toVector
+        (e.getKey: Any, SessionWindowSnapshot.KeySessions(sessions))
       }
       snapshotEmission = Emission.toSnapshot(
         perKey ++ Iterator(

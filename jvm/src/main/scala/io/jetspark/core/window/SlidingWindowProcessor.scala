@@ -44,7 +44,8 @@ import scala.jdk.CollectionConverters._
   * of its own instance. The sliding state (running accumulator or two stacks) is rebuilt from the frames.
   * Accumulators are offered live: the outbox must serialize them when it accepts them.
   *
-  * Aggregate operations need a `combineFn`.
+  * Aggregate operations need a `combineFn`. The constructor serves the factories in the companion, and
+  * benchmarks that substitute another `FrameQueue`.
   */
 final class SlidingWindowProcessor[T, A, R] private[jetspark] (
     policy: SlidingWindowPolicy,
@@ -58,7 +59,8 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
 ) extends AbstractProcessor {
   import SlidingWindowProcessor._
 
-  if (earlyResultsPeriodMs < 0) throw new IllegalArgumentException(s"earlyResultsPeriodMs ($earlyResultsPeriodMs) must not be negative")
+  if (earlyResultsPeriodMs < 0)
+    throw new IllegalArgumentException(s"earlyResultsPeriodMs ($earlyResultsPeriodMs) must not be negative")
   if (emitsFrames && earlyResultsPeriodMs > 0)
     throw new IllegalArgumentException("the frame-accumulating first stage emits no window results, early or not")
 
@@ -207,7 +209,7 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
   private def earlyResults(): Seq[Any] = {
     val out = ArrayBuffer.empty[(Long, Any)]
     keys.forEach { (key, w) =>
-      val frames = (w.window.frames ++ w.pending.entrySet().iterator().asScala.map(e => (e.getKey.longValue, e.getValue))).toVector
+      val frames = framesOf(w)
       var first = 0 // first frame in the current window
       var end = if (closedEnd == Long.MinValue) frames.head._1 else closedEnd + slide
       while (first < frames.size) {
@@ -229,8 +231,7 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
     if (snapshotEmission.isDone) {
       val perKey = keys.entrySet().iterator().asScala.map { e =>
         val w = e.getValue
-        val frames = (w.window.frames ++ w.pending.entrySet().iterator().asScala.map(f => (f.getKey.longValue, f.getValue))).toVector
-        (e.getKey, SlidingWindowSnapshot.KeyFrames(frames))
+        (e.getKey, SlidingWindowSnapshot.KeyFrames(framesOf(w)))
       }
       snapshotEmission = Emission.toSnapshot(
         perKey ++ Iterator(
@@ -246,7 +247,8 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
     while (item != null) {
       item match {
         case SnapshotEntry(BroadcastKey(ProgressKeyName), p: SlidingWindowSnapshot.Progress) =>
-          restoredProgress = Some(restoredProgress.fold(p)(q => SlidingWindowSnapshot.Progress(math.min(p.watermark, q.watermark), math.min(p.closedEnd, q.closedEnd))))
+          restoredProgress = Some(restoredProgress.fold(p)(q =>
+            SlidingWindowSnapshot.Progress(math.min(p.watermark, q.watermark), math.min(p.closedEnd, q.closedEnd))))
         case SnapshotEntry(_: LateEventsKey, count: Long) => lateCount += count
         case SnapshotEntry(key, frames: SlidingWindowSnapshot.KeyFrames[A @unchecked]) => restoredFrames += ((key, frames))
         case other => throw new IllegalStateException(s"SlidingWindowProcessor cannot restore $other")
@@ -272,6 +274,10 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
     restoredProgress = None
     true
   }
+
+  /** Every frame of a key, in end order: the complete ones in its window, then the pending ones. */
+  private def framesOf(w: KeyWindows[A]): Vector[(Long, A)] =
+    (w.window.frames ++ w.pending.entrySet().iterator().asScala.map(e => (e.getKey.longValue, e.getValue))).toVector
 
   private def sameRef(a: A, b: A): Boolean = a.asInstanceOf[AnyRef] eq b.asInstanceOf[AnyRef]
 }

@@ -191,16 +191,12 @@ class SlidingWindowProcessorTest extends AnyFunSuite {
    *  wm(50): a's window [0,10) emitted; a holds no frame any more, b still does
    */
   test("a key whose windows are all emitted is forgotten") {
-    val p = SlidingWindowProcessor.singleStage(SlidingWindowPolicy(10, 10), (e: Ev) => e.key, (e: Ev) => e.ts, TestOps.counting[Ev](true))
-    val outbox = new io.jetspark.core.BufferedOutbox(1, 100)
-    p.init(outbox, io.jetspark.core.ProcessorContext("w", 0, 1))
-    val inbox = new io.jetspark.core.ArrayDequeInbox
-    inbox.addAll(Seq(Ev(0, "a"), Ev(5, "a"), Ev(100, "b")))
-    p.process(0, inbox)
-    assert(p.keysWithState == 2)
-    assert(p.tryProcessWatermark(wm(50)))
-    assert(outbox.drainBucket(0) == Seq(KeyedWindowResult(0, 10, "a", 2L), wm(50)))
-    assert(p.keysWithState == 1)
+    val d = new Driver(SlidingWindowProcessor.singleStage(SlidingWindowPolicy(10, 10), (e: Ev) => e.key, (e: Ev) => e.ts,
+      TestOps.counting[Ev](true)))
+    d.process(Ev(0, "a"), Ev(5, "a"), Ev(100, "b"))
+    assert(d.processor.keysWithState == 2)
+    assert(d.run(_.tryProcessWatermark(wm(50))) == Seq(KeyedWindowResult(0, 10, "a", 2L), wm(50)))
+    assert(d.processor.keysWithState == 1)
   }
 
   /*  sliding(6, 2), counting, one event per key
@@ -208,14 +204,10 @@ class SlidingWindowProcessorTest extends AnyFunSuite {
    *  wm(20): a -> ends 2, 4, 6; b -> ends 6, 8, 10; emitted by end, keys interleaved
    */
   test("windows of several keys closed by one watermark come in end order") {
-    val p = SlidingWindowProcessor.singleStage(SlidingWindowPolicy(6, 2), (e: Ev) => e.key, (e: Ev) => e.ts, TestOps.counting[Ev](false))
-    val outbox = new io.jetspark.core.BufferedOutbox(1, 100)
-    p.init(outbox, io.jetspark.core.ProcessorContext("w", 0, 1))
-    val inbox = new io.jetspark.core.ArrayDequeInbox
-    inbox.addAll(Seq(Ev(5, "b"), Ev(1, "a")))
-    p.process(0, inbox)
-    assert(p.tryProcessWatermark(wm(20)))
-    val ends = outbox.drainBucket(0).collect { case r: KeyedWindowResult[_, _] => (r.end, r.key) }
+    val d = new Driver(SlidingWindowProcessor.singleStage(SlidingWindowPolicy(6, 2), (e: Ev) => e.key, (e: Ev) => e.ts,
+      TestOps.counting[Ev](false)))
+    d.process(Ev(5, "b"), Ev(1, "a"))
+    val ends = d.run(_.tryProcessWatermark(wm(20))).collect { case r: KeyedWindowResult[_, _] => (r.end, r.key) }
     assert(ends.map(_._1) == Seq(2L, 4L, 6L, 6L, 8L, 10L))
     assert(ends.toSet == Set((2L, "a"), (4L, "a"), (6L, "a"), (6L, "b"), (8L, "b"), (10L, "b")))
   }
@@ -230,60 +222,40 @@ class SlidingWindowProcessorTest extends AnyFunSuite {
    */
   test("early results: the partial windows with data, at most once per period, marked early") {
     var now = 0L
-    val p = SlidingWindowProcessor.singleStageNonKeyed(SlidingWindowPolicy(4, 1), (e: Ev) => e.ts, TestOps.counting[Ev](true),
-      earlyResultsPeriodMs = 100, clock = () => now)
-    val outbox = new io.jetspark.core.BufferedOutbox(1, 1) // back-pressure on every second item
-    p.init(outbox, io.jetspark.core.ProcessorContext("w", 0, 1))
-    val inbox = new io.jetspark.core.ArrayDequeInbox
-    inbox.addAll(Seq(e(0), e(1), e(3)))
-    p.process(0, inbox)
-    def drive(step: => Boolean): Seq[Any] = {
-      val out = Seq.newBuilder[Any]
-      var done = false
-      while (!done) { done = step; out ++= outbox.drainBucket(0) }
-      out.result()
-    }
+    val d = new Driver(SlidingWindowProcessor.singleStageNonKeyed(SlidingWindowPolicy(4, 1), (e: Ev) => e.ts,
+      TestOps.counting[Ev](true), earlyResultsPeriodMs = 100, clock = () => now), outboxCapacity = 1)
+    d.process(e(0), e(1), e(3))
     def early(s: Long, e: Long, r: Long) = WindowResult(s, e, r, isEarly = true)
     now = 99
-    assert(drive(p.tryProcess()) == Nil)
+    assert(d.run(_.tryProcess()) == Nil)
     now = 100
-    assert(drive(p.tryProcess()) ==
+    assert(d.run(_.tryProcess()) ==
       Seq(early(-3, 1, 1), early(-2, 2, 2), early(-1, 3, 2), early(0, 4, 3), early(1, 5, 2), early(2, 6, 1), early(3, 7, 1)))
     now = 150
-    assert(drive(p.tryProcess()) == Nil)
-    assert(drive(p.tryProcessWatermark(wm(2))) == Seq(w(-3, 1, 1), w(-2, 2, 2), wm(2)))
+    assert(d.run(_.tryProcess()) == Nil)
+    assert(d.run(_.tryProcessWatermark(wm(2))) == Seq(w(-3, 1, 1), w(-2, 2, 2), wm(2)))
     now = 200
-    assert(drive(p.tryProcess()) == Seq(early(-1, 3, 2), early(0, 4, 3), early(1, 5, 2), early(2, 6, 1), early(3, 7, 1)))
+    assert(d.run(_.tryProcess()) == Seq(early(-1, 3, 2), early(0, 4, 3), early(1, 5, 2), early(2, 6, 1), early(3, 7, 1)))
   }
 
-  /** Counts the combines an operation performs. */
-  private final class CountingCombines(withDeduct: Boolean) {
-    var combines = 0L
-    private val inner = TestOps.max[Ev](_.value)
-    val op: AggregateOperation[Ev, TestOps.LongAcc, Long] = new TestOps.TestOp[Ev, TestOps.LongAcc, Long](
-      () => inner.create(), (a, t) => inner.accumulate(a, t),
-      (a, b) => { combines += 1; inner.combineFn.get(a, b) },
-      if (withDeduct) Some((a: TestOps.LongAcc, _: TestOps.LongAcc) => a) else None, // never consulted for max
-      inner.exportResult)
-  }
-
-  /*  sliding(F * 1, 1) for F = 10 and 500 frames per window, max without deduct
+  /*  sliding(F, 1) for F = 10 and 500 frames per window, max without deduct
    *  events: one per frame, 0 .. 1999;  a watermark after every frame
    *  the combines per slide step stay bounded by a constant, whatever F
    */
   test("without deduct, sliding costs a bounded number of combines per step, whatever the frames per window") {
     def combinesPerStep(framesPerWindow: Int): Double = {
-      val c = new CountingCombines(withDeduct = false)
-      val p = SlidingWindowProcessor.singleStageNonKeyed(SlidingWindowPolicy(framesPerWindow, 1), (e: Ev) => e.ts, c.op)
-      p.init(new io.jetspark.core.BufferedOutbox(1, Int.MaxValue), io.jetspark.core.ProcessorContext("w", 0, 1))
+      var combines = 0L
+      val max = TestOps.max[Ev](_.value)
+      val countingCombines = new TestOps.TestOp[Ev, TestOps.LongAcc, Long](
+        () => max.create(), (a, t) => max.accumulate(a, t),
+        (a, b) => { combines += 1; max.combineFn.get(a, b) }, None, max.exportResult)
+      val d = new Driver(SlidingWindowProcessor.singleStageNonKeyed(SlidingWindowPolicy(framesPerWindow, 1), (e: Ev) => e.ts, countingCombines))
       val steps = 2000
       for (t <- 0 until steps) {
-        val inbox = new io.jetspark.core.ArrayDequeInbox
-        inbox.add(Ev(t, value = (t * 7919) % 1000))
-        p.process(0, inbox)
-        assert(p.tryProcessWatermark(wm(t + 1)))
+        d.process(Ev(t, value = (t * 7919) % 1000))
+        d.run(_.tryProcessWatermark(wm(t + 1)))
       }
-      c.combines.toDouble / steps
+      combines.toDouble / steps
     }
     val (few, many) = (combinesPerStep(10), combinesPerStep(500))
     assert(many <= 6.0, s"$many combines per step with 500 frames per window")

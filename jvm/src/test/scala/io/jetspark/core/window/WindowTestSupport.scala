@@ -1,6 +1,6 @@
 package io.jetspark.core.window
 
-import io.jetspark.core.Watermark
+import io.jetspark.core.{ArrayDequeInbox, BufferedOutbox, Processor, ProcessorContext, Watermark}
 import io.jetspark.core.testing.ProcessorVerifier
 
 import scala.util.Random
@@ -85,6 +85,30 @@ object WindowTestSupport {
     segs.head.indices.flatMap { i =>
       val parts = segs.map(_(i))
       parts.flatMap(_.filterNot(_.isInstanceOf[Watermark])) ++ parts.head.lastOption.collect { case w: Watermark => w }
+    }
+  }
+
+  /** Drives a processor by hand, for what the verifier does not exercise (`tryProcess`, state between
+    * calls). `outboxCapacity` 1 refuses every second item of a burst.
+    */
+  final class Driver[P <: Processor](val processor: P, outboxCapacity: Int = Int.MaxValue) {
+    private val outbox = new BufferedOutbox(1, outboxCapacity)
+    processor.init(outbox, ProcessorContext("window-under-test", 0, 1))
+
+    /** Processes `items` (which our window processors take without emitting). */
+    def process(items: Any*): Unit = {
+      val inbox = new ArrayDequeInbox
+      inbox.addAll(items)
+      processor.process(0, inbox)
+      assert(inbox.isEmpty && outbox.drainBucket(0).isEmpty)
+    }
+
+    /** Repeats `step` until it returns true; returns what it emitted. */
+    def run(step: P => Boolean): Seq[Any] = {
+      val out = Seq.newBuilder[Any]
+      var done = false
+      while (!done) { done = step(processor); out ++= outbox.drainBucket(0) }
+      out.result()
     }
   }
 }
