@@ -238,6 +238,31 @@ class SlidingWindowProcessorTest extends AnyFunSuite {
     assert(d.run(_.tryProcess()) == Seq(early(-1, 3, 2), early(0, 4, 3), early(1, 5, 2), early(2, 6, 1), early(3, 7, 1)))
   }
 
+  /*  sliding(4, 2), keyed counting, two instances before a restart
+   *  instance 0: a@1 a@3 | wm(3) | a@1 late          instance 1: b@2 | wm(3) | b@0 late, b@5
+   *  snapshot both -> restore every entry into one fresh instance -> complete
+   *  output  a: end 4:[0,4)=2, end 6:[2,6)=1 ; b: end 4:[0,4)=1, end 6=2, end 8:[4,8)=1 ; late 3
+   */
+  test("a fresh instance restores the state that several instances saved, counters summed") {
+    def newProcessor() = SlidingWindowProcessor.singleStage(SlidingWindowPolicy(4, 2), (e: Ev) => e.key, (e: Ev) => e.ts,
+      TestOps.counting[Ev](false))
+    val (first, second) = (new Driver(newProcessor(), instance = 0), new Driver(newProcessor(), instance = 1))
+    first.process(Ev(1, "a"), Ev(3, "a"))
+    second.process(Ev(2, "b"))
+    assert(first.run(_.tryProcessWatermark(wm(3))) == Seq(KeyedWindowResult(-2, 2, "a", 1L), wm(3)))
+    assert(second.run(_.tryProcessWatermark(wm(3))) == Seq(wm(3)))
+    first.process(Ev(1, "a"))
+    second.process(Ev(0, "b"), Ev(5, "b"))
+    val restored = new Driver(newProcessor())
+    restored.restore(first.snapshot() ++ second.snapshot())
+    assert(restored.processor.lateEventsDropped == 2)
+    restored.process(Ev(1, "b")) // still late after the restore: the watermark was restored too
+    val out = restored.run(_.complete())
+    assert(out.toSet == Set(KeyedWindowResult(0, 4, "a", 2L), KeyedWindowResult(2, 6, "a", 1L),
+      KeyedWindowResult(0, 4, "b", 1L), KeyedWindowResult(2, 6, "b", 2L), KeyedWindowResult(4, 8, "b", 1L)) && out.size == 5)
+    assert(restored.processor.lateEventsDropped == 3 && restored.processor.keysWithState == 0)
+  }
+
   /*  sliding(F, 1) for F = 10 and 500 frames per window, max without deduct
    *  events: one per frame, 0 .. 1999;  a watermark after every frame
    *  the combines per slide step stay bounded by a constant, whatever F

@@ -1,6 +1,7 @@
 package io.jetspark.core.window
 
 import io.jetspark.core.{ArrayDequeInbox, BufferedOutbox, Processor, ProcessorContext, Watermark}
+import io.jetspark.core.snapshot.{SnapshotEntry, SnapshotFormat}
 import io.jetspark.core.testing.ProcessorVerifier
 
 import scala.util.Random
@@ -91,9 +92,9 @@ object WindowTestSupport {
   /** Drives a processor by hand, for what the verifier does not exercise (`tryProcess`, state between
     * calls). `outboxCapacity` 1 refuses every second item of a burst.
     */
-  final class Driver[P <: Processor](val processor: P, outboxCapacity: Int = Int.MaxValue) {
+  final class Driver[P <: Processor](val processor: P, outboxCapacity: Int = Int.MaxValue, instance: Int = 0) {
     private val outbox = new BufferedOutbox(1, outboxCapacity)
-    processor.init(outbox, ProcessorContext("window-under-test", 0, 1))
+    processor.init(outbox, ProcessorContext("window-under-test", instance, 2))
 
     /** Processes `items` (which our window processors take without emitting). */
     def process(items: Any*): Unit = {
@@ -101,6 +102,20 @@ object WindowTestSupport {
       inbox.addAll(items)
       processor.process(0, inbox)
       assert(inbox.isEmpty && outbox.drainBucket(0).isEmpty)
+    }
+
+    def snapshot(): Seq[SnapshotEntry] = {
+      val saved = Seq.newBuilder[SnapshotEntry]
+      var done = false
+      while (!done) { done = processor.saveToSnapshot(); saved ++= outbox.drainSnapshot().map { case (k, v) => SnapshotEntry(k, v) } }
+      SnapshotFormat.decode(SnapshotFormat.encode(saved.result()))
+    }
+
+    def restore(entries: Seq[SnapshotEntry]): Unit = {
+      val inbox = new ArrayDequeInbox
+      inbox.addAll(entries)
+      processor.restoreFromSnapshot(inbox)
+      assert(inbox.isEmpty && processor.finishSnapshotRestore())
     }
 
     /** Repeats `step` until it returns true; returns what it emitted. */
