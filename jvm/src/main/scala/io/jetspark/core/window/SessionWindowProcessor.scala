@@ -63,19 +63,21 @@ final class SessionWindowProcessor[T, K, A, R](
     var start = ts
     var end = ts + timeout
     // Sessions are disjoint, so ordered by start they are ordered by end too: walk back from the last one
-    // starting before `end` while they still reach past `ts`.
-    val overlapping = ArrayBuffer.empty[Session[A]]
+    // starting before `end` while they still reach past `ts`. Prepending leaves the oldest first.
+    var overlapping = List.empty[Session[A]]
     var candidate = sessions.lowerEntry(end)
     while (candidate != null && candidate.getValue.end > ts) {
-      overlapping += candidate.getValue
+      overlapping ::= candidate.getValue
       sessions.remove(candidate.getKey)
       candidate = sessions.lowerEntry(candidate.getKey)
     }
-    var acc = op.create()
-    for (s <- overlapping.reverseIterator) { // oldest first, for operations that are not commutative
-      acc = combine(acc, s.acc)
-      start = math.min(start, s.start)
-      end = math.max(end, s.end)
+    var acc = overlapping match {
+      case Nil => op.create()
+      case oldest :: newer =>
+        start = math.min(start, oldest.start)
+        end = math.max(end, newer.lastOption.getOrElse(oldest).end)
+        // the oldest session's accumulator is ours to extend; the newer ones fold into it in time order
+        newer.foldLeft(oldest.acc)((merged, s) => combine(merged, s.acc))
     }
     acc = op.accumulate(acc, ordinal, event)
     sessions.put(start, Session(start, end, acc))
