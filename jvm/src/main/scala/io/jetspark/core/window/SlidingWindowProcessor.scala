@@ -1,0 +1,362 @@
+package io.jetspark.core.window
+
+import io.jetspark.core._
+import io.jetspark.core.aggregate.AggregateOperation
+import io.jetspark.core.snapshot.{BroadcastKey, SnapshotEntry}
+
+import java.util.{HashMap => JHashMap, TreeMap => JTreeMap}
+import scala.collection.mutable.ArrayBuffer
+import scala.jdk.CollectionConverters._
+
+/** Sliding and tumbling windows over event time, in one of three roles (see the factories in the
+  * companion):
+  *  - `singleStage`: events in; each event is accumulated into its (key, frame); windows out;
+  *  - `accumulateFrames` (stage 1 of two): events in; [[KeyedFrame]]s out, each frame once the watermark
+  *    reaches its end, before that watermark;
+  *  - `combineFrames` (stage 2 of two): [[KeyedFrame]]s from any number of upstream instances in, combined
+  *    per (key, frame); windows out.
+  * Keyed aggregations emit [[KeyedWindowResult]], non-keyed ones [[WindowResult]].
+  *
+  * '''Emission.''' On a watermark `wm`, every non-empty window with `end <= wm` that was not emitted yet
+  * is emitted, in increasing `end` order, then the watermark itself (every watermark is forwarded). Empty
+  * windows are never emitted; stretches of time with no frames are skipped in one step. `complete()` emits
+  * every remaining window (as a watermark of +infinity would, without the watermark).
+  *
+  * '''Lateness.''' Let `closedEnd` be the highest frame end at or before the watermark: every window
+  * ending there or earlier is complete. An event (or stage-2 frame) whose frame ends at or before
+  * `closedEnd` is late: its frame was already combined into a complete window. It is dropped and counted
+  * in [[lateEventsDropped]].
+  *
+  * '''Cost.''' Each event costs one accumulate plus two map look-ups (its key; its frame among the frames
+  * not yet complete). Sliding one step costs amortized O(1) combines per key whatever the number of frames
+  * per window: with a `deductFn` a running accumulator adds the leading and deducts the trailing frame;
+  * without one, the frames of the window sit in a two-stack queue (`TwoStacksFrameQueue`). A key
+  * with no frames left is forgotten.
+  *
+  * '''Early results.''' With `earlyResultsPeriodMs > 0`, `tryProcess()` emits, at most once per period by
+  * `clock`, the current partial result of every window that has data but is not complete yet, marked
+  * `isEarly = true`. These partial results are not part of the snapshot. A second stage sees a frame only
+  * once the first stage completed it, so its early results hold the complete frames only.
+  *
+  * '''Snapshot.''' Per key, a [[SlidingWindowSnapshot.KeyFrames]] under the grouping key itself (every frame
+  * still needed, complete or not); the watermark and `closedEnd` as a [[SlidingWindowSnapshot.Progress]]
+  * under a [[BroadcastKey]] (restore takes the least over the instances); the late-event count under a key
+  * of its own instance. The sliding state (running accumulator or two stacks) is rebuilt from the frames.
+  * Accumulators are offered live: the outbox must serialize them when it accepts them.
+  *
+  * Aggregate operations need a `combineFn`. The constructor serves the factories in the companion, and
+  * benchmarks that substitute another `FrameQueue`.
+  */
+final class SlidingWindowProcessor[T, A, R] private[jetspark] (
+    policy: SlidingWindowPolicy,
+    input: SlidingWindowProcessor.Input[T],
+    emitsFrames: Boolean,
+    keyed: Boolean,
+    op: AggregateOperation[T, A, R],
+    earlyResultsPeriodMs: Long,
+    clock: () => Long,
+    newFrameQueue: () => FrameQueue[A],
+) extends AbstractProcessor {
+  import SlidingWindowProcessor._
+
+  if (earlyResultsPeriodMs < 0)
+    throw new IllegalArgumentException(s"earlyResultsPeriodMs ($earlyResultsPeriodMs) must not be negative")
+  if (emitsFrames && earlyResultsPeriodMs > 0)
+    throw new IllegalArgumentException("the frame-accumulating first stage emits no window results, early or not")
+
+  private val size = policy.size
+  private val slide = policy.slide
+  private val combine: (A, A) => A = FrameQueue.requireCombine(op, "sliding windows")
+
+  private val keys = new JHashMap[Any, KeyWindows[A]]()
+  private var watermark = Long.MinValue
+  private var closedEnd = Long.MinValue
+  private var lateCount = 0L
+  private var emission = Emission.Done
+  private var snapshotEmission = Emission.Done
+  private var nextEarlyResultsAt = Long.MaxValue
+  private val restoredFrames = ArrayBuffer.empty[(Any, SlidingWindowSnapshot.KeyFrames[A])]
+  private var restoredProgress: Option[SlidingWindowSnapshot.Progress] = None
+
+  /** Events (stage 2: frames) dropped as late since the job started, restored across snapshots. */
+  def lateEventsDropped: Long = lateCount
+
+  /** Number of keys that hold state; zero once everything was emitted. */
+  private[window] def keysWithState: Int = keys.size
+
+  override protected def initState(): Unit =
+    if (earlyResultsPeriodMs > 0) nextEarlyResultsAt = clock() + earlyResultsPeriodMs
+
+  override def process(ordinal: Int, inbox: Inbox): Unit = {
+    var item = inbox.poll()
+    while (item != null) {
+      input match {
+        case Events(keyFn, tsFn) =>
+          val event = item.asInstanceOf[T]
+          accumulateEvent(ordinal, keyFn(event), policy.frameEnd(tsFn(event)), event)
+        case Frames =>
+          val frame = item.asInstanceOf[KeyedFrame[Any, A]]
+          combineFrame(frame.key, frame.frameEnd, frame.acc)
+      }
+      item = inbox.poll()
+    }
+  }
+
+  private def accumulateEvent(ordinal: Int, key: Any, frameEnd: Long, event: T): Unit =
+    if (frameEnd <= closedEnd) lateCount += 1
+    else {
+      val pending = windowsOf(key).pending
+      val acc = pending.get(frameEnd)
+      val updated = op.accumulate(if (acc == null) op.create() else acc, ordinal, event)
+      if (acc == null || !sameRef(acc, updated)) pending.put(frameEnd, updated)
+    }
+
+  private def combineFrame(key: Any, frameEnd: Long, partial: A): Unit =
+    if (frameEnd <= closedEnd) lateCount += 1
+    else {
+      val pending = windowsOf(key).pending
+      val acc = pending.get(frameEnd)
+      // the partial accumulator belongs to the sender: combine it into one of our own
+      pending.put(frameEnd, combine(if (acc == null) op.create() else acc, partial))
+    }
+
+  private def windowsOf(key: Any): KeyWindows[A] = {
+    var w = keys.get(key)
+    if (w == null) { w = new KeyWindows(newFrameQueue()); keys.put(key, w) }
+    w
+  }
+
+  override def tryProcessWatermark(wm: Watermark): Boolean = {
+    if (emission.isDone) emission = Emission(closeUpTo(wm.timestamp) :+ wm)
+    emission.emitTo(outbox)
+  }
+
+  override def complete(): Boolean = {
+    if (emission.isDone) emission = Emission(closeUpTo(Long.MaxValue))
+    emission.emitTo(outbox)
+  }
+
+  override def tryProcess(): Boolean = {
+    if (emission.isDone) {
+      if (earlyResultsPeriodMs == 0) return true
+      val now = clock()
+      if (now < nextEarlyResultsAt) return true
+      nextEarlyResultsAt = now + earlyResultsPeriodMs
+      emission = Emission(earlyResults())
+    }
+    emission.emitTo(outbox)
+  }
+
+  /** Advances the watermark to `wm` and returns what it completes, in increasing end order. */
+  private def closeUpTo(wm: Long): Seq[Any] = {
+    watermark = math.max(watermark, wm)
+    val target = policy.lastEndAtOrBefore(wm)
+    if (target <= closedEnd) return Nil
+    val out = ArrayBuffer.empty[(Long, Any)]
+    val it = keys.entrySet().iterator()
+    while (it.hasNext) {
+      val entry = it.next()
+      val w = entry.getValue
+      if (emitsFrames) emitFrames(entry.getKey, w, target, out) else slide(entry.getKey, w, target, out)
+      if (w.isEmpty) it.remove()
+    }
+    closedEnd = target
+    // each key's output is already in end order; a stable sort interleaves the keys
+    out.sortBy(_._1).map(_._2).toSeq
+  }
+
+  private def emitFrames(key: Any, w: KeyWindows[A], target: Long, out: ArrayBuffer[(Long, Any)]): Unit =
+    while (!w.pending.isEmpty && w.pending.firstKey() <= target) {
+      val frame = w.pending.pollFirstEntry()
+      out += ((frame.getKey.longValue, KeyedFrame(frame.getKey.longValue, key, frame.getValue)))
+    }
+
+  /** Emits the key's non-empty windows with ends in `(closedEnd, target]`, sliding its frame queue along.
+    * Invariant outside this method: the queue holds the key's frames in `(closedEnd - size, closedEnd]`
+    * that the next window still needs, `pending` those after `closedEnd`.
+    */
+  private def slide(key: Any, w: KeyWindows[A], target: Long, out: ArrayBuffer[(Long, Any)]): Unit = {
+    var end = closedEnd
+    var more = true
+    while (more) {
+      var next = if (end > Long.MaxValue - slide) Long.MaxValue else end + slide
+      while (!w.window.isEmpty && w.window.oldestEnd <= next - size) w.window.dropOldest()
+      if (w.window.isEmpty) {
+        // no frame in the next window: jump over the gap to the first window that has one
+        if (w.pending.isEmpty) more = false
+        else next = math.max(next, w.pending.firstKey())
+      }
+      if (more && next <= target && next != Long.MaxValue) {
+        while (!w.pending.isEmpty && w.pending.firstKey() <= next) {
+          val frame = w.pending.pollFirstEntry()
+          w.window.push(frame.getKey, frame.getValue)
+        }
+        out += ((next, windowResult(key, next, w.window.aggregate, isEarly = false)))
+        end = next
+      } else more = false
+    }
+  }
+
+  private def windowResult(key: Any, end: Long, acc: A, isEarly: Boolean): Any = {
+    val result = op.exportResult(acc)
+    if (keyed) KeyedWindowResult(end - size, end, key, result, isEarly)
+    else WindowResult(end - size, end, result, isEarly)
+  }
+
+  /** The partial result of every window after `closedEnd` that holds a frame. Runs once per period, so it
+    * simply recombines the frames of each window.
+    */
+  private def earlyResults(): Seq[Any] = {
+    val out = ArrayBuffer.empty[(Long, Any)]
+    keys.forEach { (key, w) =>
+      val frames = framesOf(w)
+      var first = 0 // first frame in the current window
+      var end = if (closedEnd == Long.MinValue) frames.head._1 else closedEnd + slide
+      while (first < frames.size) {
+        while (first < frames.size && frames(first)._1 <= end - size) first += 1
+        if (first < frames.size) {
+          end = math.max(end, frames(first)._1)
+          var acc = op.create()
+          var i = first
+          while (i < frames.size && frames(i)._1 <= end) { acc = combine(acc, frames(i)._2); i += 1 }
+          out += ((end, windowResult(key, end, acc, isEarly = true)))
+          end += slide
+        }
+      }
+    }
+    out.sortBy(_._1).map(_._2).toSeq
+  }
+
+  override def saveToSnapshot(): Boolean = {
+    if (snapshotEmission.isDone) {
+      val perKey = keys.entrySet().iterator().asScala.map { e =>
+        val w = e.getValue
+        (e.getKey, SlidingWindowSnapshot.KeyFrames(framesOf(w)))
+      }
+      snapshotEmission = Emission.toSnapshot(
+        perKey ++ Iterator(
+          (BroadcastKey(ProgressKeyName), SlidingWindowSnapshot.Progress(watermark, closedEnd)),
+          (LateEventsKey(context.globalProcessorIndex), lateCount),
+        ))
+    }
+    snapshotEmission.emitTo(outbox)
+  }
+
+  override def restoreFromSnapshot(inbox: Inbox): Unit = {
+    var item = inbox.poll()
+    while (item != null) {
+      item match {
+        case SnapshotEntry(BroadcastKey(ProgressKeyName), p: SlidingWindowSnapshot.Progress) =>
+          restoredProgress = Some(restoredProgress.fold(p)(q =>
+            SlidingWindowSnapshot.Progress(math.min(p.watermark, q.watermark), math.min(p.closedEnd, q.closedEnd))))
+        case SnapshotEntry(_: LateEventsKey, count: Long) => lateCount += count
+        case SnapshotEntry(key, frames: SlidingWindowSnapshot.KeyFrames[A @unchecked]) => restoredFrames += ((key, frames))
+        case other => throw new IllegalStateException(s"SlidingWindowProcessor cannot restore $other")
+      }
+      item = inbox.poll()
+    }
+  }
+
+  override def finishSnapshotRestore(): Boolean = {
+    restoredProgress.foreach { p => watermark = p.watermark; closedEnd = p.closedEnd }
+    for ((key, saved) <- restoredFrames) {
+      val w = windowsOf(key)
+      for ((end, acc) <- saved.frames.sortBy(_._1)) {
+        if (end > closedEnd) {
+          val mine = w.pending.get(end)
+          w.pending.put(end, if (mine == null) acc else combine(mine, acc))
+        } else if (end > closedEnd - size) w.window.push(end, acc)
+        // A frame at or before closedEnd - size was needed by no remaining window.
+      }
+      if (w.isEmpty) keys.remove(key)
+    }
+    restoredFrames.clear()
+    restoredProgress = None
+    true
+  }
+
+  /** Every frame of a key, in end order: the complete ones in its window, then the pending ones. */
+  private def framesOf(w: KeyWindows[A]): Vector[(Long, A)] =
+    (w.window.frames ++ w.pending.entrySet().iterator().asScala.map(e => (e.getKey.longValue, e.getValue))).toVector
+
+  private def sameRef(a: A, b: A): Boolean = a.asInstanceOf[AnyRef] eq b.asInstanceOf[AnyRef]
+}
+
+object SlidingWindowProcessor {
+  /** Where a processor's input items come from. */
+  private[jetspark] sealed trait Input[-T]
+  /** Raw events, with their grouping key and timestamp. */
+  private[jetspark] final case class Events[T](keyFn: T => Any, tsFn: T => Long) extends Input[T]
+  /** [[KeyedFrame]]s from first-stage instances. */
+  private[jetspark] case object Frames extends Input[Any]
+
+  private val ProgressKeyName = "sliding-window-progress"
+
+  /** Keyed single-stage windows: events in, [[KeyedWindowResult]]s out. */
+  def singleStage[T, K, A, R](
+      policy: SlidingWindowPolicy,
+      keyFn: T => K,
+      tsFn: T => Long,
+      op: AggregateOperation[T, A, R],
+      earlyResultsPeriodMs: Long = 0,
+      clock: () => Long = () => System.currentTimeMillis(),
+  ): SlidingWindowProcessor[T, A, R] =
+    new SlidingWindowProcessor(policy, Events(keyFn, tsFn), emitsFrames = false, keyed = true, op,
+      earlyResultsPeriodMs, clock, FrameQueue.forOperation(op))
+
+  /** Non-keyed single-stage windows: events in, [[WindowResult]]s out. */
+  def singleStageNonKeyed[T, A, R](
+      policy: SlidingWindowPolicy,
+      tsFn: T => Long,
+      op: AggregateOperation[T, A, R],
+      earlyResultsPeriodMs: Long = 0,
+      clock: () => Long = () => System.currentTimeMillis(),
+  ): SlidingWindowProcessor[T, A, R] =
+    new SlidingWindowProcessor(policy, Events((_: T) => NonKeyed, tsFn), emitsFrames = false, keyed = false, op,
+      earlyResultsPeriodMs, clock, FrameQueue.forOperation(op))
+
+  /** Stage 1 of two: events in, one [[KeyedFrame]] per (key, frame) out when the watermark reaches the
+    * frame's end. Use `keyFn = _ => NonKeyed` for a non-keyed aggregation.
+    */
+  def accumulateFrames[T, K, A, R](
+      policy: SlidingWindowPolicy,
+      keyFn: T => K,
+      tsFn: T => Long,
+      op: AggregateOperation[T, A, R],
+  ): SlidingWindowProcessor[T, A, R] =
+    new SlidingWindowProcessor(policy, Events(keyFn, tsFn), emitsFrames = true, keyed = true, op,
+      0, () => 0L, FrameQueue.forOperation(op))
+
+  /** Stage 2 of two: [[KeyedFrame]]s in, windows out ([[KeyedWindowResult]] when `keyed`, else
+    * [[WindowResult]]).
+    */
+  def combineFrames[A, R](
+      policy: SlidingWindowPolicy,
+      op: AggregateOperation[Nothing, A, R],
+      keyed: Boolean,
+      earlyResultsPeriodMs: Long = 0,
+      clock: () => Long = () => System.currentTimeMillis(),
+  ): SlidingWindowProcessor[Nothing, A, R] =
+    new SlidingWindowProcessor[Nothing, A, R](policy, Frames, emitsFrames = false, keyed, op,
+      earlyResultsPeriodMs, clock, FrameQueue.forOperation(op))
+}
+
+/** A key's frames: `window` the complete ones that a coming window still needs, `pending` the rest. */
+private final class KeyWindows[A](val window: FrameQueue[A]) {
+  val pending = new JTreeMap[java.lang.Long, A]()
+  def isEmpty: Boolean = window.isEmpty && pending.isEmpty
+}
+
+/** The snapshot state of a [[SlidingWindowProcessor]]. */
+object SlidingWindowSnapshot {
+  /** Every frame of one key still needed: `(frame end, accumulator)`, complete frames included. */
+  @SerialVersionUID(1L)
+  final case class KeyFrames[A](frames: Vector[(Long, A)])
+
+  /** The watermark seen and the highest window end it completed. */
+  @SerialVersionUID(1L)
+  final case class Progress(watermark: Long, closedEnd: Long)
+}
+
+/** Snapshot key of one instance's late-event count; restored by exactly one instance. */
+final case class LateEventsKey(processorIndex: Int)

@@ -1,0 +1,18 @@
+package io.jetspark.core.window
+
+/** The result of a non-keyed window `[start, end)`; `isEarly` marks a partial result emitted before the
+  * watermark completed the window.
+  */
+final case class WindowResult[+R](start: Long, end: Long, result: R, isEarly: Boolean = false)
+
+/** The result of the window `[start, end)` for one grouping key. */
+final case class KeyedWindowResult[+K, +R](start: Long, end: Long, key: K, result: R, isEarly: Boolean = false)
+
+/** What the first stage of a two-stage sliding-window aggregation sends to the second: the partial
+  * accumulator of one frame (named by its end) and one key, from one upstream instance. The second stage
+  * combines the partial frames of every upstream instance. Non-keyed aggregations use [[NonKeyed]].
+  */
+final case class KeyedFrame[+K, +A](frameEnd: Long, key: K, acc: A)
+
+/** The one implicit key of a non-keyed window aggregation. */
+case object NonKeyed
