@@ -143,16 +143,7 @@ object AggregateOperations {
 
   /** `op` with `fn` applied to its result (Jet's `andThen`). */
   def andThen[T, A, R, R2](op: AggregateOperation[T, A, R])(fn: R => R2): AggregateOperation[T, A, R2] =
-    new AggregateOperation[T, A, R2] {
-      override def arity: Int = op.arity
-      override def create(): A = op.create()
-      override def accumulate(acc: A, ordinal: Int, item: T): A = op.accumulate(acc, ordinal, item)
-      override def combineFn: Option[(A, A) => A] = op.combineFn
-      override def deductFn: Option[(A, A) => A] = op.deductFn
-      override def exportResult(acc: A): R2 = fn(op.exportResult(acc))
-      override def finishResult(acc: A): R2 = fn(op.finishResult(acc))
-      override def toString: String = s"$op.andThen(...)"
-    }
+    new MappedResultOperation(op, fn)
 
   private val addLongs = (l: LongAccumulator, r: LongAccumulator) => { l.value = Math.addExact(l.value, r.value); l }
   private val subtractLongs = (l: LongAccumulator, r: LongAccumulator) => { l.value = Math.subtractExact(l.value, r.value); l }
@@ -261,4 +252,16 @@ private final class CompositeAggregateOperation(parts: IndexedSeq[AggregateOpera
   override def exportResult(acc: Array[Any]): IndexedSeq[Any] = parts.indices.map(i => parts(i).exportResult(acc(i)))
   override def finishResult(acc: Array[Any]): IndexedSeq[Any] = parts.indices.map(i => parts(i).finishResult(acc(i)))
   override def toString: String = parts.mkString(if (routeByOrdinal) "aggregateOperation(" else "allOf(", ", ", ")")
+}
+
+/** `op` with `fn` applied to each exported or finished result. */
+private final class MappedResultOperation[T, A, R, R2](op: AggregateOperation[T, A, R], fn: R => R2) extends AggregateOperation[T, A, R2] {
+  override def arity: Int = op.arity
+  override def create(): A = op.create()
+  override def accumulate(acc: A, ordinal: Int, item: T): A = op.accumulate(acc, ordinal, item)
+  override def combineFn: Option[(A, A) => A] = op.combineFn
+  override def deductFn: Option[(A, A) => A] = op.deductFn
+  override def exportResult(acc: A): R2 = fn(op.exportResult(acc))
+  override def finishResult(acc: A): R2 = fn(op.finishResult(acc))
+  override def toString: String = s"$op.andThen(...)"
 }

@@ -59,6 +59,20 @@ class GroupAggregateProcessorTest extends AnyFunSuite {
       .verify()
   }
 
+  test("a null key (Python's None) is a key like any other") {
+    ProcessorVerifier(() => new AggregateByKeyProcessor(IndexedSeq(byFirst), ops.counting()))
+      .input(Seq((null, 1), "a" -> 2, (null, 3)))
+      .expectOutput(Seq((null, 2L), "a" -> 1L))
+      .verify()
+  }
+
+  test("AggregateProcessor co-aggregates two inputs globally") {
+    ProcessorVerifier(() => new AggregateProcessor(ops.aggregateOperation2(ops.toSet[Any](), ops.summing[Any](identity))))
+      .inputs(Seq(Seq("x", "y", "x"), Seq(1, 2.5)))
+      .expectOutput(Seq((Set("x", "y"), 3.5)))
+      .verify()
+  }
+
   test("AggregateProcessor emits the one result, and the result of nothing when there was no input") {
     ProcessorVerifier(() => new AggregateProcessor(ops.averaging[Any](bySecond)))
       .input(Seq("a" -> 1, "b" -> 2, "c" -> 6)).expectOutput(Seq(3.0)).assertAfterComplete(assertNoStateLeft).verify()
