@@ -31,8 +31,10 @@ private[processor] final class AccumulatorTable(op: AggregateOperation[Any, Any,
 
   /** Replaces `key`'s accumulator by `update` of it (a fresh one when absent); returns the new one. */
   def update(key: Any)(update: Any => Any): Any = {
-    val acc = update(accs.getOrElse(key, op.create()))
-    accs.update(key, acc)
+    val current = accs.getOrElseUpdate(key, op.create())
+    val acc = update(current)
+    // Mutable accumulators come back as themselves: one hash lookup per item then.
+    if (acc.asInstanceOf[AnyRef] ne current.asInstanceOf[AnyRef]) accs.update(key, acc)
     acc
   }
 

@@ -46,6 +46,16 @@ class GroupAggregateProcessorTest extends AnyFunSuite {
       .verify()
   }
 
+  test("an operation with immutable accumulators (accumulate returns a new value) aggregates too") {
+    val immutableSum = ops.of[Any, Long, Long](() => 0L, (sum, item) => sum + valueAsLong(item), combine = Some(_ + _), exportFn = identity)
+    ProcessorVerifier(() => new AggregateByKeyProcessor(IndexedSeq(byFirst), immutableSum))
+      .input(Seq("a" -> 1, "b" -> 2, "a" -> 3))
+      .expectOutput(Seq("a" -> 4L, "b" -> 2L))
+      .verify()
+    ProcessorVerifier(() => new CombineByKeyProcessor(immutableSum))
+      .input(Seq("a" -> 1L, "a" -> 3L)).expectOutput(Seq("a" -> 4L)).verify()
+  }
+
   test("a keyed aggregation of no input emits nothing") {
     ProcessorVerifier(() => new AggregateByKeyProcessor(IndexedSeq(byFirst), ops.counting()))
       .input(Seq.empty).expectOutput(Seq.empty).verify()
