@@ -13,7 +13,7 @@ import io.jetspark.core.{IdleMessage, Watermark}
   *    on every call, so call [[flatMapIdle]] when there is no event. Its next event makes it active.
   *    When every substream is idle, [[IdleMessage]] is emitted once.
   *  - A watermark is emitted before the event that raised it, rounded down to the policy's frame
-  *    (throttling), and only when it is higher than every watermark emitted before.
+  *    (throttling), and only when it is higher than every watermark emitted before; at most one per call.
   *
   * Lateness is not decided here: an event behind its substream's watermark is passed on unchanged, and
   * the window downstream decides.
@@ -90,15 +90,14 @@ final class EventTimeMapper[T](policy: EventTimePolicy[T], substreamCount: Int, 
       out
     }
 
-  /** Applies throttling and the never-go-back rule to the coalescer's output. */
-  private def toEmit(coalesced: List[Any]): List[Any] = coalesced.flatMap {
-    case Watermark(ts) =>
-      val throttled = policy.throttle(ts)
-      if (throttled > lastEmittedWm) {
-        lastEmittedWm = throttled
-        List(Watermark(throttled))
-      } else Nil
-    case other => List(other)
+  /** Applies throttling and the never-go-back rule to what the coalescer reported during one call. Of
+    * several watermarks (substreams timing out one after another, then the event's own) only the last,
+    * highest one is emitted: they would all precede the same event.
+    */
+  private def toEmit(coalesced: List[Any]): List[Any] = {
+    val highest = coalesced.collect { case Watermark(ts) => ts }.lastOption.map(policy.throttle)
+    val wm = highest.filter(_ > lastEmittedWm).map { ts => lastEmittedWm = ts; Watermark(ts) }
+    wm.toList ++ coalesced.filter(_ == IdleMessage)
   }
 }
 

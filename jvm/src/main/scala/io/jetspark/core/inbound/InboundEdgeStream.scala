@@ -20,8 +20,10 @@ import java.util.ArrayDeque
   *    queues that have not yet delivered the barrier;
   *  - [[InboundProgress.Done]]: every queue delivered [[DoneItem]]; call `completeEdge`.
   *
-  * Order: a control item of a queue is handled only by a call that has added no data yet, so all data
-  * before it on its queue is already in the processor's hands (never reordered with data of its queue).
+  * Order: a control item of a queue is handled only by a call that adds no data, so all data before it
+  * on its queue is already in the processor's hands (never reordered with data of its queue). Data that
+  * is available goes first, except right after a batch of data: then waiting control items go first, so
+  * that a busy queue cannot starve another queue's control items.
   * Watermarks and idle messages go through a [[WatermarkCoalescer]] (one input per queue; an item
   * re-activates an idle queue).
   *
@@ -50,6 +52,7 @@ final class InboundEdgeStream(val queueCount: Int, guarantee: ProcessingGuarante
   private var aligningBarrier: Option[Long] = None
   private var lastCompletedBarrier = Long.MinValue
   private var nextQueue = 0
+  private var lastWasItems = false
 
   /** Appends `item` (data or a [[ControlItem]]) to `queue`. Unbounded: the engine bounds what it offers. */
   def offer(queue: Int, item: Any): Unit = {
@@ -68,40 +71,27 @@ final class InboundEdgeStream(val queueCount: Int, guarantee: ProcessingGuarante
   /** Moves at most `maxItems` data items to `inbox`, or handles control items; see the class comment. */
   def drainTo(inbox: ArrayDequeInbox, maxItems: Int): InboundProgress = {
     require(maxItems >= 1, s"maxItems must be >= 1, got $maxItems")
-    var added = 0
-    var progressed = true
-    // Rounds over the queues, starting one further each call so that no queue is favoured.
     val start = nextQueue
     nextQueue = (nextQueue + 1) % queueCount
-    while (pending.isEmpty && progressed && added < maxItems) {
-      progressed = false
-      var k = 0
-      while (pending.isEmpty && k < queueCount && added < maxItems) {
-        val q = (start + k) % queueCount
-        var stop = false
-        while (!stop && pending.isEmpty && added < maxItems && mayTake(q)) {
-          queues(q).peekFirst() match {
-            case _: ControlItem if added > 0 => stop = true
-            case c: ControlItem =>
-              queues(q).pollFirst()
-              handleControl(q, c)
-              progressed = true
-            case item =>
-              queues(q).pollFirst()
-              coalescer.observeItem(q)
-              inbox.add(item)
-              added += 1
-              progressed = true
-          }
-        }
-        k += 1
+    // Data goes first, so that what arrived on other queues before a control item reaches the processor
+    // before it; but right after a batch of data, control items waiting at queue heads go first, so that
+    // a queue that is always busy cannot hold back another queue's watermark or barrier.
+    val controlsFirst = lastWasItems
+    lastWasItems = false
+    if (controlsFirst) handleControls(start)
+    while (pending.isEmpty) {
+      val added = takeData(inbox, maxItems, start)
+      if (added > 0) {
+        lastWasItems = true
+        return InboundProgress.Items(added)
+      }
+      if (!handleControls(start)) {
+        return if (queueIndices.forall(coalescer.isDone)) InboundProgress.Done
+        else if (queueIndices.exists(q => !queues(q).isEmpty)) InboundProgress.Blocked
+        else InboundProgress.NothingAvailable
       }
     }
-    if (added > 0) InboundProgress.Items(added)
-    else if (!pending.isEmpty) pending.pollFirst()
-    else if (queueIndices.forall(coalescer.isDone)) InboundProgress.Done
-    else if (queueIndices.exists(q => !queues(q).isEmpty)) InboundProgress.Blocked
-    else InboundProgress.NothingAvailable
+    pending.pollFirst()
   }
 
   def coalescerState: WatermarkCoalescerState = coalescer.state
@@ -114,6 +104,37 @@ final class InboundEdgeStream(val queueCount: Int, guarantee: ProcessingGuarante
   private def mayTake(q: Int): Boolean =
     !queues(q).isEmpty && !coalescer.isDone(q) && !(delivered(q) && (guarantee == ProcessingGuarantee.ExactlyOnce ||
       queues(q).peekFirst().isInstanceOf[Barrier]))
+
+  private def headIsControl(q: Int): Boolean = queues(q).peekFirst().isInstanceOf[ControlItem]
+
+  /** Takes data from the queue heads, up to each queue's next control item; returns how many. */
+  private def takeData(inbox: ArrayDequeInbox, maxItems: Int, start: Int): Int = {
+    var added = 0
+    for (k <- 0 until queueCount) {
+      val q = (start + k) % queueCount
+      while (added < maxItems && mayTake(q) && !headIsControl(q)) {
+        inbox.add(queues(q).pollFirst())
+        coalescer.observeItem(q)
+        added += 1
+      }
+    }
+    added
+  }
+
+  /** Handles control items at the queue heads until one has something to report or none is left;
+    * returns whether it handled any.
+    */
+  private def handleControls(start: Int): Boolean = {
+    var handled = false
+    for (k <- 0 until queueCount) {
+      val q = (start + k) % queueCount
+      while (pending.isEmpty && mayTake(q) && headIsControl(q)) {
+        handleControl(q, queues(q).pollFirst().asInstanceOf[ControlItem])
+        handled = true
+      }
+    }
+    handled
+  }
 
   private def handleControl(q: Int, control: ControlItem): Unit = control match {
     case Watermark(ts) => report(coalescer.observeWatermark(q, ts))
