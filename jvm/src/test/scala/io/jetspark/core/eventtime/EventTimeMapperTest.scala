@@ -6,11 +6,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import scala.util.Random
 
 class EventTimeMapperTest extends AnyFunSuite {
-
-  /** A clock the test moves by hand. */
-  final class ManualClock(var now: Long = 0L) extends (() => Long) {
-    override def apply(): Long = now
-  }
+  import EventTimeMapperTest._
 
   private def policy(lag: Long, idleTimeout: Long = 0, frameSize: Long = 1, frameOffset: Long = 0) =
     EventTimePolicy[Long](identity, lag, idleTimeout, frameSize, frameOffset)
@@ -20,18 +16,18 @@ class EventTimeMapperTest extends AnyFunSuite {
     //   p1: .......... e10  e11  e12 .......
     //   wm: (p1 has none)  7    8   -     9    (lag 3)
     val m = new EventTimeMapper(policy(lag = 3), 2, new ManualClock)
-    assert(m.flatMapEvent(0, 10L) == List(10L))
-    assert(m.flatMapEvent(0, 11L) == List(11L))
-    assert(m.flatMapEvent(1, 10L) == List(Watermark(7), 10L))
-    assert(m.flatMapEvent(1, 11L) == List(Watermark(8), 11L))
-    assert(m.flatMapEvent(1, 12L) == List(12L))
-    assert(m.flatMapEvent(0, 13L) == List(Watermark(9), 13L))
+    assert(m.flatMapEvent(0, 10L) == List[Any](10L))
+    assert(m.flatMapEvent(0, 11L) == List[Any](11L))
+    assert(m.flatMapEvent(1, 10L) == List[Any](Watermark(7), 10L))
+    assert(m.flatMapEvent(1, 11L) == List[Any](Watermark(8), 11L))
+    assert(m.flatMapEvent(1, 12L) == List[Any](12L))
+    assert(m.flatMapEvent(0, 13L) == List[Any](Watermark(9), 13L))
   }
 
   test("an out-of-order event neither lowers the watermark nor is dropped: lateness is the window's job") {
     val m = new EventTimeMapper(policy(lag = 0), 1, new ManualClock)
-    assert(m.flatMapEvent(0, 10L) == List(Watermark(10), 10L))
-    assert(m.flatMapEvent(0, 4L) == List(4L))
+    assert(m.flatMapEvent(0, 10L) == List[Any](Watermark(10), 10L))
+    assert(m.flatMapEvent(0, 4L) == List[Any](4L))
     assert(m.lastEmitted == 10)
   }
 
@@ -42,53 +38,53 @@ class EventTimeMapperTest extends AnyFunSuite {
     //   out:  10   wm5,5  wm7,7 (p0 idle)  wm10,idle  -   wm11,11   8  (lag 0, timeout 100)
     val clock = new ManualClock
     val m = new EventTimeMapper(policy(lag = 0, idleTimeout = 100), 2, clock)
-    assert(m.flatMapEvent(0, 10L) == List(10L))
+    assert(m.flatMapEvent(0, 10L) == List[Any](10L))
     clock.now = 50
-    assert(m.flatMapEvent(1, 5L) == List(Watermark(5), 5L))
+    assert(m.flatMapEvent(1, 5L) == List[Any](Watermark(5), 5L))
     clock.now = 120
-    assert(m.flatMapEvent(1, 7L) == List(Watermark(7), 7L))
+    assert(m.flatMapEvent(1, 7L) == List[Any](Watermark(7), 7L))
     clock.now = 200
     assert(m.flatMapIdle() == Nil)
     clock.now = 220
-    assert(m.flatMapIdle() == List(Watermark(10), IdleMessage))
+    assert(m.flatMapIdle() == List[Any](Watermark(10), IdleMessage))
     clock.now = 230
     assert(m.flatMapIdle() == Nil)
     clock.now = 240
-    assert(m.flatMapEvent(0, 11L) == List(Watermark(11), 11L))
+    assert(m.flatMapEvent(0, 11L) == List[Any](Watermark(11), 11L))
     clock.now = 250
-    assert(m.flatMapEvent(1, 8L) == List(8L))
+    assert(m.flatMapEvent(1, 8L) == List[Any](8L))
   }
 
   test("a substream that never delivers becomes idle one timeout after the mapper starts") {
     val clock = new ManualClock(1000)
     val m = new EventTimeMapper(policy(lag = 2, idleTimeout = 100), 2, clock)
     clock.now = 1050
-    assert(m.flatMapEvent(0, 30L) == List(30L))
+    assert(m.flatMapEvent(0, 30L) == List[Any](30L))
     clock.now = 1100
-    assert(m.flatMapEvent(0, 31L) == List(Watermark(29), 31L))
+    assert(m.flatMapEvent(0, 31L) == List[Any](Watermark(29), 31L))
   }
 
   test("throttling rounds the watermark down to frame boundaries and emits it once per frame") {
     //   events:  3    7    12    15    29    31      (lag 0, frame 10, offset 0)
     //   wm:      0    -    10    -     20    30
     val m = new EventTimeMapper(policy(lag = 0, frameSize = 10), 1, new ManualClock)
-    assert(m.flatMapEvent(0, 3L) == List(Watermark(0), 3L))
-    assert(m.flatMapEvent(0, 7L) == List(7L))
-    assert(m.flatMapEvent(0, 12L) == List(Watermark(10), 12L))
-    assert(m.flatMapEvent(0, 15L) == List(15L))
-    assert(m.flatMapEvent(0, 29L) == List(Watermark(20), 29L))
-    assert(m.flatMapEvent(0, 31L) == List(Watermark(30), 31L))
+    assert(m.flatMapEvent(0, 3L) == List[Any](Watermark(0), 3L))
+    assert(m.flatMapEvent(0, 7L) == List[Any](7L))
+    assert(m.flatMapEvent(0, 12L) == List[Any](Watermark(10), 12L))
+    assert(m.flatMapEvent(0, 15L) == List[Any](15L))
+    assert(m.flatMapEvent(0, 29L) == List[Any](Watermark(20), 29L))
+    assert(m.flatMapEvent(0, 31L) == List[Any](Watermark(30), 31L))
   }
 
   test("throttling with an offset uses the boundaries offset + k * frame") {
     //   events:  3    7    14    15    26      (lag 0, frame 10, offset 5: boundaries ..., -5, 5, 15, 25)
     //   wm:     -5    5    -     15    25
     val m = new EventTimeMapper(policy(lag = 0, frameSize = 10, frameOffset = 5), 1, new ManualClock)
-    assert(m.flatMapEvent(0, 3L) == List(Watermark(-5), 3L))
-    assert(m.flatMapEvent(0, 7L) == List(Watermark(5), 7L))
-    assert(m.flatMapEvent(0, 14L) == List(14L))
-    assert(m.flatMapEvent(0, 15L) == List(Watermark(15), 15L))
-    assert(m.flatMapEvent(0, 26L) == List(Watermark(25), 26L))
+    assert(m.flatMapEvent(0, 3L) == List[Any](Watermark(-5), 3L))
+    assert(m.flatMapEvent(0, 7L) == List[Any](Watermark(5), 7L))
+    assert(m.flatMapEvent(0, 14L) == List[Any](14L))
+    assert(m.flatMapEvent(0, 15L) == List[Any](Watermark(15), 15L))
+    assert(m.flatMapEvent(0, 26L) == List[Any](Watermark(25), 26L))
   }
 
   test("after restore the mapper never emits a watermark at or below the one it emitted before") {
@@ -98,16 +94,16 @@ class EventTimeMapperTest extends AnyFunSuite {
     //   out:  wm10      wm20, idle       25        wm22, 22       (lag 0, timeout 100)
     val clock = new ManualClock
     val before = new EventTimeMapper(policy(lag = 0, idleTimeout = 100), 2, clock)
-    assert(before.flatMapEvent(0, 10L) == List(10L))
-    assert(before.flatMapEvent(1, 20L) == List(Watermark(10), 20L))
+    assert(before.flatMapEvent(0, 10L) == List[Any](10L))
+    assert(before.flatMapEvent(1, 20L) == List[Any](Watermark(10), 20L))
     clock.now = 100
-    assert(before.flatMapIdle() == List(Watermark(20), IdleMessage))
+    assert(before.flatMapIdle() == List[Any](Watermark(20), IdleMessage))
     val saved = before.state
     val after = new EventTimeMapper(policy(lag = 0, idleTimeout = 100), 2, clock)
     after.restore(saved)
     clock.now = 110
-    assert(after.flatMapEvent(1, 25L) == List(25L))
-    assert(after.flatMapEvent(0, 22L) == List(Watermark(22), 22L))
+    assert(after.flatMapEvent(1, 25L) == List[Any](25L))
+    assert(after.flatMapEvent(0, 22L) == List[Any](Watermark(22), 22L))
   }
 
   test("a policy with a negative lag, a zero frame or an offset outside the frame is rejected") {
@@ -154,8 +150,6 @@ class EventTimeMapperTest extends AnyFunSuite {
     }
   }
 
-  private final case class Step(advance: Long, event: Option[(Int, Long)])
-
   /** What the mapper should emit at `step`, recomputed from the whole history: slow and plain. */
   private def reference(p: EventTimePolicy[Long], substreams: Int, history: Vector[(Step, Long)], step: Int): List[Any] = {
     def stateAfter(k: Int): (Option[Long], Boolean) =
@@ -178,4 +172,14 @@ class EventTimeMapperTest extends AnyFunSuite {
     val idle = if (allIdle && !stateAfter(step - 1)._2) List(IdleMessage) else Nil
     wm ++ idle ++ history(step)._1.event.map(_._2).toList
   }
+}
+
+object EventTimeMapperTest {
+  /** A clock the test moves by hand. */
+  final class ManualClock(var now: Long = 0L) extends (() => Long) {
+    override def apply(): Long = now
+  }
+
+  /** After `advance` ms: an event `(substream, timestamp)`, or a quiet call. */
+  final case class Step(advance: Long, event: Option[(Int, Long)])
 }

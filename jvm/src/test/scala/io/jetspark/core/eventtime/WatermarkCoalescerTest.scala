@@ -6,6 +6,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import scala.util.Random
 
 class WatermarkCoalescerTest extends AnyFunSuite {
+  import WatermarkCoalescerTest._
 
   test("the coalesced watermark is the minimum over the inputs, emitted only when it rises") {
     //   q0: wm1 ........ wm3
@@ -95,7 +96,7 @@ class WatermarkCoalescerTest extends AnyFunSuite {
     val seed = System.nanoTime()
     val random = new Random(seed)
     withClue(s"seed $seed: ") {
-      for (_ <- 1 to 500) {
+      for (_ <- 1 to 300) {
         val inputs = 1 + random.nextInt(4)
         val history = randomHistory(random, inputs, 1 + random.nextInt(40))
         val c = new WatermarkCoalescer(inputs)
@@ -128,7 +129,10 @@ class WatermarkCoalescerTest extends AnyFunSuite {
     }
     events.result()
   }
+}
 
+object WatermarkCoalescerTest {
+  /** One step of an input's history. */
   sealed trait Event
   final case class Wm(ts: Long) extends Event
   case object Idle extends Event

@@ -9,6 +9,7 @@ import scala.collection.mutable.ArrayBuffer
 import scala.util.Random
 
 class InboundEdgeStreamTest extends AnyFunSuite {
+  import InboundEdgeStreamTest._
 
   /** Calls `drainTo` until the stream has nothing more to give. Returns what reached the processor, in
     * order (data items, coalesced [[Watermark]]s, [[IdleMessage]], [[Barrier]] for a snapshot), and the
@@ -142,8 +143,6 @@ class InboundEdgeStreamTest extends AnyFunSuite {
 
   // ---- randomized: random queue contents, random arrival interleavings and batch sizes ----
 
-  private final case class Data(queue: Int, index: Int)
-
   /** Each queue: data, increasing watermarks, optional idle messages and barriers 1..n in order, then
     * DoneItem. Some queues end before the last barrier.
     */
@@ -272,4 +271,9 @@ class InboundEdgeStreamTest extends AnyFunSuite {
       }
     }
   }
+}
+
+object InboundEdgeStreamTest {
+  /** The `index`-th data item of queue `queue`. */
+  final case class Data(queue: Int, index: Int)
 }
