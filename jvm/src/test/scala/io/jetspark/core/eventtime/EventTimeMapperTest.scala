@@ -89,21 +89,34 @@ class EventTimeMapperTest extends AnyFunSuite {
 
   test("after restore the mapper never emits a watermark at or below the one it emitted before") {
     //   time: 0         100            (snapshot, restore)      ...
-    //   p0:   e10 ..... idle                      e22
+    //   p0:   e10 ..... idle                      e15     e22
     //   p1:   e20 ...... idle           e25 (p0 back at 10 holds it)
-    //   out:  wm10      wm20, idle       25        wm22, 22       (lag 0, timeout 100)
+    //   out:  wm10      wm20, idle       25        15   wm22, 22    (lag 0, timeout 100)
     val clock = new ManualClock
     val before = new EventTimeMapper(policy(lag = 0, idleTimeout = 100), 2, clock)
     assert(before.flatMapEvent(0, 10L) == List[Any](10L))
     assert(before.flatMapEvent(1, 20L) == List[Any](Watermark(10), 20L))
     clock.now = 100
     assert(before.flatMapIdle() == List[Any](Watermark(20), IdleMessage))
-    val saved = before.state
     val after = new EventTimeMapper(policy(lag = 0, idleTimeout = 100), 2, clock)
-    after.restore(saved)
+    after.restore(before.state)
     clock.now = 110
     assert(after.flatMapEvent(1, 25L) == List[Any](25L))
+    assert(after.flatMapEvent(0, 15L) == List[Any](15L))
     assert(after.flatMapEvent(0, 22L) == List[Any](Watermark(22), 22L))
+  }
+
+  test("after restore each substream continues from its saved top timestamp") {
+    //   p0: e10 | restore | e30
+    //   p1: e20 |         |          (p1 still holds the watermark at 20)
+    //   out: 10, wm10, 20 | wm20, 30                   (lag 0)
+    val clock = new ManualClock
+    val before = new EventTimeMapper(policy(lag = 0), 2, clock)
+    before.flatMapEvent(0, 10L)
+    assert(before.flatMapEvent(1, 20L) == List[Any](Watermark(10), 20L))
+    val after = new EventTimeMapper(policy(lag = 0), 2, clock)
+    after.restore(before.state)
+    assert(after.flatMapEvent(0, 30L) == List[Any](Watermark(20), 30L))
   }
 
   test("a policy with a negative lag, a zero frame or an offset outside the frame is rejected") {
