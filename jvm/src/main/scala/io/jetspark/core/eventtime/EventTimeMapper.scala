@@ -27,7 +27,6 @@ final class EventTimeMapper[T](policy: EventTimePolicy[T], substreamCount: Int, 
 
   private val topTimestamps = Array.fill(substreamCount)(Long.MinValue)
   private val lastEventAt = Array.fill(substreamCount)(clock())
-  private val idle = Array.fill(substreamCount)(false)
   private var coalescer = new WatermarkCoalescer(substreamCount)
   private var lastEmittedWm = Long.MinValue
 
@@ -35,10 +34,7 @@ final class EventTimeMapper[T](policy: EventTimePolicy[T], substreamCount: Int, 
   def flatMapEvent(substream: Int, event: T): List[Any] = {
     require(substream >= 0 && substream < substreamCount, s"substream $substream is not in [0, $substreamCount)")
     val now = clock()
-    if (idle(substream)) {
-      idle(substream) = false
-      coalescer.observeItem(substream)
-    }
+    coalescer.observeItem(substream) // an idle substream is active again
     lastEventAt(substream) = now
     // other substreams may have timed out meanwhile; decide that before this event's watermark
     val fromIdleness = idleTransitions(now)
@@ -71,7 +67,6 @@ final class EventTimeMapper[T](policy: EventTimePolicy[T], substreamCount: Int, 
     for (s <- 0 until substreamCount) {
       topTimestamps(s) = saved.topTimestamps(s)
       lastEventAt(s) = now
-      idle(s) = false
       // Dropping what this yields loses nothing: the minimum over all substreams never exceeds the last
       // coalesced watermark before the snapshot, so its throttled value is at most the restored one.
       coalescer.observeWatermark(s, policy.watermarkFor(topTimestamps(s)))
@@ -83,8 +78,7 @@ final class EventTimeMapper[T](policy: EventTimePolicy[T], substreamCount: Int, 
     if (policy.idleTimeoutMs == 0) Nil
     else {
       var out: List[Any] = Nil
-      for (s <- 0 until substreamCount if !idle(s) && now - lastEventAt(s) >= policy.idleTimeoutMs) {
-        idle(s) = true
+      for (s <- 0 until substreamCount if !coalescer.isIdle(s) && now - lastEventAt(s) >= policy.idleTimeoutMs) {
         out = out ::: coalescer.observeIdle(s)
       }
       out

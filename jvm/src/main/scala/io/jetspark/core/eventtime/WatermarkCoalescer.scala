@@ -77,6 +77,8 @@ final class WatermarkCoalescer(val inputCount: Int) {
 
   def isDone(input: Int): Boolean = done(input)
 
+  def isIdle(input: Int): Boolean = idle(input)
+
   def state: WatermarkCoalescerState = WatermarkCoalescerState(lastEmittedWm)
 
   /** Restores the emitted floor into a fresh coalescer: inputs start active with no watermark. */
