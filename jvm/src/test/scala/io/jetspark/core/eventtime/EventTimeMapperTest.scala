@@ -133,7 +133,7 @@ class EventTimeMapperTest extends AnyFunSuite {
   }
 
   test("random events and quiet periods give the watermarks of the brute-force reference") {
-    val seed = System.nanoTime()
+    val seed = 83459L
     val random = new Random(seed)
     withClue(s"seed $seed: ") {
       for (_ <- 1 to 300) {

@@ -93,7 +93,7 @@ class WatermarkCoalescerTest extends AnyFunSuite {
   }
 
   test("random histories of watermarks, idles, items and dones coalesce like the brute-force reference") {
-    val seed = System.nanoTime()
+    val seed = 83459L
     val random = new Random(seed)
     withClue(s"seed $seed: ") {
       for (_ <- 1 to 300) {
