@@ -29,7 +29,7 @@ object ProcessingGuarantee {
   * repeated with the same arguments once the outbox has room.
   *
   * Watermarks given to `tryProcessWatermark` are already coalesced over the inputs (see
-  * [[WatermarkCoalescer]]); barriers and idle messages are handled by the inbound stream and never
+  * [[eventtime.WatermarkCoalescer]]); barriers and idle messages are handled by the inbound stream and never
   * reach the processor.
   */
 trait Processor {
