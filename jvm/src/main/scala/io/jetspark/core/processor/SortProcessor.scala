@@ -1,0 +1,148 @@
+package io.jetspark.core.processor
+
+import io.jetspark.core.{AbstractProcessor, Emission, Inbox, Watermark}
+import io.jetspark.core.snapshot.SnapshotEntry
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+
+/** The order a sort establishes: items compare by `keyFn(item)` (the item itself when None) under
+  * `ordering`, reversed when `reverse`. Reversing keeps ties in encounter order (as Python's
+  * `sorted(..., reverse=True)` does): it reverses the comparison, not the result.
+  */
+final case class SortOrder(keyFn: Option[Any => Any], ordering: Ordering[Any], reverse: Boolean) {
+  val keyOrdering: Ordering[Any] = if (reverse) ordering.reverse else ordering
+  def keyOf(item: Any): Any = keyFn.fold(item)(_(item))
+}
+
+/** Batch `sort(key, reverse)`: collects every item and, on `complete`, emits them sorted. The sort is
+  * stable: items with equal keys keep their encounter order. Sorting happens before any output, so
+  * nothing is emitted before `complete`; a watermark received meanwhile is held and the last one is
+  * emitted after the sorted items (forwarding it earlier would make every sorted item late).
+  *
+  * Snapshot: the collected items in encounter order and the held watermark, in one [[SortState]] bound
+  * to this instance (see [[InstanceState]]; a parallel sort is followed by a [[SortedMergeProcessor]] and
+  * each instance's items must stay with it).
+  */
+final class SortProcessor(order: SortOrder) extends AbstractProcessor {
+  import SortProcessor._
+
+  private val collected = mutable.ArrayBuffer.empty[Any]
+  private var heldWatermark: Option[Watermark] = None
+  private var output: Emission = null
+  private val saver = new SnapshotSaver
+
+  override def process(ordinal: Int, inbox: Inbox): Unit =
+    while (!inbox.isEmpty) collected += inbox.poll()
+
+  override def tryProcessWatermark(watermark: Watermark): Boolean = { heldWatermark = Some(watermark); true }
+
+  override def complete(): Boolean = {
+    if (output == null) {
+      // Keys are computed once; `sortBy` on a Seq is stable.
+      val sorted = collected.map(item => (order.keyOf(item), item)).sortBy(_._1)(order.keyOrdering).map(_._2)
+      collected.clear()
+      output = Emission(sorted.iterator ++ heldWatermark)
+    }
+    output.emitTo(outbox)
+  }
+
+  override def saveToSnapshot(): Boolean =
+    saver.save(outbox)(Iterator(InstanceState.key(StateName, context) -> SortState(collected.toVector, heldWatermark)))
+
+  override def restoreFromSnapshot(inbox: Inbox): Unit =
+    while (!inbox.isEmpty) {
+      InstanceState.ownValue[SortState](StateName, context, inbox.poll().asInstanceOf[SnapshotEntry]).foreach {
+        case SortState(items, watermark) => collected ++= items; heldWatermark = watermark
+      }
+    }
+}
+
+object SortProcessor {
+  private val StateName = "sort"
+  /** A sort instance's snapshot: items collected so far, in encounter order, and the held watermark. */
+  final case class SortState(items: Vector[Any], heldWatermark: Option[Watermark])
+}
+
+/** The all-to-one ordered merge after per-partition sorts: input ordinals `0 until inputCount` each
+  * deliver items already sorted by `order`; the output is their merge. Ties between inputs go to the
+  * lower input ordinal, so the result is deterministic (within one input, ties keep that input's
+  * order).
+  *
+  * An item is emitted once it is the least head among the inputs and no open input is empty (an empty
+  * open input might still deliver a smaller item); `completeEdge` closes an input. Choosing the least
+  * head scans the `inputCount` heads. The merge buffers what arrives on one input while it waits for
+  * another, up to a whole input when inputs arrive one after the other. Watermarks are held and the
+  * last one is emitted after the last item, as in [[SortProcessor]].
+  *
+  * Snapshot: the buffered items of each input, which inputs are complete and the held watermark, in one
+  * [[SortedMergeProcessor.MergeState]] bound to this instance.
+  */
+final class SortedMergeProcessor(inputCount: Int, order: SortOrder) extends AbstractProcessor {
+  import SortedMergeProcessor._
+  require(inputCount >= 1, "a merge needs at least one input")
+
+  /** Per input: (sort key, item) in arrival order. */
+  private val buffers = Array.fill(inputCount)(new java.util.ArrayDeque[(Any, Any)]())
+  private val completed = Array.fill(inputCount)(false)
+  private var heldWatermark: Option[Watermark] = None
+  private var watermarkEmitted = false
+  private val saver = new SnapshotSaver
+
+  override def process(ordinal: Int, inbox: Inbox): Unit = {
+    while (!inbox.isEmpty) { val item = inbox.poll(); buffers(ordinal).addLast((order.keyOf(item), item)) }
+    emitReady()
+    ()
+  }
+
+  override def tryProcessWatermark(watermark: Watermark): Boolean = { heldWatermark = Some(watermark); true }
+
+  override def completeEdge(ordinal: Int): Boolean = { completed(ordinal) = true; emitReady() }
+
+  override def complete(): Boolean = {
+    completed.indices.foreach(completed(_) = true)
+    emitReady() && (watermarkEmitted || heldWatermark.forall(wm => { watermarkEmitted = outbox.offer(wm); watermarkEmitted }))
+  }
+
+  /** Emits items while the least head is known; false when the outbox refused. */
+  private def emitReady(): Boolean = {
+    while (true) {
+      var least = -1
+      var i = 0
+      while (i < inputCount) {
+        val buffer = buffers(i)
+        if (buffer.isEmpty) { if (!completed(i)) return true }
+        else if (least < 0 || order.keyOrdering.lt(buffer.peekFirst()._1, buffers(least).peekFirst()._1)) least = i
+        i += 1
+      }
+      if (least < 0) return true
+      if (!outbox.offer(buffers(least).peekFirst()._2)) return false
+      buffers(least).removeFirst()
+    }
+    true
+  }
+
+  override def saveToSnapshot(): Boolean = saver.save(outbox) {
+    val items = buffers.toVector.map(buffer => Vector.from(buffer.iterator().asScala.map(_._2)))
+    Iterator(InstanceState.key(StateName, context) -> MergeState(items, completed.toVector, heldWatermark))
+  }
+
+  override def restoreFromSnapshot(inbox: Inbox): Unit =
+    while (!inbox.isEmpty) {
+      InstanceState.ownValue[MergeState](StateName, context, inbox.poll().asInstanceOf[SnapshotEntry]).foreach {
+        case MergeState(items, done, watermark) =>
+          require(items.size == inputCount, s"snapshot of a merge of ${items.size} inputs restored into a merge of $inputCount")
+          items.zipWithIndex.foreach { case (inputItems, i) => inputItems.foreach(item => buffers(i).addLast((order.keyOf(item), item))) }
+          done.zipWithIndex.foreach { case (d, i) => completed(i) = d }
+          heldWatermark = watermark
+      }
+    }
+}
+
+object SortedMergeProcessor {
+  private val StateName = "sorted-merge"
+  /** A merge instance's snapshot: per input its buffered items in order, whether it is complete, and
+    * the held watermark.
+    */
+  final case class MergeState(items: Vector[Vector[Any]], completed: Vector[Boolean], heldWatermark: Option[Watermark])
+}
