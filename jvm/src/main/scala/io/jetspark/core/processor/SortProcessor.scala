@@ -70,8 +70,8 @@ object SortProcessor {
   * order).
   *
   * An item is emitted once it is the least head among the inputs and no open input is empty (an empty
-  * open input might still deliver a smaller item); `completeEdge` closes an input. Choosing the least
-  * head scans the `inputCount` heads. The merge buffers what arrives on one input while it waits for
+  * open input might still deliver a smaller item); `completeEdge` closes an input. The inputs' heads
+  * sit in a heap, so an item costs O(log inputCount). The merge buffers what arrives on one input while it waits for
   * another, up to a whole input when inputs arrive one after the other. Watermarks are held and the
   * last one is emitted after the last item, as in [[SortProcessor]].
   *
@@ -85,39 +85,55 @@ final class SortedMergeProcessor(inputCount: Int, order: SortOrder) extends Abst
   /** Per input: (sort key, item) in arrival order. */
   private val buffers = Array.fill(inputCount)(new java.util.ArrayDeque[(Any, Any)]())
   private val completed = Array.fill(inputCount)(false)
+  /** The inputs that have buffered items, least head first (ties: lower ordinal). */
+  private val heads = new java.util.PriorityQueue[Integer](inputCount, (a: Integer, b: Integer) => {
+    val byKey = order.keyOrdering.compare(buffers(a).peekFirst()._1, buffers(b).peekFirst()._1)
+    if (byKey != 0) byKey else Integer.compare(a, b)
+  })
+  /** Open inputs with nothing buffered: while there is one, the least head is not known yet. */
+  private var emptyOpenInputs = inputCount
   private var heldWatermark: Option[Watermark] = None
   private var watermarkEmitted = false
   private val saver = new SnapshotSaver
 
   override def process(ordinal: Int, inbox: Inbox): Unit = {
-    while (!inbox.isEmpty) { val item = inbox.poll(); buffers(ordinal).addLast((order.keyOf(item), item)) }
+    while (!inbox.isEmpty) buffer(ordinal, inbox.poll())
     emitReady()
     ()
   }
 
+  private def buffer(ordinal: Int, item: Any): Unit = {
+    val wasEmpty = buffers(ordinal).isEmpty
+    buffers(ordinal).addLast((order.keyOf(item), item))
+    if (wasEmpty) {
+      heads.add(ordinal)
+      if (!completed(ordinal)) emptyOpenInputs -= 1
+    }
+  }
+
   override def tryProcessWatermark(watermark: Watermark): Boolean = { heldWatermark = Some(watermark); true }
 
-  override def completeEdge(ordinal: Int): Boolean = { completed(ordinal) = true; emitReady() }
+  override def completeEdge(ordinal: Int): Boolean = { close(ordinal); emitReady() }
+
+  private def close(ordinal: Int): Unit = {
+    if (!completed(ordinal) && buffers(ordinal).isEmpty) emptyOpenInputs -= 1
+    completed(ordinal) = true
+  }
 
   override def complete(): Boolean = {
-    completed.indices.foreach(completed(_) = true)
+    (0 until inputCount).foreach(close)
     emitReady() && (watermarkEmitted || heldWatermark.forall(wm => { watermarkEmitted = outbox.offer(wm); watermarkEmitted }))
   }
 
   /** Emits items while the least head is known; false when the outbox refused. */
   private def emitReady(): Boolean = {
-    while (true) {
-      var least = -1
-      var i = 0
-      while (i < inputCount) {
-        val buffer = buffers(i)
-        if (buffer.isEmpty) { if (!completed(i)) return true }
-        else if (least < 0 || order.keyOrdering.lt(buffer.peekFirst()._1, buffers(least).peekFirst()._1)) least = i
-        i += 1
-      }
-      if (least < 0) return true
+    while (emptyOpenInputs == 0 && !heads.isEmpty) {
+      val least: Int = heads.peek()
       if (!outbox.offer(buffers(least).peekFirst()._2)) return false
+      heads.poll()
       buffers(least).removeFirst()
+      if (!buffers(least).isEmpty) heads.add(least)
+      else if (!completed(least)) emptyOpenInputs += 1
     }
     true
   }
@@ -132,8 +148,8 @@ final class SortedMergeProcessor(inputCount: Int, order: SortOrder) extends Abst
       InstanceState.ownValue[MergeState](StateName, context, inbox.poll().asInstanceOf[SnapshotEntry]).foreach {
         case MergeState(items, done, watermark) =>
           require(items.size == inputCount, s"snapshot of a merge of ${items.size} inputs restored into a merge of $inputCount")
-          items.zipWithIndex.foreach { case (inputItems, i) => inputItems.foreach(item => buffers(i).addLast((order.keyOf(item), item))) }
-          done.zipWithIndex.foreach { case (d, i) => completed(i) = d }
+          done.zipWithIndex.foreach { case (d, i) => if (d) close(i) }
+          items.zipWithIndex.foreach { case (inputItems, i) => inputItems.foreach(buffer(i, _)) }
           heldWatermark = watermark
       }
     }
