@@ -10,7 +10,7 @@ import scala.jdk.CollectionConverters._
   * `ordering`, reversed when `reverse`. Reversing keeps ties in encounter order (as Python's
   * `sorted(..., reverse=True)` does): it reverses the comparison, not the result.
   */
-final case class SortOrder(keyFn: Option[Any => Any], ordering: Ordering[Any], reverse: Boolean) {
+final case class SortDefinition(keyFn: Option[Any => Any], ordering: Ordering[Any], reverse: Boolean) {
   val keyOrdering: Ordering[Any] = if (reverse) ordering.reverse else ordering
   def keyOf(item: Any): Any = keyFn.fold(item)(_(item))
 }
@@ -24,7 +24,7 @@ final case class SortOrder(keyFn: Option[Any => Any], ordering: Ordering[Any], r
   * to this instance (see [[InstanceState]]; a parallel sort is followed by a [[SortedMergeProcessor]] and
   * each instance's items must stay with it).
   */
-final class SortProcessor(order: SortOrder) extends AbstractProcessor {
+final class SortProcessor(sort: SortDefinition) extends AbstractProcessor {
   import SortProcessor._
 
   private val collected = mutable.ArrayBuffer.empty[Any]
@@ -40,7 +40,7 @@ final class SortProcessor(order: SortOrder) extends AbstractProcessor {
   override def complete(): Boolean = {
     if (output == null) {
       // Keys are computed once; `sortBy` on a Seq is stable.
-      val sorted = collected.map(item => (order.keyOf(item), item)).sortBy(_._1)(order.keyOrdering).map(_._2)
+      val sorted = collected.map(item => (sort.keyOf(item), item)).sortBy(_._1)(sort.keyOrdering).map(_._2)
       collected.clear()
       output = Emission(sorted.iterator ++ heldWatermark)
     }
@@ -65,7 +65,7 @@ object SortProcessor {
 }
 
 /** The all-to-one ordered merge after per-partition sorts: input ordinals `0 until inputCount` each
-  * deliver items already sorted by `order`; the output is their merge. Ties between inputs go to the
+  * deliver items already sorted by `sort`; the output is their merge. Ties between inputs go to the
   * lower input ordinal, so the result is deterministic (within one input, ties keep that input's
   * order).
   *
@@ -78,7 +78,7 @@ object SortProcessor {
   * Snapshot: the buffered items of each input, which inputs are complete and the held watermark, in one
   * [[SortedMergeProcessor.MergeState]] bound to this instance.
   */
-final class SortedMergeProcessor(inputCount: Int, order: SortOrder) extends AbstractProcessor {
+final class SortedMergeProcessor(inputCount: Int, sort: SortDefinition) extends AbstractProcessor {
   import SortedMergeProcessor._
   require(inputCount >= 1, "a merge needs at least one input")
 
@@ -87,7 +87,7 @@ final class SortedMergeProcessor(inputCount: Int, order: SortOrder) extends Abst
   private val completed = Array.fill(inputCount)(false)
   /** The inputs that have buffered items, least head first (ties: lower ordinal). */
   private val heads = new java.util.PriorityQueue[Integer](inputCount, (a: Integer, b: Integer) => {
-    val byKey = order.keyOrdering.compare(buffers(a).peekFirst()._1, buffers(b).peekFirst()._1)
+    val byKey = sort.keyOrdering.compare(buffers(a).peekFirst()._1, buffers(b).peekFirst()._1)
     if (byKey != 0) byKey else Integer.compare(a, b)
   })
   /** Open inputs with nothing buffered: while there is one, the least head is not known yet. */
@@ -104,7 +104,7 @@ final class SortedMergeProcessor(inputCount: Int, order: SortOrder) extends Abst
 
   private def buffer(ordinal: Int, item: Any): Unit = {
     val wasEmpty = buffers(ordinal).isEmpty
-    buffers(ordinal).addLast((order.keyOf(item), item))
+    buffers(ordinal).addLast((sort.keyOf(item), item))
     if (wasEmpty) {
       heads.add(ordinal)
       if (!completed(ordinal)) emptyOpenInputs -= 1

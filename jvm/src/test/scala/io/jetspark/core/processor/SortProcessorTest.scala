@@ -8,7 +8,7 @@ import scala.util.Random
 
 class SortProcessorTest extends AnyFunSuite {
   private val intOrdering: Ordering[Any] = Ordering.Int.on[Any](_.asInstanceOf[Int])
-  private def byFirst(reverse: Boolean) = SortOrder(Some(_.asInstanceOf[(Int, String)]._1), intOrdering, reverse)
+  private def byFirst(reverse: Boolean) = SortDefinition(Some(_.asInstanceOf[(Int, String)]._1), intOrdering, reverse)
 
   test("items are emitted on complete, sorted by key; equal keys keep their input order") {
     ProcessorVerifier(() => new SortProcessor(byFirst(reverse = false)))
@@ -25,14 +25,14 @@ class SortProcessorTest extends AnyFunSuite {
   }
 
   test("without a key the items themselves are compared") {
-    ProcessorVerifier(() => new SortProcessor(SortOrder(None, intOrdering, reverse = false)))
+    ProcessorVerifier(() => new SortProcessor(SortDefinition(None, intOrdering, reverse = false)))
       .input(Seq(3, 1, 2)).expectOutput(Seq(1, 2, 3)).verify()
   }
 
   test("a watermark is held and the last one follows the sorted items") {
     //  in:  3  wm(1)  1  wm(2)  2   | complete
     //  out:                         | 1  2  3  wm(2)
-    ProcessorVerifier(() => new SortProcessor(SortOrder(None, intOrdering, reverse = false)))
+    ProcessorVerifier(() => new SortProcessor(SortDefinition(None, intOrdering, reverse = false)))
       .input(Seq(3, Watermark(1), 1, Watermark(2), 2))
       .expectOutput(Seq(1, 2, 3, Watermark(2)))
       .verify()
@@ -62,8 +62,8 @@ class SortProcessorTest extends AnyFunSuite {
 
   test("sorted merge: the result is the same whichever input arrives first") {
     for (order <- Seq(0, 1, 2).permutations.toSeq)
-      ProcessorVerifier(() => new SortedMergeProcessor(3, SortOrder(None, intOrdering, reverse = true)))
-        .inputs(Seq(Seq(9, 4, 1), Seq(), Seq(8, 4, Watermark(7))))
+      ProcessorVerifier(() => new SortedMergeProcessor(3, SortDefinition(None, intOrdering, reverse = true)))
+        .inputs(Seq[Seq[Any]](Seq(9, 4, 1), Seq(), Seq(8, 4, Watermark(7))))
         .feedInputsInOrder(order: _*)
         .expectOutput(Seq(9, 8, 4, 4, 1, Watermark(7)))
         .verify()
