@@ -63,7 +63,7 @@ object Step {
   * either the output or [[FusedSteps.Dropped]]. Outputs of a chain with flat_maps are produced lazily,
   * so user functions run as the outbox takes the outputs, each exactly once.
   */
-final class FusedSteps private[processor] (steps: Vector[Step]) extends (Any => IterableOnce[Any]) {
+final class FusedSteps private[processor] (steps: Vector[Step]) extends (Any => IterableOnce[Any]) with Serializable {
   private val (runs, expansions) = FusedSteps.split(steps)
 
   /** The chain as a function returning its single output or [[FusedSteps.Dropped]]; None when a

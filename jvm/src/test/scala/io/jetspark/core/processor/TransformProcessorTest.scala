@@ -55,6 +55,14 @@ class TransformProcessorTest extends AnyFunSuite {
     assert(Step.fuse(Seq(Step.map(identity), Step.flatMap(Seq(_)))).oneToOne.isEmpty)
   }
 
+  test("a fused chain survives Java serialization, as the engine ships it to executors") {
+    val chain = Step.fuse(Seq(Step.map(x => x.asInstanceOf[Int] + 1), Step.flatMap(x => Seq(x, x))))
+    val bytes = new java.io.ByteArrayOutputStream()
+    new java.io.ObjectOutputStream(bytes).writeObject(chain)
+    val copy = new java.io.ObjectInputStream(new java.io.ByteArrayInputStream(bytes.toByteArray)).readObject()
+    assert(copy.asInstanceOf[FusedSteps](1).iterator.toList == List(2, 2))
+  }
+
   /** A reference for a step chain: each step applied to the whole list with plain collection operations. */
   private def reference(steps: Seq[Step], input: Seq[Any]): Seq[Any] = steps.foldLeft(input) {
     case (items, Step.Map(f)) => items.map(f)
