@@ -1,0 +1,268 @@
+package io.jetspark.core.processor
+
+import io.jetspark.core.{AbstractProcessor, Inbox, Outbox, Watermark}
+import io.jetspark.core.snapshot.SnapshotEntry
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+
+/** Where an item entered the job: `offset` is its position in source substream (partition)
+  * `substream`. A source numbers each substream's items with increasing offsets (design doc 015's
+  * sequence id; DESIGN.md "Order").
+  */
+final case class SequenceId(substream: Int, offset: Long)
+
+/** An item carrying the sequence id of the source item it came from (a flat_map gives several items
+  * the same id).
+  */
+final case class Sequenced(seq: SequenceId, item: Any)
+
+object Sequenced {
+  /** Lifts a branch's stateless chain for a fork that ends in an [[OrderedMergeProcessor]]: each
+    * `Sequenced(seq, x)` becomes `Sequenced(seq, y)` for every `y` in `fn(x)`, followed by
+    * `SequencePassed(seq)`, also when `fn(x)` is empty (an item the branch filtered out leaves a gap
+    * that the merge must know about).
+    */
+  def liftBranch(fn: Any => IterableOnce[Any]): Any => IterableOnce[Any] = {
+    case Sequenced(seq, item) => fn(item).iterator.map(Sequenced(seq, _)) ++ Iterator.single(SequencePassed(seq))
+    case other => throw new IllegalArgumentException(s"an ordered branch expects Sequenced items, got $other")
+  }
+}
+
+/** A progress mark, in band with the items: `sender` will deliver no further item of `seq.substream`
+  * with an offset at or below `seq.offset`. [[SequenceRestoreProcessor]] gets items of several senders
+  * on one input and tells them apart by `sender`; [[OrderedMergeProcessor]] has one branch per input
+  * ordinal and ignores `sender`.
+  */
+final case class SequencePassed(seq: SequenceId, sender: Int = 0)
+
+/** The snapshot of a sequence-ordering processor (one entry, bound to its instance: the partitions of
+  * such a vertex are fixed for the life of a checkpoint). `buffered` are (item, tie lane, arrival
+  * number); `ready` are items and watermarks released but not yet accepted by the outbox; `passed` maps
+  * (lane, substream) to the highest offset passed; `heldWatermarks` are (arrival barrier, watermark).
+  */
+final case class SequenceOrderState(
+    buffered: Vector[(Sequenced, Int, Long)],
+    ready: Vector[Any],
+    passed: Map[(Int, Int), Long],
+    completedLanes: Set[Int],
+    heldWatermarks: Vector[(Long, Watermark)],
+    lastWatermark: Option[Watermark],
+    nextArrival: Long,
+)
+
+/** The ordering rule shared by [[SequenceRestoreProcessor]] and [[OrderedMergeProcessor]].
+  *
+  * Items arrive on `lanes` lanes (senders or branches); each lane delivers every substream in offset
+  * order and says how far it got with [[SequencePassed]] marks, or by completing. The frontier of a
+  * substream is the least offset that every lane has passed (a complete lane has passed everything).
+  * Items of a substream at or below its frontier can no longer be preceded by anything, so they are
+  * released in (offset, tie lane, arrival) order; items above it wait. An item that arrives at or below
+  * the frontier broke the lanes' promise and is an error.
+  *
+  * Watermarks: a watermark is released only after every item that arrived before it, so that no item
+  * is emitted after a watermark that preceded it (it would be late downstream); a repeated watermark
+  * (the same call retried) is ignored.
+  */
+private[processor] final class SequenceReorderer(lanes: Int, describe: => String) {
+  require(lanes >= 1, "at least one lane")
+
+  /** substream -> ((offset, tie lane, arrival) -> item). */
+  private val buffered = mutable.HashMap.empty[Int, mutable.TreeMap[(Long, Int, Long), Sequenced]]
+  /** Arrival numbers of the buffered items: the least one holds back the watermarks after it. */
+  private val bufferedArrivals = new java.util.TreeSet[java.lang.Long]()
+  private val passed = mutable.HashMap.empty[(Int, Int), Long]
+  private val completedLanes = mutable.Set.empty[Int]
+  private val heldWatermarks = mutable.Queue.empty[(Long, Watermark)]
+  private var lastWatermark: Option[Watermark] = None
+  private var nextArrival = 0L
+  private val ready = new java.util.ArrayDeque[Any]()
+
+  /** Offers released items and watermarks; true when none is left. */
+  def flush(outbox: Outbox): Boolean = {
+    while (!ready.isEmpty) {
+      if (!outbox.offer(ready.peekFirst())) return false
+      ready.removeFirst()
+    }
+    true
+  }
+
+  def add(item: Sequenced, tieLane: Int): Unit = {
+    val substream = item.seq.substream
+    val frontier = frontierOf(substream)
+    if (item.seq.offset <= frontier)
+      throw new IllegalStateException(
+        s"$describe: $item arrived after every lane had passed offset $frontier of substream $substream")
+    buffered.getOrElseUpdate(substream, mutable.TreeMap.empty) += ((item.seq.offset, tieLane, nextArrival) -> item)
+    bufferedArrivals.add(nextArrival)
+    nextArrival += 1
+  }
+
+  def pass(lane: Int, seq: SequenceId): Unit = {
+    require(lane >= 0 && lane < lanes, s"$describe: progress mark from lane $lane, expected 0 until $lanes")
+    val key = (lane, seq.substream)
+    if (passed.get(key).forall(_ < seq.offset)) {
+      passed(key) = seq.offset
+      release(seq.substream)
+    }
+  }
+
+  def completeLane(lane: Int): Unit = {
+    completedLanes += lane
+    buffered.keys.toList.sorted.foreach(release)
+    releaseWatermarks()
+  }
+
+  def completeAllLanes(): Unit = (0 until lanes).foreach(completeLane)
+
+  def addWatermark(watermark: Watermark): Unit =
+    if (lastWatermark.forall(_.timestamp < watermark.timestamp)) {
+      lastWatermark = Some(watermark)
+      heldWatermarks.enqueue((nextArrival, watermark))
+      releaseWatermarks()
+    }
+
+  private def frontierOf(substream: Int): Long = {
+    var frontier = Long.MaxValue
+    var lane = 0
+    while (lane < lanes) {
+      if (!completedLanes(lane)) frontier = math.min(frontier, passed.getOrElse((lane, substream), Long.MinValue))
+      lane += 1
+    }
+    frontier
+  }
+
+  private def release(substream: Int): Unit = {
+    buffered.get(substream).foreach { items =>
+      val frontier = frontierOf(substream)
+      while (items.nonEmpty && items.head._1._1 <= frontier) {
+        val (position @ (_, _, arrival), item) = items.head
+        items -= position
+        bufferedArrivals.remove(arrival)
+        ready.addLast(item)
+      }
+      if (items.isEmpty) buffered -= substream
+    }
+    releaseWatermarks()
+  }
+
+  private def releaseWatermarks(): Unit = {
+    val leastBuffered = if (bufferedArrivals.isEmpty) Long.MaxValue else bufferedArrivals.first().longValue
+    while (heldWatermarks.nonEmpty && heldWatermarks.head._1 <= leastBuffered) ready.addLast(heldWatermarks.dequeue()._2)
+  }
+
+  def state: SequenceOrderState = SequenceOrderState(
+    buffered = buffered.valuesIterator.flatMap(_.iterator.map { case ((_, lane, arrival), item) => (item, lane, arrival) }).toVector,
+    ready = Vector.from(ready.iterator().asScala),
+    passed = passed.toMap,
+    completedLanes = completedLanes.toSet,
+    heldWatermarks = heldWatermarks.toVector,
+    lastWatermark = lastWatermark,
+    nextArrival = nextArrival,
+  )
+
+  def restore(saved: SequenceOrderState): Unit = {
+    saved.buffered.foreach { case (item, lane, arrival) =>
+      buffered.getOrElseUpdate(item.seq.substream, mutable.TreeMap.empty) += ((item.seq.offset, lane, arrival) -> item)
+      bufferedArrivals.add(arrival)
+    }
+    saved.ready.foreach(ready.addLast)
+    passed ++= saved.passed
+    completedLanes ++= saved.completedLanes
+    heldWatermarks ++= saved.heldWatermarks
+    lastWatermark = saved.lastWatermark
+    nextArrival = saved.nextArrival
+  }
+}
+
+/** Shared shape of the two sequence-ordering processors: the reorderer's state saved as one entry bound
+  * to the instance, released items flushed before more input is taken.
+  */
+private[processor] abstract class SequenceOrderingProcessor(lanes: Int, stateName: String) extends AbstractProcessor {
+  protected val reorderer = new SequenceReorderer(lanes, s"${context.vertexName} ($stateName)")
+  private val saver = new SnapshotSaver
+
+  /** Handles one input item of `ordinal`. */
+  protected def accept(ordinal: Int, item: Any): Unit
+
+  override def process(ordinal: Int, inbox: Inbox): Unit = {
+    while (!inbox.isEmpty && reorderer.flush(outbox)) accept(ordinal, inbox.poll())
+    reorderer.flush(outbox)
+    ()
+  }
+
+  override def tryProcessWatermark(watermark: Watermark): Boolean = {
+    reorderer.addWatermark(watermark)
+    reorderer.flush(outbox)
+  }
+
+  override def complete(): Boolean = reorderer.flush(outbox)
+
+  override def saveToSnapshot(): Boolean =
+    saver.save(outbox)(Iterator(InstanceState.key(stateName, context) -> reorderer.state))
+
+  override def restoreFromSnapshot(inbox: Inbox): Unit =
+    while (!inbox.isEmpty)
+      InstanceState.ownValue[SequenceOrderState](stateName, context, inbox.poll().asInstanceOf[SnapshotEntry]).foreach(reorderer.restore)
+
+  protected def unexpected(item: Any): Nothing =
+    throw new IllegalArgumentException(s"${context.vertexName}: expected Sequenced or SequencePassed, got $item")
+}
+
+/** Restores per-substream (hence per-key) order after an edge that interleaves several upstream
+  * instances (`senderCount` senders, all on input ordinal 0, e.g. a keyed shuffle after `rebalance()`
+  * with preserve_order).
+  *
+  * Input: [[Sequenced]] items, and [[SequencePassed]] marks that every sender sends to every receiver
+  * when it has delivered all it has of a substream up to an offset (the epoch engine sends them at each
+  * epoch end: the source offsets of the epoch's end are known by then). Output: the [[Sequenced]]
+  * items, each substream strictly in offset order (ties, from a flat_map, in arrival order).
+  *
+  * The rule: an item is held until every sender has passed its offset in its substream, or the input
+  * is complete, and then emitted in offset order. Why marks and not the items' offsets alone: a
+  * receiver sees only the items of its keys, so the offsets it sees have gaps it cannot tell from items
+  * still in flight; and why not the watermark: an item that came after a watermark at the source may
+  * overtake it through a faster sender, so a watermark does not bound the offsets still to come.
+  * Watermarks are forwarded after every item that arrived before them.
+  *
+  * Snapshot: held items, released items not yet emitted, senders' progress, held watermarks, in one
+  * [[SequenceOrderState]] bound to this instance.
+  */
+final class SequenceRestoreProcessor(senderCount: Int) extends SequenceOrderingProcessor(senderCount, "sequence-restore") {
+  override protected def accept(ordinal: Int, item: Any): Unit = item match {
+    case sequenced: Sequenced => reorderer.add(sequenced, tieLane = 0)
+    case SequencePassed(seq, sender) => reorderer.pass(sender, seq)
+    case other => unexpected(other)
+  }
+
+  override def completeEdge(ordinal: Int): Boolean = {
+    reorderer.completeAllLanes()
+    reorderer.flush(outbox)
+  }
+}
+
+/** The merge of a diamond: branches on input ordinals `0 until branchCount` fork from one stream and
+  * join here, and the output follows the sequence order of the stream (Triceps' "dreaded diamond").
+  *
+  * Each branch delivers its items in sequence order and, after the outputs for each source item, a
+  * [[SequencePassed]] mark for its id ([[Sequenced.liftBranch]] builds such a branch), so that an item
+  * a branch filtered out still tells the merge that nothing more will come for it; completing a branch
+  * passes everything. The outputs for one sequence id are emitted once every branch has passed it,
+  * ordered by (offset, branch ordinal, arrival): all outputs of a source item come before those of the
+  * next one, and outputs of one source item on several branches come in branch order.
+  * Watermarks are forwarded after every item that arrived before them.
+  *
+  * Snapshot: as [[SequenceRestoreProcessor]], lanes being branches.
+  */
+final class OrderedMergeProcessor(branchCount: Int) extends SequenceOrderingProcessor(branchCount, "ordered-merge") {
+  override protected def accept(ordinal: Int, item: Any): Unit = item match {
+    case sequenced: Sequenced => reorderer.add(sequenced, tieLane = ordinal)
+    case SequencePassed(seq, _) => reorderer.pass(ordinal, seq)
+    case other => unexpected(other)
+  }
+
+  override def completeEdge(ordinal: Int): Boolean = {
+    reorderer.completeLane(ordinal)
+    reorderer.flush(outbox)
+  }
+}
