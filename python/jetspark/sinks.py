@@ -3,30 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
+
+from jetspark._definition import Definition
 
 __all__ = ["Sink", "Sinks"]
 
 
-@dataclass(frozen=True)
-class Sink:
+class Sink(Definition):
     """A sink definition."""
-
-    kind: str
-    params: dict[str, Any] = field(default_factory=dict)
-    objects: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    def describe(self) -> str:
-        shown = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
-        return f"{self.kind}({shown})"
-
-    def to_spec(self, objects: list[Any]) -> dict[str, Any]:
-        refs = {}
-        for name, value in self.objects.items():
-            objects.append(value)
-            refs[name] = len(objects) - 1
-        return {"kind": self.kind, "params": dict(self.params), "refs": refs}
 
 
 class Sinks:

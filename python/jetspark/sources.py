@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+from jetspark._definition import Definition
 
 __all__ = ["SimpleEvent", "Source", "Sources"]
 
@@ -17,25 +19,13 @@ class SimpleEvent(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Source:
+class Source(Definition):
     """A source definition; ``is_stream`` tells whether reading it gives a stream stage."""
 
-    kind: str
-    is_stream: bool
-    params: dict[str, Any] = field(default_factory=dict)
-    #: Values the JVM receives by reference (a DataFrame, the items).
-    objects: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    def describe(self) -> str:
-        shown = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
-        return f"{self.kind}({shown})"
+    is_stream: bool = False
 
     def to_spec(self, objects: list[Any]) -> dict[str, Any]:
-        refs = {}
-        for name, value in self.objects.items():
-            objects.append(value)
-            refs[name] = len(objects) - 1
-        return {"kind": self.kind, "stream": self.is_stream, "params": dict(self.params), "refs": refs}
+        return {**super().to_spec(objects), "stream": self.is_stream}
 
 
 class Sources:
@@ -53,7 +43,8 @@ class Sources:
     def items(items: Iterable[Any]) -> Source:
         """A batch of the given items, in that order (one substream)."""
         values = list(items)
-        return Source("items", False, {"count": len(values)}, {"items": values})
+        return Source("items", is_stream=False, params={"count": len(values)},
+                      objects={"items": values})
 
     @staticmethod
     def dataframe(df: Any) -> Source:
@@ -62,14 +53,15 @@ class Sources:
 
         if not isinstance(df, DataFrame):
             raise TypeError(f"Sources.dataframe(df): df must be a pyspark DataFrame, not {type(df).__name__}")
-        return Source("dataframe", bool(df.isStreaming), {"columns": list(df.columns)}, {"df": df})
+        return Source("dataframe", is_stream=bool(df.isStreaming), params={"columns": list(df.columns)},
+                      objects={"df": df})
 
     @staticmethod
     def files(path: str, format: str = "parquet", **options: Any) -> Source:
         """A batch read as ``spark.read.format(format).options(**options).load(path)``."""
         if not isinstance(path, str) or not path:
             raise ValueError("Sources.files(path): path must be a non-empty string")
-        return Source("files", False, {"path": path, "format": format, "options": dict(options)})
+        return Source("files", is_stream=False, params={"path": path, "format": format, "options": dict(options)})
 
     @staticmethod
     def items_stream(*partitions: Iterable[Any], items_per_batch: int = 1) -> Source:
@@ -80,17 +72,20 @@ class Sources:
         if not isinstance(items_per_batch, int) or items_per_batch <= 0:
             raise ValueError(f"Sources.items_stream(items_per_batch): must be a positive int, not {items_per_batch!r}")
         values = [list(p) for p in partitions]
-        return Source("items_stream", True, {"partitions": len(values), "items_per_batch": items_per_batch},
-                      {"partitions": values})
+        return Source("items_stream", is_stream=True,
+                      params={"partitions": len(values), "items_per_batch": items_per_batch},
+                      objects={"partitions": values})
 
     @staticmethod
     def rate_stream(items_per_second: int, partitions: int = 1) -> Source:
         """An unbounded stream of :class:`SimpleEvent` at a fixed rate."""
         if items_per_second <= 0 or partitions <= 0:
             raise ValueError("Sources.rate_stream: items_per_second and partitions must be positive")
-        return Source("rate_stream", True, {"items_per_second": items_per_second, "partitions": partitions})
+        return Source("rate_stream", is_stream=True,
+                      params={"items_per_second": items_per_second, "partitions": partitions})
 
     @staticmethod
     def kafka(bootstrap_servers: str, topic: str, **options: Any) -> Source:
         """Records ``key, value, topic, partition, offset, timestamp``; each Kafka partition is a substream."""
-        return Source("kafka", True, {"bootstrap_servers": bootstrap_servers, "topic": topic, "options": dict(options)})
+        return Source("kafka", is_stream=True,
+                      params={"bootstrap_servers": bootstrap_servers, "topic": topic, "options": dict(options)})
