@@ -77,7 +77,7 @@ final case class PhysicalDag(vertices: Seq[Vertex], edges: Seq[Edge], preserveOr
 
   /** Graphviz DOT of the same plan. */
   def toDot(): String = {
-    def quote(s: String) = "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\""
+    def quote(s: String) = "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n") + "\""
     val out = new StringBuilder("digraph jetspark {\n  rankdir=TB;\n  node [shape=box];\n")
     vertices.foreach { v =>
       val lines = Seq(v.name, s"parallelism ${v.localParallelism}", v.description.describe) ++
