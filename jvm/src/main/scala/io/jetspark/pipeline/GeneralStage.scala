@@ -1,5 +1,7 @@
 package io.jetspark.pipeline
 
+import scala.jdk.CollectionConverters._
+
 import io.jetspark.core.aggregate.AggregateOperation
 import io.jetspark.pipeline.transform._
 
@@ -95,6 +97,11 @@ abstract class GeneralStage[S <: GeneralStage[S]] private[pipeline] (
       transform +: sides.map(_._1.transform),
       pendingRebalance +: sides.map(_._1.pendingRebalance),
       sides.map(_._2), mapper, inner))
+  }
+  /** The same for Java and py4j callers: `others(i)` joins by `clauses(i)`; `mapper` may be null. */
+  def hashJoin(others: java.util.List[BatchStage], clauses: java.util.List[JoinClause], mapper: Extractor, inner: Boolean): S = {
+    if (others.size != clauses.size) throw new IllegalArgumentException(s"${others.size} enriching stages but ${clauses.size} join clauses")
+    hashJoin(others.asScala.toSeq.zip(clauses.asScala), Option(mapper), inner)
   }
   def hashJoin(other: BatchStage, clause: JoinClause, mapper: Extractor): S = hashJoin(Seq(other -> clause), Some(mapper), inner = false)
   def hashJoin(other: BatchStage, clause: JoinClause): S = hashJoin(Seq(other -> clause), None, inner = false)
