@@ -61,11 +61,13 @@ private final class DagBuilder(
   private val chainByHead = chains.map(c => c.head.id -> c).toMap
 
   def build(): PhysicalDag = {
+    graph.transforms.filterNot(isFusedAway).foreach { t =>
+      val betweenStages = addVertices(t)
+      t.upstream.zipWithIndex.foreach { case (u, i) => connectInput(t, u, i) }
+      betweenStages.foreach(_.apply())
+    }
+    // Dead letters last, so that data outputs keep the low output ordinals.
     graph.transforms.foreach { t =>
-      if (isFusedAway(t)) () else {
-        addVertices(t)
-        t.upstream.zipWithIndex.foreach { case (u, i) => connectInput(t, u, i) }
-      }
       t.errorSink.foreach { sink =>
         val failing = inVertex(t.id)
         val deadLetter = addVertex(s"${t.name}-dead-letter", Sink(sink), vertexNamed(failing).localParallelism, Seq(s"${t.name} errors"))
@@ -80,21 +82,26 @@ private final class DagBuilder(
 
   private def vertexNamed(name: String): Vertex = vertices.find(_.name == name).get
 
-  private def addVertices(t: Transform): Unit = {
+  /** Adds `t`'s vertices; returns the connection between its two vertices when it has two, to be made
+    * after its inputs so that edges read in data-flow order.
+    */
+  private def addVertices(t: Transform): Option[() => Unit] = {
     val p = parallelism(t.id)
-    def single(description: VertexDescription): Unit = {
+    def single(description: VertexDescription): Option[() => Unit] = {
       val v = addVertex(t.name, description, p.input, Seq(t.name))
       inVertex(t.id) = v
       outVertex(t.id) = v
+      None
     }
-    def twoVertices(first: String, firstDescription: VertexDescription, second: String, secondDescription: VertexDescription, between: EdgeKind): Unit = {
+    def twoVertices(first: String, firstDescription: VertexDescription, second: String, secondDescription: VertexDescription,
+        between: EdgeKind): Option[() => Unit] = {
       val a = addVertex(first, firstDescription, p.input, Seq(t.name))
       val b = addVertex(second, secondDescription, p.output, Seq(t.name))
-      connect(a, b, 0, between, orderRequired = false, restore = false)
       inVertex(t.id) = a
       outVertex(t.id) = b
+      Some(() => connect(a, b, 0, between, orderRequired = false, restore = false))
     }
-    def aggregation(a: AggregatingTransform, describe: AggregationStage => VertexDescription): Unit = stages(t.id) match {
+    def aggregation(a: AggregatingTransform, describe: AggregationStage => VertexDescription): Option[() => Unit] = stages(t.id) match {
       case TwoStage =>
         twoVertices(s"${t.name}-accumulate", describe(AggregationStage.Accumulate), s"${t.name}-combine",
           describe(AggregationStage.Combine), AggregationStageRule.betweenStages(a))
@@ -109,6 +116,7 @@ private final class DagBuilder(
           inVertex(member.id) = v
           outVertex(member.id) = v
         }
+        None
       case s: StreamSourceTransform => single(Source(s.source, s.timestamps))
       case s: SourceTransform => single(Source(s.source, None))
       case m: MergeTransform => single(Merge(m.upstream.size, OrderPlanner.isOrderedMerge(order, m)))

@@ -105,8 +105,8 @@ class ValidationTest extends AnyFunSuite {
     assertBreaks("pipeline", EmptyPipeline)(Pipeline.create().plan(4))
   }
 
-  //  df(4) --local--> fused(m, f)(4) --local--> out(4)
-  //                   \==isolated, errors of m==> m-dead-letter(4)
+  //  df(4) --local--> fused(m, f)(4) --local (output 0)--> out(4)
+  //                   \==isolated, errors of m (output 1)==> m-dead-letter(4)
   test("onError routes a stage's failures to a dead-letter sink vertex over an error edge") {
     val p = Pipeline.create()
     wideSource(p).map(identity).setName("m").onError(Sinks.deadLetter("bad")).filter((_: Any) => true).setName("f")
@@ -114,7 +114,7 @@ class ValidationTest extends AnyFunSuite {
     val dag = p.plan(4)
     assert(dag.vertex("m-dead-letter").description == VertexDescription.Sink(Sinks.deadLetter("bad")))
     assert(dag.edgesFrom("fused(m, f)") == Seq(
-      Edge("fused(m, f)", 0, "m-dead-letter", 0, EdgeKind.Isolated, errorsOf = Some("m")),
-      Edge("fused(m, f)", 1, "out", 0, EdgeKind.Local)))
+      Edge("fused(m, f)", 0, "out", 0, EdgeKind.Local),
+      Edge("fused(m, f)", 1, "m-dead-letter", 0, EdgeKind.Isolated, errorsOf = Some("m"))))
   }
 }
