@@ -45,7 +45,7 @@ object Extractor {
 
   def field(name: String): Extractor = FieldName(name)
   def column(expr: AnyRef): Extractor = ColumnExpr(expr)
-  def scala(f: Any => Any): Extractor = ScalaFn(f)
-  def scala(f: java.util.function.Function[Any, Any]): Extractor = ScalaFn(x => f.apply(x))
+  /** A Java function (Scala callers use [[ScalaFn]] directly). */
+  def function(f: java.util.function.Function[Any, Any]): Extractor = ScalaFn(x => f.apply(x))
   def python(udf: AnyRef, id: String): Extractor = PythonFn(udf, id)
 }

@@ -157,4 +157,12 @@ class PipelineApiTest extends AnyFunSuite {
     assert(joined.clauses == Seq(JoinClause.on("x", "x"), JoinClause.on("y", "y")))
     assert(joined.mapper.isEmpty && joined.inner)
   }
+
+  test("only Python extractors run in Python; a Java function becomes a JVM extractor") {
+    assert(Extractor.python(new Object, "f").runsInPython)
+    assert(!Extractor.field("a").runsInPython && !Extractor.column("col").runsInPython && !Extractor.WholeItem.runsInPython)
+    val javaFn = Extractor.function(new java.util.function.Function[Any, Any] { def apply(x: Any): Any = s"<$x>" })
+    assert(!javaFn.runsInPython)
+    assert(javaFn.asInstanceOf[Extractor.ScalaFn].f(1) == "<1>")
+  }
 }
