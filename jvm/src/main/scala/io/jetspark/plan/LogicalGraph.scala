@@ -8,13 +8,10 @@ private[plan] final class LogicalGraph(val pipeline: Pipeline) {
   /** In creation order, which is topological. */
   val transforms: Seq[Transform] = pipeline.transforms
 
-  private val downstreamById: Map[Int, Seq[(Transform, Int)]] =
-    transforms
-      .flatMap(d => d.upstream.zipWithIndex.map { case (u, ordinal) => u.id -> (d, ordinal) })
-      .groupMap(_._1)(_._2)
+  private val downstreamById: Map[Int, Seq[(Transform, Int)]] = transforms.map(t => t.id -> pipeline.downstream(t)).toMap
 
   /** The transforms reading `t`, each with the input ordinal it reads `t` at. */
-  def downstream(t: Transform): Seq[(Transform, Int)] = downstreamById.getOrElse(t.id, Nil)
+  def downstream(t: Transform): Seq[(Transform, Int)] = downstreamById(t.id)
 
   def preserveOrder: Boolean = pipeline.preserveOrder
 }

@@ -2,7 +2,8 @@ package io.jetspark.plan
 
 /** A physical vertex: `localParallelism` processors of the family `description` says. `fusedChain` names
   * the logical stages it runs (several when stateless stages were fused). `assignsSequence`: items leaving
-  * it carry a sequence id `(substream, offset)` that a restore point or an ordered merge downstream needs.
+  * it carry a sequence id that a restore point or an ordered merge downstream needs: `(substream, offset)`
+  * at a source, `(processor index, offset)` at an order-producing vertex (its output order is the order).
   */
 final case class Vertex(
     name: String,
@@ -51,7 +52,7 @@ final case class PhysicalDag(vertices: Seq[Vertex], edges: Seq[Edge], preserveOr
     vertices.foreach { v =>
       out ++= s"  ${v.name}  [parallelism ${v.localParallelism}]  ${v.description.describe}\n"
       if (v.fusedChain.size > 1) out ++= s"      fused: ${v.fusedChain.mkString(" -> ")}\n"
-      if (v.assignsSequence) out ++= "      assigns sequence ids (substream, offset)\n"
+      if (v.assignsSequence) out ++= s"      assigns sequence ids ${sequenceForm(v)}\n"
     }
     out ++= "Edges:\n"
     edges.foreach(e => out ++= s"  ${edgeText(e)}\n")
@@ -101,6 +102,12 @@ final case class PhysicalDag(vertices: Seq[Vertex], edges: Seq[Edge], preserveOr
       (if (e.restoresSequence) Seq("sequence restore at receiver") else Nil) mkString ", "
 
   private def edgeText(e: Edge): String = s"${e.from}:${e.fromOrdinal} -> ${e.to}:${e.toOrdinal}  ${edgeLabel(e).dropWhile(_ != ' ').trim}"
+
+  /** A source numbers items per substream; an order producer per processor. */
+  private def sequenceForm(v: Vertex): String = v.description match {
+    case _: VertexDescription.Source => "(substream, offset)"
+    case _ => "(processor, offset)"
+  }
 
   private def aggregationStage(d: VertexDescription): Option[AggregationStage] = d match {
     case VertexDescription.Aggregate(stage, _, _) => Some(stage)

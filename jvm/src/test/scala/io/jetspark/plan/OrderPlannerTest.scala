@@ -190,4 +190,18 @@ class OrderPlannerTest extends AnyFunSuite {
     assert(dag.edge("df", "mapStateful").restoresSequence)
     assert(dag.kind("mapStateful", "out") == EdgeKind.Isolated && dag.lp("out") == 1)
   }
+
+  //  df(4) --local--> aggregate-accumulate(4) ==partitioned==> aggregate-combine(4, assigns sequence ids)
+  //        ~~isolated~~> m(4) ~~partitioned by age~~> mapStateful(4) [restore] ==isolated==> out(4)
+  test("where order is needed only after an order producer, sequence ids start at the producer, not the source") {
+    val p = Pipeline.create(true)
+    wideSource(p).groupingKey(name).aggregate(Counting).map(identity).setName("m")
+      .groupingKey(age).mapStateful(() => 0, keyedStateful).writeTo(list()).setName("out")
+    val dag = p.plan(4)
+    assert(dag.vertices.filter(_.assignsSequence).map(_.name) == Seq("aggregate-combine"))
+    assert(dag.edge("df", "aggregate-accumulate") == Edge("df", 0, "aggregate-accumulate", 0, EdgeKind.Local))
+    assert(dag.edge("aggregate-combine", "m") == Edge("aggregate-combine", 0, "m", 0, EdgeKind.Isolated, carriesSequence = true))
+    assert(dag.edge("m", "mapStateful").restoresSequence)
+    assert(dag.explain().contains("assigns sequence ids (processor, offset)"))
+  }
 }
