@@ -21,6 +21,12 @@ trait AggregateOperation[-T, A, +R] extends Serializable {
   def exportResult(acc: A): R
   def finishResult(acc: A): R
 
+  /** True when the result depends on the order items arrive in (to-list, first, last): the planner then
+    * keeps the input's encounter order when the pipeline preserves order. Commutative operations keep
+    * the default, false.
+    */
+  def isOrderSensitive: Boolean = false
+
   final def canCombine: Boolean = combineFn.isDefined
   final def canDeduct: Boolean = deductFn.isDefined
   final def accumulate(acc: A, item: T): A = accumulate(acc, 0, item)

@@ -1,0 +1,37 @@
+package io.jetspark.pipeline
+
+import scala.jdk.CollectionConverters._
+
+/** A sink as a definition: which connector, with which parameters. */
+final case class SinkDefinition(name: String, parameters: Map[String, Any]) {
+  def isDeadLetter: Boolean = name == "deadLetter"
+  def describe: String = {
+    val shown = parameters.toSeq.sortBy(_._1).map { case (k, v) => s"$k=$v" }
+    if (shown.isEmpty) name else s"$name(${shown.mkString(", ")})"
+  }
+}
+
+/** The built-in sinks (API.md, "Sinks"). */
+object Sinks {
+  /** A named list, read back with the session's `getList(name)`, items in arrival order. */
+  def list(name: String): SinkDefinition = SinkDefinition("list", Map("name" -> name))
+  def console(): SinkDefinition = SinkDefinition("console", Map.empty)
+  def noop(): SinkDefinition = SinkDefinition("noop", Map.empty)
+
+  def files(path: String, format: String, mode: String): SinkDefinition =
+    SinkDefinition("files", Map("path" -> path, "format" -> format, "mode" -> mode))
+  def files(path: String, format: String): SinkDefinition = files(path, format, "append")
+  def files(path: String): SinkDefinition = files(path, "parquet")
+
+  def kafka(bootstrapServers: String, topic: String, options: Map[String, String]): SinkDefinition =
+    SinkDefinition("kafka", Map("bootstrapServers" -> bootstrapServers, "topic" -> topic) ++ options)
+  def kafka(bootstrapServers: String, topic: String, options: java.util.Map[String, String]): SinkDefinition =
+    kafka(bootstrapServers, topic, options.asScala.toMap)
+  def kafka(bootstrapServers: String, topic: String): SinkDefinition = kafka(bootstrapServers, topic, Map.empty[String, String])
+
+  /** `fn(dataframe, batchId)` per micro-batch; `fn` is held opaquely (a Scala function or a Python callable). */
+  def foreachBatch(fn: AnyRef): SinkDefinition = SinkDefinition("foreachBatch", Map("fn" -> fn))
+
+  /** Records a user function failed on, with their errors; attach with `stage.onError(...)`. */
+  def deadLetter(name: String): SinkDefinition = SinkDefinition("deadLetter", Map("name" -> name))
+}

@@ -1,0 +1,78 @@
+package io.jetspark.pipeline
+
+import scala.jdk.CollectionConverters._
+
+/** A source as a definition: which connector, with which parameters. Connectors (written elsewhere) turn
+  * it into readers. `substreams` is the number of independent ordered substreams when the definition fixes
+  * it (items: 1; itemsStream: one per partition); the planner uses it as the source's parallelism.
+  */
+sealed trait SourceDefinition extends Serializable {
+  def name: String
+  def parameters: Map[String, Any]
+  def substreams: Option[Int]
+
+  /** Name and parameters for plans; collections are summarized by size. */
+  def describe: String = {
+    val shown = parameters.toSeq.sortBy(_._1).map {
+      case (k, v: Iterable[_]) => s"$k=<${v.size} values>"
+      case (k, v) => s"$k=$v"
+    }
+    if (shown.isEmpty) name else s"$name(${shown.mkString(", ")})"
+  }
+}
+
+final case class BatchSource(name: String, parameters: Map[String, Any], substreams: Option[Int])
+    extends SourceDefinition
+
+final case class StreamSource(name: String, parameters: Map[String, Any], substreams: Option[Int])
+    extends SourceDefinition
+
+/** The built-in sources (API.md, "Sources"). */
+object Sources {
+
+  /** The given items, in that order, as one substream. */
+  def items(items: Seq[Any]): BatchSource = BatchSource("items", Map("items" -> items.toVector), Some(1))
+  def items(items: java.util.List[_]): BatchSource = this.items(items.asScala.toSeq)
+
+  /** A batch Spark DataFrame, held opaquely. The Python layer calls [[streamingDataframe]] instead when
+    * `df.isStreaming` (in Scala the stage kind must be known statically).
+    */
+  def dataframe(df: AnyRef): BatchSource = BatchSource("dataframe", Map("dataframe" -> df), None)
+
+  /** A streaming Spark DataFrame, held opaquely. */
+  def streamingDataframe(df: AnyRef): StreamSource = StreamSource("dataframe", Map("dataframe" -> df), None)
+
+  /** `spark.read.format(format)` with the options, from `path`. */
+  def files(path: String, format: String, options: Map[String, String]): BatchSource =
+    BatchSource("files", Map("path" -> path, "format" -> format) ++ options, None)
+  def files(path: String, format: String, options: java.util.Map[String, String]): BatchSource =
+    files(path, format, options.asScala.toMap)
+  def files(path: String, format: String): BatchSource = files(path, format, Map.empty[String, String])
+  def files(path: String): BatchSource = files(path, "parquet")
+
+  /** A finite stream: each partition is one substream delivered in its order, `itemsPerBatch` items of
+    * each substream per micro-batch.
+    */
+  def itemsStream(partitions: Seq[Seq[Any]], itemsPerBatch: Int): StreamSource = {
+    if (itemsPerBatch <= 0) throw new IllegalArgumentException(s"itemsPerBatch must be positive, was $itemsPerBatch")
+    StreamSource("itemsStream", Map("partitions" -> partitions.map(_.toVector).toVector, "itemsPerBatch" -> itemsPerBatch),
+      Some(partitions.size max 1))
+  }
+  def itemsStream(partitions: java.util.List[java.util.List[_]], itemsPerBatch: Int): StreamSource =
+    itemsStream(partitions.asScala.toSeq.map(_.asScala.toSeq), itemsPerBatch)
+
+  /** An unbounded stream of `SimpleEvent(timestamp, sequence)` at a fixed rate. */
+  def rateStream(itemsPerSecond: Long, partitions: Int): StreamSource = {
+    if (itemsPerSecond <= 0) throw new IllegalArgumentException(s"itemsPerSecond must be positive, was $itemsPerSecond")
+    if (partitions <= 0) throw new IllegalArgumentException(s"partitions must be positive, was $partitions")
+    StreamSource("rateStream", Map("itemsPerSecond" -> itemsPerSecond, "partitions" -> partitions), Some(partitions))
+  }
+  def rateStream(itemsPerSecond: Long): StreamSource = rateStream(itemsPerSecond, 1)
+
+  /** Kafka records (`key, value, topic, partition, offset, timestamp`); each partition is a substream. */
+  def kafka(bootstrapServers: String, topic: String, options: Map[String, String]): StreamSource =
+    StreamSource("kafka", Map("bootstrapServers" -> bootstrapServers, "topic" -> topic) ++ options, None)
+  def kafka(bootstrapServers: String, topic: String, options: java.util.Map[String, String]): StreamSource =
+    kafka(bootstrapServers, topic, options.asScala.toMap)
+  def kafka(bootstrapServers: String, topic: String): StreamSource = kafka(bootstrapServers, topic, Map.empty[String, String])
+}

@@ -1,0 +1,48 @@
+package io.jetspark.plan
+
+import io.jetspark.pipeline.transform.{AggregatingTransform, Transform, WindowAggregateTransform}
+
+/** One or two stages for an aggregation.
+  *
+  * Two stages by default: accumulate next to the data (local input edge), then send partial accumulators
+  * over one distributed edge (partitioned by the grouping key, or all-to-one) to a combining vertex.
+  * Single stage, raw items over the distributed edge, when:
+  *  - an operation cannot combine partial accumulators;
+  *  - it is a session window (sessions merge by event time across partial results) or a window with
+  *    early results (a partial frame would be reported as if complete);
+  *  - a keyed aggregation's input, or either input of a two-input aggregation, is rebalanced (design doc
+  *    008: the local first stage is what rebalancing removes). A global single-input aggregation keeps
+  *    two stages: rebalancing spreads the accumulation, and the combining stage is one processor anyway;
+  *  - preserved order reaches an order-sensitive operation (to-list): partial lists from several
+  *    processors would be concatenated in no particular order.
+  */
+private[plan] object AggregationStageRule {
+
+  sealed trait Stages
+  case object TwoStage extends Stages
+  case object SingleStage extends Stages
+
+  def decide(t: AggregatingTransform, order: OrderAnalysis): Stages = {
+    val rebalanced = t.upstream.indices.exists(t.isRebalanced)
+    val window = t match {
+      case w: WindowAggregateTransform => Some(w)
+      case _ => None
+    }
+    val singleStage =
+      !t.canCombine ||
+        window.exists(w => w.isSession || w.window.earlyResultsPeriodMs > 0) ||
+        (rebalanced && (t.isKeyed || t.upstream.size > 1)) ||
+        t.upstream.indices.exists(order.isRequired(t, _))
+    if (singleStage) SingleStage else TwoStage
+  }
+
+  /** The edge input `ordinal` of the aggregation's first vertex needs, before rebalancing. */
+  def inputEdge(t: AggregatingTransform, ordinal: Int, stages: Stages): EdgeKind = stages match {
+    case TwoStage => EdgeKind.Local
+    case SingleStage => t.groupingKey(ordinal).fold[EdgeKind](EdgeKind.AllToOne)(EdgeKind.Partitioned(_))
+  }
+
+  /** The edge from the accumulating to the combining vertex. */
+  def betweenStages(t: AggregatingTransform): EdgeKind =
+    t.keys.headOption.fold[EdgeKind](EdgeKind.AllToOne)(EdgeKind.Partitioned(_, preExtracted = true))
+}

@@ -1,0 +1,117 @@
+package io.jetspark.plan
+
+/** A physical vertex: `localParallelism` processors of the family `description` says. `fusedChain` names
+  * the logical stages it runs (several when stateless stages were fused). `assignsSequence`: items leaving
+  * it carry a sequence id that a restore point or an ordered merge downstream needs: `(substream, offset)`
+  * at a source, `(processor index, offset)` at an order-producing vertex (its output order is the order).
+  */
+final case class Vertex(
+    name: String,
+    description: VertexDescription,
+    localParallelism: Int,
+    fusedChain: Seq[String],
+    assignsSequence: Boolean = false,
+)
+
+/** A physical edge from output `fromOrdinal` of `from` to input `toOrdinal` of `to`.
+  * `restoresSequence`: the receiver restores the encounter order (per key on a partitioned edge) by the
+  * items' sequence ids, which a shuffle from several senders mixes. `carriesSequence`: items on this edge
+  * carry their sequence id. `errorsOf`: the edge carries the failed records of that stage (dead letters).
+  */
+final case class Edge(
+    from: String,
+    fromOrdinal: Int,
+    to: String,
+    toOrdinal: Int,
+    kind: EdgeKind,
+    restoresSequence: Boolean = false,
+    carriesSequence: Boolean = false,
+    errorsOf: Option[String] = None,
+)
+
+/** The planned job: vertices in topological order and the edges between them. */
+final case class PhysicalDag(vertices: Seq[Vertex], edges: Seq[Edge], preserveOrder: Boolean) {
+
+  def vertex(name: String): Vertex =
+    vertices.find(_.name == name).getOrElse(throw new NoSuchElementException(s"no vertex '$name' in ${vertices.map(_.name).mkString(", ")}"))
+  def edgesInto(name: String): Seq[Edge] = edges.filter(_.to == name).sortBy(_.toOrdinal)
+  def edgesFrom(name: String): Seq[Edge] = edges.filter(_.from == name).sortBy(_.fromOrdinal)
+  /** The single edge from `from` to `to`. */
+  def edge(from: String, to: String): Edge = edges.filter(e => e.from == from && e.to == to) match {
+    case Seq(e) => e
+    case found => throw new NoSuchElementException(s"${found.size} edges from '$from' to '$to'")
+  }
+
+  /** Text: every vertex with its parallelism and fused chain, every edge with its kind, then the
+    * aggregation stages and the order-preserving machinery.
+    */
+  def explain(): String = {
+    val out = new StringBuilder
+    out ++= s"Physical plan (preserve order: ${if (preserveOrder) "on" else "off"}): ${vertices.size} vertices, ${edges.size} edges\n"
+    out ++= "Vertices:\n"
+    vertices.foreach { v =>
+      out ++= s"  ${v.name}  [parallelism ${v.localParallelism}]  ${v.description.describe}\n"
+      if (v.fusedChain.size > 1) out ++= s"      fused: ${v.fusedChain.mkString(" -> ")}\n"
+      if (v.assignsSequence) out ++= s"      assigns sequence ids ${sequenceForm(v)}\n"
+    }
+    out ++= "Edges:\n"
+    edges.foreach(e => out ++= s"  ${edgeText(e)}\n")
+
+    val aggregations = vertices.flatMap(v => aggregationStage(v.description).map(v -> _))
+    if (aggregations.nonEmpty) {
+      out ++= "Aggregation stages:\n"
+      aggregations.foreach { case (v, stage) => out ++= s"  ${v.name}: ${stage.describe}\n" }
+    }
+    val restores = edges.filter(_.restoresSequence)
+    val merges = vertices.filter(v => v.description match {
+      case VertexDescription.Merge(_, ordered) => ordered
+      case _ => false
+    })
+    if (restores.nonEmpty || merges.nonEmpty) {
+      out ++= "Order:\n"
+      vertices.filter(_.assignsSequence).foreach(v => out ++= s"  sequence ids assigned at ${v.name}\n")
+      restores.foreach(e => out ++= s"  sequence-restore point: ${e.to} input ${e.toOrdinal} (${e.kind.describe} from ${e.from})\n")
+      merges.foreach(v => out ++= s"  ordered merge by sequence: ${v.name}\n")
+    }
+    out.result()
+  }
+
+  /** Graphviz DOT of the same plan. */
+  def toDot(): String = {
+    def quote(s: String) = "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n") + "\""
+    val out = new StringBuilder("digraph jetspark {\n  rankdir=TB;\n  node [shape=box];\n")
+    vertices.foreach { v =>
+      val lines = Seq(v.name, s"parallelism ${v.localParallelism}", v.description.describe) ++
+        (if (v.fusedChain.size > 1) Seq(s"fused: ${v.fusedChain.mkString(" -> ")}") else Nil) ++
+        (if (v.assignsSequence) Seq("assigns sequence ids") else Nil)
+      val style = if (v.assignsSequence) ", style=bold" else ""
+      out ++= s"  ${quote(v.name)} [label=${quote(lines.mkString("\n"))}$style];\n"
+    }
+    edges.foreach { e =>
+      val style = if (e.kind.isDistributed) "" else ", style=dashed"
+      out ++= s"  ${quote(e.from)} -> ${quote(e.to)} [label=${quote(edgeLabel(e))}$style];\n"
+    }
+    out ++= "}\n"
+    out.result()
+  }
+
+  private def edgeLabel(e: Edge): String =
+    Seq(s"${e.fromOrdinal}->${e.toOrdinal} ${e.kind.describe}") ++
+      e.errorsOf.map(s => s"errors of $s") ++
+      (if (e.carriesSequence) Seq("with sequence ids") else Nil) ++
+      (if (e.restoresSequence) Seq("sequence restore at receiver") else Nil) mkString ", "
+
+  private def edgeText(e: Edge): String = s"${e.from}:${e.fromOrdinal} -> ${e.to}:${e.toOrdinal}  ${edgeLabel(e).dropWhile(_ != ' ').trim}"
+
+  /** A source numbers items per substream; an order producer per processor. */
+  private def sequenceForm(v: Vertex): String = v.description match {
+    case _: VertexDescription.Source => "(substream, offset)"
+    case _ => "(processor, offset)"
+  }
+
+  private def aggregationStage(d: VertexDescription): Option[AggregationStage] = d match {
+    case VertexDescription.Aggregate(stage, _, _) => Some(stage)
+    case VertexDescription.WindowAggregate(stage, _, _, _) => Some(stage)
+    case _ => None
+  }
+}

@@ -1,0 +1,207 @@
+package io.jetspark.plan
+
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.jetspark.pipeline._
+import io.jetspark.plan.AggregationStage._
+import io.jetspark.plan.PlanTestSupport._
+
+/** Order preservation (design doc 015, the diamond). Default parallelism 4; `df` sources have parallelism
+  * 4, `items` sources 1. `~~>` marks an edge whose items carry sequence ids; `[restore]` a receiver that
+  * restores order by them.
+  */
+class OrderPlannerTest extends AnyFunSuite {
+
+  private val stateful = (s: Any, i: Any) => (s, i)
+  private val keyedStateful = (s: Any, _: Any, i: Any) => (s, i)
+
+  //  off: items(1) --local--> m(4) --local--> out(4)
+  //  on:  items(1) ==isolated==> m(1) ==isolated==> out(1)
+  test("with preserveOrder, edges into order-sensitive stages are isolated with the sender's parallelism; without, local at full parallelism") {
+    def plan(preserve: Boolean) = {
+      val p = Pipeline.create(preserve)
+      p.readFrom(Sources.items(Seq(1, 2, 3))).setName("items").map(identity).setName("m").writeTo(list()).setName("out")
+      p.plan(4)
+    }
+    val off = plan(preserve = false)
+    assert(off.kind("items", "m") == EdgeKind.Local && off.kind("m", "out") == EdgeKind.Local)
+    assert(off.lp("items") == 1 && off.lp("m") == 4 && off.lp("out") == 4)
+
+    val on = plan(preserve = true)
+    assert(on.kind("items", "m") == EdgeKind.Isolated && on.kind("m", "out") == EdgeKind.Isolated)
+    assert(on.lp("items") == 1 && on.lp("m") == 1 && on.lp("out") == 1)
+    assert(!on.edges.exists(e => e.restoresSequence || e.carriesSequence))
+  }
+
+  //  df(4) ==isolated==> m(4, not the 8 asked for) ==isolated==> out(4)
+  test("an isolated edge overrides a different parallelism set on the receiver") {
+    val p = Pipeline.create().setPreserveOrder(true)
+    wideSource(p).map(identity).setName("m").setLocalParallelism(8).writeTo(list()).setName("out")
+    val dag = p.plan(4)
+    assert(dag.kind("df", "m") == EdgeKind.Isolated && dag.lp("m") == 4)
+  }
+
+  //  df(4) --local--> m(2) --local--> sort-local(4) ==all-to-one==> sort-merge(1) ==isolated==> n(1) ==isolated==> out(1)
+  test("an order-producing stage (sort) ends the order-keeping region: edges before it keep full parallelism") {
+    val p = Pipeline.create(true)
+    wideSource(p).map(identity).setName("m").setLocalParallelism(2).sort(name).map(identity).setName("n").writeTo(list()).setName("out")
+    val dag = p.plan(4)
+    assert(dag.kind("df", "m") == EdgeKind.Local && dag.lp("m") == 2)
+    assert(dag.kind("m", "sort-local") == EdgeKind.Local && dag.lp("sort-local") == 4)
+    assert(dag.kind("sort-merge", "n") == EdgeKind.Isolated && dag.lp("n") == 1)
+    assert(dag.kind("n", "out") == EdgeKind.Isolated && dag.lp("out") == 1)
+  }
+
+  //  items(1) --local--> m(4) --local--> aggregate-accumulate(4) ==all-to-one==> aggregate-combine(1) ==isolated==> out(1)
+  test("edges that need no order keep full parallelism even with preserveOrder (commutative aggregation)") {
+    val p = Pipeline.create(true)
+    p.readFrom(Sources.items(Seq(1, 2))).setName("items").map(identity).setName("m").aggregate(Counting).writeTo(list()).setName("out")
+    val dag = p.plan(4)
+    assert(dag.kind("items", "m") == EdgeKind.Local && dag.lp("m") == 4)
+    assert(dag.kind("m", "aggregate-accumulate") == EdgeKind.Local)
+    assert(dag.kind("aggregate-combine", "out") == EdgeKind.Isolated)
+  }
+
+  //  df(4) ~~isolated~~> m(4) ~~partitioned by name~~> mapStateful(4) [restore] ==isolated==> out(4)
+  //  (df assigns sequence ids)
+  test("a keyed shuffle into an order-sensitive stage restores order by sequence ids assigned at the source") {
+    val p = Pipeline.create(true)
+    wideSource(p).map(identity).setName("m").groupingKey(name).mapStateful(() => 0, keyedStateful).writeTo(list()).setName("out")
+    val dag = p.plan(4)
+    assert(dag.edge("df", "m") == Edge("df", 0, "m", 0, EdgeKind.Isolated, carriesSequence = true))
+    assert(dag.edge("m", "mapStateful") ==
+      Edge("m", 0, "mapStateful", 0, EdgeKind.Partitioned(name), restoresSequence = true, carriesSequence = true))
+    assert(dag.edge("mapStateful", "out") == Edge("mapStateful", 0, "out", 0, EdgeKind.Isolated))
+    assert(dag.vertices.filter(_.assignsSequence).map(_.name) == Seq("df"))
+  }
+
+  //  items(1) ==partitioned by name==> mapStateful(4)    (one sender: its order survives the shuffle)
+  test("a shuffle from a single sender needs no sequence restore") {
+    val p = Pipeline.create(true)
+    p.readFrom(Sources.items(Seq(1))).setName("items").groupingKey(name).mapStateful(() => 0, keyedStateful).writeTo(list())
+    val dag = p.plan(4)
+    assert(dag.edge("items", "mapStateful") == Edge("items", 0, "mapStateful", 0, EdgeKind.Partitioned(name)))
+    assert(!dag.vertices.exists(_.assignsSequence))
+  }
+
+  //  df(4) ~~partitioned by name~~> m(4) [restore] ==isolated==> out(4)
+  test("rebalance(key) upstream of an order-sensitive stage is a keyed shuffle with a sequence-restore point") {
+    val p = Pipeline.create(true)
+    wideSource(p).rebalance(name).map(identity).setName("m").writeTo(list()).setName("out")
+    val dag = p.plan(4)
+    assert(dag.edge("df", "m") == Edge("df", 0, "m", 0, EdgeKind.Partitioned(name), restoresSequence = true, carriesSequence = true))
+    assert(dag.kind("m", "out") == EdgeKind.Isolated)
+    assert(dag.vertex("df").assignsSequence)
+  }
+
+  test("rebalance() without a key upstream of an order-sensitive stage is a definition error naming stage and rule") {
+    val p = Pipeline.create(true)
+    wideSource(p).rebalance().map(identity).setName("m").filter((_: Any) => true).writeTo(list()).setName("out")
+    val error = intercept[PipelineDefinitionError](p.plan(4))
+    assert(error.rule == PipelineDefinitionError.UnkeyedRebalanceBreaksOrder)
+    assert(error.stage == "df")
+    assert(error.getMessage.contains("'df'") && error.getMessage.contains("'out'") &&
+      error.getMessage.contains(PipelineDefinitionError.UnkeyedRebalanceBreaksOrder))
+
+    // The same pipeline without preserveOrder is fine.
+    p.setPreserveOrder(false)
+    assert(p.plan(4).kind("df", "fused(m, filter)") == EdgeKind.RoundRobin)
+  }
+
+  //  df(4) ==round-robin==> aggregate-accumulate(4) ==all-to-one==> aggregate-combine(1) ==isolated==> out(1)
+  test("rebalance() before an order-producing stage is allowed with preserveOrder") {
+    val p = Pipeline.create(true)
+    wideSource(p).rebalance().aggregate(Counting).writeTo(list()).setName("out")
+    val dag = p.plan(4)
+    assert(dag.kind("df", "aggregate-accumulate") == EdgeKind.RoundRobin)
+    assert(dag.kind("aggregate-combine", "out") == EdgeKind.Isolated)
+  }
+
+  // The diamond: A splits rows by sign into B and C, which merge again into D.
+  //
+  //            ~~isolated~~> fused(negative, B)(4) ~~isolated~~\
+  //  A=df(4)                                                     merge(4, ordered by sequence) ~~partitioned by key~~> D(4) [restore] ==> out
+  //            ~~isolated~~> fused(positive, C)(4) ~~isolated~~/
+  test("the diamond: a merge of branches forked from one stream is an ordered merge by sequence") {
+    def plan(preserve: Boolean) = {
+      val p = Pipeline.create(preserve)
+      val a = wideSource(p, "A")
+      val b = a.filter((_: Any) => true).setName("negative").map(identity).setName("B")
+      val c = a.filter((_: Any) => true).setName("positive").map(identity).setName("C")
+      b.merge(c).groupingKey("key").mapStateful(() => 0, keyedStateful).setName("D").writeTo(list()).setName("out")
+      p.plan(4)
+    }
+    val on = plan(preserve = true)
+    val (nb, nc) = ("fused(negative, B)", "fused(positive, C)")
+    assert(on.vertex("merge").description == VertexDescription.Merge(2, orderedBySequence = true))
+    assert(Seq(on.edge("A", nb), on.edge("A", nc), on.edge(nb, "merge"), on.edge(nc, "merge"))
+      .forall(e => e.kind == EdgeKind.Isolated && e.carriesSequence))
+    assert(Seq(nb, nc, "merge", "D").map(on.lp) == Seq(4, 4, 4, 4))
+    assert(on.edge("merge", "D").kind == EdgeKind.Partitioned(Extractor.FieldName("key")))
+    assert(on.edge("merge", "D").restoresSequence)
+    assert(on.vertices.filter(_.assignsSequence).map(_.name) == Seq("A"))
+
+    val off = plan(preserve = false)
+    assert(off.vertex("merge").description == VertexDescription.Merge(2, orderedBySequence = false))
+    assert(off.edgesInto("merge").forall(_.kind == EdgeKind.Local))
+    assert(!off.edges.exists(e => e.carriesSequence || e.restoresSequence))
+  }
+
+  //  a(4) ==isolated==> merge(4, arrival order) <==isolated== b(4)
+  test("a merge of independent streams keeps each input's order but is not ordered by sequence") {
+    val p = Pipeline.create(true)
+    wideSource(p, "a").merge(wideSource(p, "b")).writeTo(list())
+    val dag = p.plan(4)
+    assert(dag.vertex("merge").description == VertexDescription.Merge(2, orderedBySequence = false))
+    assert(dag.edgesInto("merge").map(_.kind) == Seq(EdgeKind.Isolated, EdgeKind.Isolated))
+  }
+
+  //  on:  df(4) ~~partitioned by name~~> aggregate(4, single stage) [restore]
+  //  off: df(4) --local--> aggregate-accumulate(4) ==partitioned==> aggregate-combine(4)
+  test("an order-sensitive aggregation (to-list) is single-stage with preserveOrder and restores order at its shuffle") {
+    def plan(preserve: Boolean) = {
+      val p = Pipeline.create(preserve)
+      wideSource(p).groupingKey(name).aggregate(ToList).writeTo(list())
+      p.plan(4)
+    }
+    val on = plan(preserve = true)
+    assert(on.vertex("aggregate").description == VertexDescription.Aggregate(SingleStage, Seq(ToList), Seq(name)))
+    assert(on.edge("df", "aggregate") ==
+      Edge("df", 0, "aggregate", 0, EdgeKind.Partitioned(name), restoresSequence = true, carriesSequence = true))
+    assert(plan(preserve = false).names.contains("aggregate-accumulate"))
+  }
+
+  //  src0(4) ==isolated==> hashJoin(4) <==broadcast== src1(4)      src1 keeps no order
+  test("a hash join keeps its primary input's order; its enriching side is broadcast and needs none") {
+    val p = Pipeline.create(true)
+    wideSource(p, "src0").hashJoin(wideSource(p, "src1").map(identity).setName("e").setLocalParallelism(2), JoinClause.on("id", "id"))
+      .writeTo(list()).setName("out")
+    val dag = p.plan(4)
+    assert(dag.kind("src0", "hashJoin") == EdgeKind.Isolated)
+    assert(dag.kind("e", "hashJoin") == EdgeKind.Broadcast)
+    assert(dag.kind("src1", "e") == EdgeKind.Local && dag.lp("e") == 2)
+  }
+
+  //  df(4) ~~all-to-one~~> mapStateful(1) [restore] ==isolated==> out(1)
+  test("an all-to-one edge from several senders into an order-sensitive stage restores order by sequence") {
+    val p = Pipeline.create(true)
+    wideSource(p).mapStateful(() => 0, stateful).writeTo(list()).setName("out")
+    val dag = p.plan(4)
+    assert(dag.edge("df", "mapStateful").restoresSequence)
+    assert(dag.kind("mapStateful", "out") == EdgeKind.Isolated && dag.lp("out") == 1)
+  }
+
+  //  df(4) --local--> aggregate-accumulate(4) ==partitioned==> aggregate-combine(4, assigns sequence ids)
+  //        ~~isolated~~> m(4) ~~partitioned by age~~> mapStateful(4) [restore] ==isolated==> out(4)
+  test("where order is needed only after an order producer, sequence ids start at the producer, not the source") {
+    val p = Pipeline.create(true)
+    wideSource(p).groupingKey(name).aggregate(Counting).map(identity).setName("m")
+      .groupingKey(age).mapStateful(() => 0, keyedStateful).writeTo(list()).setName("out")
+    val dag = p.plan(4)
+    assert(dag.vertices.filter(_.assignsSequence).map(_.name) == Seq("aggregate-combine"))
+    assert(dag.edge("df", "aggregate-accumulate") == Edge("df", 0, "aggregate-accumulate", 0, EdgeKind.Local))
+    assert(dag.edge("aggregate-combine", "m") == Edge("aggregate-combine", 0, "m", 0, EdgeKind.Isolated, carriesSequence = true))
+    assert(dag.edge("m", "mapStateful").restoresSequence)
+    assert(dag.explain().contains("assigns sequence ids (processor, offset)"))
+  }
+}
