@@ -63,6 +63,23 @@ def bridge(spark: SparkSession) -> Any:
     return node
 
 
+def call(method: Any, *args: Any) -> Any:
+    """Calls a JVM method, turning a JVM ``PipelineDefinitionError`` into the Python one (same stage,
+    rule and message) and leaving other errors as they are."""
+    from py4j.protocol import Py4JJavaError
+
+    from jetspark.errors import PipelineDefinitionError
+
+    try:
+        return method(*args)
+    except Py4JJavaError as e:
+        cause = e.java_exception
+        if cause.getClass().getName() == "io.jetspark.pipeline.PipelineDefinitionError":
+            raise PipelineDefinitionError(str(cause.getMessage()), stage=str(cause.stage()),
+                                          rule=str(cause.rule())) from None
+        raise
+
+
 def jar_path_or_hint() -> str:
     try:
         return jar_path()

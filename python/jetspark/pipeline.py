@@ -137,11 +137,15 @@ class Pipeline:
     def explain(self, parallelism: int | None = None) -> str:
         """The planned physical DAG as text: vertices, parallelism, fused chains, edge kinds,
         aggregation stages and sequence-restore points. Needs a running :func:`jetspark.session`."""
-        return _planner().explain(self.to_json(), parallelism or 0)
+        from jetspark import _jvm
+
+        return str(_jvm.call(_planner().explain, self.to_json(), parallelism or 0))
 
     def to_dot(self, parallelism: int | None = None) -> str:
         """The same plan as Graphviz DOT."""
-        return _planner().toDot(self.to_json(), parallelism or 0)
+        from jetspark import _jvm
+
+        return str(_jvm.call(_planner().toDot, self.to_json(), parallelism or 0))
 
     def __repr__(self) -> str:
         return f"Pipeline({len(self._nodes)} stages, preserve_order={self._preserve_order})"

@@ -11,6 +11,20 @@ object PythonBridge {
   /** The jar's version; Python compares it with its own to catch a stale jar. */
   def version(): String = JetSparkVersion.current
 
+  /** The plan of the pipeline that the Python layer recorded as `spec` (see [[PipelineSpecReader]]), as
+    * text; `parallelism` 0 plans with the session's default parallelism. A definition error comes back
+    * as [[io.jetspark.pipeline.PipelineDefinitionError]], naming the stage and the rule.
+    */
+  def explain(spec: String, parallelism: Int): String = plan(spec, parallelism).explain()
+
+  /** The same plan as Graphviz DOT. */
+  def toDot(spec: String, parallelism: Int): String = plan(spec, parallelism).toDot()
+
+  private def plan(spec: String, parallelism: Int) = {
+    val p = if (parallelism > 0) parallelism else SparkSession.active.sparkContext.defaultParallelism
+    PipelineSpecReader.read(spec, null).plan(p)
+  }
+
   /** Runs one task per partition that loads this jar's classes on an executor and reports the version
     * it found there: proof that `spark.jars` / `--jars` reached the executors, not only the driver.
     */

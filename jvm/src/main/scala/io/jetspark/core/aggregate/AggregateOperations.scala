@@ -111,11 +111,13 @@ object AggregateOperations {
   def bottomN[T](n: Int)(implicit ord: Ordering[T]): AggregateOperation[T, RankingAccumulator, List[T]] =
     bottomN(n, identity[T])(ord)
 
-  /** The items in accumulation order (a combined-in accumulator's items follow). Cannot deduct. */
+  /** The items in accumulation order (a combined-in accumulator's items follow). Cannot deduct. Its
+    * result depends on the order items arrive in, so it is order-sensitive.
+    */
   def toList[T](): AggregateOperation[T, mutable.ArrayBuffer[T], List[T]] =
     builtIn("toList", () => mutable.ArrayBuffer.empty[T], (a: mutable.ArrayBuffer[T], item: T) => a += item,
       Some((l: mutable.ArrayBuffer[T], r: mutable.ArrayBuffer[T]) => l ++= r), None,
-      (a: mutable.ArrayBuffer[T]) => a.toList)
+      (a: mutable.ArrayBuffer[T]) => a.toList, orderSensitive = true)
 
   /** The distinct items. Cannot deduct (an item added twice would need a count). */
   def toSet[T](): AggregateOperation[T, mutable.HashSet[T], Set[T]] =
@@ -149,8 +151,8 @@ object AggregateOperations {
   private val subtractLongs = (l: LongAccumulator, r: LongAccumulator) => { l.value = Math.subtractExact(l.value, r.value); l }
 
   private def builtIn[T, A, R](name: String, create: () => A, accumulate: (A, T) => A, combine: Option[(A, A) => A],
-      deduct: Option[(A, A) => A], exportFn: A => R): AggregateOperation[T, A, R] =
-    new FunctionAggregateOperation(name, create, accumulate, combine, deduct, exportFn, exportFn)
+      deduct: Option[(A, A) => A], exportFn: A => R, orderSensitive: Boolean = false): AggregateOperation[T, A, R] =
+    new FunctionAggregateOperation(name, create, accumulate, combine, deduct, exportFn, exportFn, orderSensitive)
 
   /** Keeps the item whose value ranks highest under `prefer`; ties keep the earlier (left) item. */
   private def picking[T, V](name: String, f: T => V, prefer: Ordering[V]): AggregateOperation[T, PickAccumulator, Option[T]] = {
@@ -202,8 +204,10 @@ private final class FunctionAggregateOperation[T, A, R](
     override val deductFn: Option[(A, A) => A],
     exportFn: A => R,
     finishFn: A => R,
+    orderSensitive: Boolean = false,
 ) extends AggregateOperation[T, A, R] {
   override def arity: Int = 1
+  override def isOrderSensitive: Boolean = orderSensitive
   override def create(): A = createFn()
   override def accumulate(acc: A, ordinal: Int, item: T): A = accumulateFn(acc, item)
   override def exportResult(acc: A): R = exportFn(acc)
@@ -251,6 +255,7 @@ private final class CompositeAggregateOperation(parts: IndexedSeq[AggregateOpera
 
   override def exportResult(acc: Array[Any]): IndexedSeq[Any] = parts.indices.map(i => parts(i).exportResult(acc(i)))
   override def finishResult(acc: Array[Any]): IndexedSeq[Any] = parts.indices.map(i => parts(i).finishResult(acc(i)))
+  override def isOrderSensitive: Boolean = parts.exists(_.isOrderSensitive)
   override def toString: String = parts.mkString(if (routeByOrdinal) "aggregateOperation(" else "allOf(", ", ", ")")
 }
 
@@ -263,5 +268,6 @@ private final class MappedResultOperation[T, A, R, R2](op: AggregateOperation[T,
   override def deductFn: Option[(A, A) => A] = op.deductFn
   override def exportResult(acc: A): R2 = fn(op.exportResult(acc))
   override def finishResult(acc: A): R2 = fn(op.finishResult(acc))
+  override def isOrderSensitive: Boolean = op.isOrderSensitive
   override def toString: String = s"$op.andThen(...)"
 }

@@ -198,4 +198,11 @@ class AggregateOperationsTest extends AnyFunSuite {
       assert(Approx.same(op.exportResult(acc), restoredOp.exportResult(restoredAcc)), s"$op")
     }
   }
+
+  test("only operations whose result depends on arrival order say they are order-sensitive") {
+    assert(AggregateOperations.toList[Int]().isOrderSensitive)
+    assert(!AggregateOperations.toSet[Int]().isOrderSensitive && !AggregateOperations.counting().isOrderSensitive)
+    assert(AggregateOperations.allOf(AggregateOperations.counting(), AggregateOperations.toList[Any]()).isOrderSensitive)
+    assert(!AggregateOperations.allOf(AggregateOperations.counting(), AggregateOperations.toSet[Any]()).isOrderSensitive)
+  }
 }
