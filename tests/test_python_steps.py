@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import pickle
 
 import pytest
 from pyspark.sql import DataFrame
 
+from jetspark import DeadLetter
 from jetspark._python_steps import OPAQUE_SCHEMA, Step, chain_udf_column
 
 
@@ -58,6 +58,7 @@ def test_with_a_dead_letter_stage_the_bad_record_is_kept_with_its_error_and_the_
     steps = [Step("map", lambda x: x + 1, "inc"), Step("map", lambda x: 10 // (x - 3), "divide", dead_letter=True)]
     rows = apply_in_jvm(jet.spark, opaque_frame(jet.spark, [1, 2, 3, 4]), steps).collect()
     good = sorted(pickle.loads(r.item) for r in rows if r.failure is None)
-    bad = [(pickle.loads(r.item), json.loads(r.failure)) for r in rows if r.failure is not None]
+    bad = [(pickle.loads(r.item), r.failure) for r in rows if r.failure is not None]
     assert good == sorted(10 // (x + 1 - 3) for x in [1, 3, 4])
-    assert bad == [(3, {"stage": "divide", "error": "ZeroDivisionError: integer division or modulo by zero"})]
+    # The record as it entered the failing stage: 2 + 1.
+    assert bad == [(DeadLetter(3, "divide", "ZeroDivisionError: integer division or modulo by zero"), "divide")]

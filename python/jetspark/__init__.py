@@ -7,12 +7,14 @@ from jetspark._jvm import jar_path, package_version
 from jetspark._session import JetSession, session
 from jetspark.aggregate import AggregateOperation, AggregateOperations
 from jetspark.errors import (
+    DeadLetter,
     JarNotFoundError,
+    JobCancelledError,
     JetSparkError,
     JobFailedError,
     PipelineDefinitionError,
 )
-from jetspark.job import JobConfig, JobStatus, ProcessingGuarantee
+from jetspark.job import Job, JobConfig, JobStatus, ProcessingGuarantee
 from jetspark.pipeline import (
     BatchStage,
     BatchStageWithKey,
@@ -36,9 +38,12 @@ __all__ = [
     "AggregateOperations",
     "BatchStage",
     "BatchStageWithKey",
+    "DeadLetter",
     "JarNotFoundError",
     "JetSession",
     "JetSparkError",
+    "Job",
+    "JobCancelledError",
     "JobConfig",
     "JobFailedError",
     "JobStatus",

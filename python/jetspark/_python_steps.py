@@ -2,18 +2,19 @@
 chain of Python callables costs one trip through a Python worker, not one per step.
 
 Opaque items travel as one binary column ``item`` holding a pickle. The chain's output adds a
-``failure`` column: null for a result, or (for a stage routed to a dead-letter sink) a JSON text naming
-the stage and the error, with ``item`` holding the record as it entered that stage.
+``failure`` column: null for a result, or, for a record that a stage routed to a dead-letter sink
+failed on, that stage's name, with ``item`` holding a pickled :class:`~jetspark.errors.DeadLetter`.
 """
 
 from __future__ import annotations
 
-import json
 import pickle
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from jetspark.errors import DeadLetter
 
 ITEM = "item"
 FAILURE = "failure"
@@ -89,8 +90,9 @@ def chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Iterator[Any]
                         raise StepFailedError(
                             f"stage '{f.step.stage}' failed on record {f.record!r}: "
                             f"{type(f.error).__name__}: {f.error}") from f.error
-                    out.append(pickle.dumps(f.record, protocol=PICKLE_PROTOCOL))
-                    failures.append(json.dumps({"stage": f.step.stage, "error": f"{type(f.error).__name__}: {f.error}"}))
+                    letter = DeadLetter(f.record, f.step.stage, f"{type(f.error).__name__}: {f.error}")
+                    out.append(pickle.dumps(letter, protocol=PICKLE_PROTOCOL))
+                    failures.append(f.step.stage)
             yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary()), pa.array(failures, pa.string())],
                                              names=[ITEM, FAILURE])
 

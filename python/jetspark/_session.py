@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -11,6 +12,9 @@ from jetspark import _jvm
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from jetspark.job import Job, JobConfig
+    from jetspark.pipeline import Pipeline
 
 __all__ = ["JetSession", "session"]
 
@@ -52,6 +56,39 @@ class JetSession:
     def executor_versions(self, partitions: int = 2) -> list[str]:
         """Versions of the jar that ``partitions`` Spark tasks found on the executors (a set-up check)."""
         return list(self._bridge.executorVersions(self._spark._jsparkSession, partitions))
+
+    def new_job(self, pipeline: Pipeline, config: JobConfig | None = None) -> Job:
+        """Starts ``pipeline`` as a job on this session's Spark and returns at once; ``join()`` waits.
+
+        Examples
+        --------
+        >>> import jetspark as js
+        >>> jet = js.session(master="local[1]")
+        >>> p = js.Pipeline.create(preserve_order=True)  # the list keeps the items' order
+        >>> p.read_from(js.Sources.items([1, 2, 3])).map(lambda x: x * 10).write_to(js.Sinks.list("tens"))
+        SinkStage(list(name='tens'))
+        >>> jet.new_job(p).join()
+        >>> jet.get_list("tens")
+        [10, 20, 30]
+        >>> jet.clear_list("tens")
+        """
+        from jetspark.job import Job, JobConfig
+        from jetspark.pipeline import Pipeline
+
+        if not isinstance(pipeline, Pipeline):
+            raise TypeError(f"new_job(pipeline): expected a Pipeline, not {type(pipeline).__name__}")
+        if config is not None and not isinstance(config, JobConfig):
+            raise TypeError(f"new_job(config): expected a JobConfig, not {type(config).__name__}")
+        return Job(self, pipeline, config or JobConfig())
+
+    def get_list(self, name: str) -> list[Any]:
+        """The items that ``Sinks.list(name)`` (or ``Sinks.dead_letter(name)``) holds: what jobs have
+        committed to it so far, in arrival order."""
+        return [pickle.loads(bytes(b)) for b in self._bridge.getList(name)]
+
+    def clear_list(self, name: str) -> None:
+        """Empties list ``name``."""
+        self._bridge.clearList(name)
 
     def stop(self) -> None:
         """Stops the SparkSession if :func:`session` started it; a wrapped session is left running."""

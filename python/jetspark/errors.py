@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-__all__ = ["JetSparkError", "JarNotFoundError", "PipelineDefinitionError", "JobFailedError"]
+from typing import Any, NamedTuple
+
+__all__ = ["DeadLetter", "JarNotFoundError", "JetSparkError", "JobCancelledError", "JobFailedError",
+           "PipelineDefinitionError"]
+
+
+class DeadLetter(NamedTuple):
+    """A record that a user function failed on, as a dead-letter sink keeps it: the record as it entered
+    ``stage``, and the error (``"TypeName: message"``)."""
+
+    record: Any
+    stage: str
+    error: str
 
 
 class JetSparkError(Exception):
@@ -20,6 +32,10 @@ class PipelineDefinitionError(JetSparkError):
         super().__init__(message)
         self.stage = stage
         self.rule = rule
+
+
+class JobCancelledError(JetSparkError):
+    """``join()`` of a job that was cancelled."""
 
 
 class JobFailedError(JetSparkError):

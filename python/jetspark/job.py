@@ -1,11 +1,24 @@
-"""Job configuration."""
+"""Jobs: configuration, status, and a running job."""
 
 from __future__ import annotations
 
 import enum
+import json
+import pickle
+import re
+import threading
+import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["JobConfig", "JobStatus", "ProcessingGuarantee"]
+from jetspark import _jvm
+from jetspark.errors import JobCancelledError, JobFailedError
+
+if TYPE_CHECKING:
+    from jetspark._session import JetSession
+    from jetspark.pipeline import Pipeline
+
+__all__ = ["Job", "JobConfig", "JobStatus", "ProcessingGuarantee"]
 
 
 class ProcessingGuarantee(enum.Enum):
@@ -53,3 +66,115 @@ class JobConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
                 raise ValueError(f"JobConfig({name}): must be positive, not {value!r}")
+
+
+_STEP_FAILED = re.compile(r"StepFailedError: stage '(?P<stage>[^']*)' failed on record (?P<rest>.*)")
+
+
+class Job:
+    """A pipeline running on Spark (Jet's ``Job``). Start one with :meth:`JetSession.new_job`.
+
+    The job runs on a thread of its own: ``join()`` waits for it, ``cancel()`` cancels its Spark jobs.
+    """
+
+    def __init__(self, jet: JetSession, pipeline: Pipeline, config: JobConfig) -> None:
+        self._jet = jet
+        self._pipeline = pipeline
+        self.config = config
+        self.name = config.name or f"job-{uuid.uuid4().hex[:8]}"
+        self._group = f"jetspark-{self.name}-{uuid.uuid4().hex}"
+        self._status = JobStatus.NOT_RUNNING
+        self._error: BaseException | None = None
+        self._metrics: dict[str, Any] = {}
+        self._cancelled = False
+        self._thread = threading.Thread(target=self._run, name=f"jetspark {self.name}", daemon=True)
+        self._status = JobStatus.STARTING
+        self._thread.start()
+
+    @property
+    def status(self) -> JobStatus:
+        return self._status
+
+    def join(self, timeout: float | None = None) -> None:
+        """Waits until the job ends; raises :class:`JobFailedError` (with the failing stage) if it failed,
+        :class:`JobCancelledError` if it was cancelled, TimeoutError if ``timeout`` seconds pass first."""
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError(f"job {self.name} still {self._status.value} after {timeout} s")
+        if self._status is JobStatus.CANCELLED:
+            raise JobCancelledError(f"job {self.name} was cancelled")
+        if self._error is not None:
+            raise self._error
+
+    def cancel(self) -> None:
+        """Cancels the job's running Spark jobs; ``join()`` then raises :class:`JobCancelledError`."""
+        self._cancelled = True
+        self._jet.spark.sparkContext.cancelJobGroup(self._group)
+
+    def metrics(self) -> dict[str, Any]:
+        """Per vertex of the plan: ``items_in``, ``items_out``, ``dead_letters`` (complete once the job ends)."""
+        return json.loads(json.dumps(self._metrics))
+
+    def _run(self) -> None:
+        from pyspark.errors.exceptions.captured import CapturedException
+        from py4j.protocol import Py4JJavaError
+
+        from jetspark._python_steps import Step, chain_udf_column
+
+        spark = self._jet.spark
+        try:
+            spark.sparkContext.setJobGroup(self._group, self.name, interruptOnCancel=True)
+            spec, objects = self._pipeline.to_spec()
+            prepared = _jvm.call(self._jet._bridge.prepareBatch, spark._jsparkSession, json.dumps(spec),
+                                 _jvm_objects(spec, objects), 0)
+            chains = json.loads(prepared.pythonChainsJson())
+            udfs = [chain_udf_column([Step(s["kind"], None if s["ref"] is None else objects[s["ref"]], s["stage"],
+                                           s["dead_letter"]) for s in chain["steps"]])._jc for chain in chains]
+            self._status = JobStatus.RUNNING
+            self._metrics = json.loads(prepared.run([c["vertex"] for c in chains], udfs))
+            self._print_console_sinks()
+            self._status = JobStatus.COMPLETED
+        except (Py4JJavaError, CapturedException) as e:
+            self._finish_failed(e)
+        except BaseException as e:  # noqa: BLE001 - every failure must reach join()
+            self._error = e
+            self._status = JobStatus.FAILED
+
+    def _finish_failed(self, e: BaseException) -> None:
+        if self._cancelled:
+            self._status = JobStatus.CANCELLED
+            return
+        failed = _STEP_FAILED.search(str(e))
+        if failed:
+            self._error = JobFailedError(f"job {self.name} failed: {failed.group(0).split(chr(10))[0]}",
+                                         stage=failed.group("stage"))
+        else:
+            self._error = JobFailedError(f"job {self.name} failed: {str(e).splitlines()[0] if str(e) else e!r}")
+        self._error.__cause__ = e
+        self._status = JobStatus.FAILED
+
+    def _print_console_sinks(self) -> None:
+        for vertex, stats in self._metrics.get("vertices", {}).items():
+            name = f"__console__/{vertex}"
+            for item in self._jet.get_list(name):
+                print(item)
+            self._jet.clear_list(name)
+
+    def __repr__(self) -> str:
+        return f"Job({self.name!r}, {self._status.value})"
+
+
+def _jvm_objects(spec: dict[str, Any], objects: list[Any]) -> list[Any]:
+    """What the JVM gets for the spec's refs: item pickles for `Sources.items`, the JVM DataFrame for
+    `Sources.dataframe`, and None for what stays in Python (callables)."""
+    out: list[Any] = [None] * len(objects)
+    for node in spec["nodes"]:
+        source = node["args"].get("source")
+        if source is None:
+            continue
+        refs = source["refs"]
+        if "items" in refs:
+            out[refs["items"]] = [pickle.dumps(x, protocol=5) for x in objects[refs["items"]]]
+        if "df" in refs:
+            out[refs["df"]] = objects[refs["df"]]._jdf
+    return out

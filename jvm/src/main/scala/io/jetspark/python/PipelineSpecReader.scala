@@ -24,7 +24,7 @@ final class PipelineSpecReader private (objects: java.util.List[AnyRef]) {
   private def extractor(spec: JsonNode): Extractor = spec.get("kind").asText match {
     case "field" => Extractor.FieldName(spec.get("name").asText)
     case "column" => Extractor.ColumnExpr(Option(ref(spec)).getOrElse(spec.get("name").asText))
-    case "python" => Extractor.PythonFn(ref(spec), spec.get("name").asText)
+    case "python" => Extractor.PythonFn(PythonRef(spec.get("ref").asInt), spec.get("name").asText)
     case other => throw new IllegalArgumentException(s"unknown extractor kind '$other'")
   }
 
@@ -210,6 +210,11 @@ object PipelineSpecReader {
   /** The pipeline that `json` describes; `objects` holds the values its `ref`s number, or is null. */
   def read(json: String, objects: java.util.List[AnyRef]): Pipeline = new PipelineSpecReader(objects).read(json)
 }
+
+/** A Python callable the JVM cannot hold: number `ref` of the values the Python side recorded with its
+  * pipeline. The engine hands the numbers back so that Python builds the UDFs that run them.
+  */
+final case class PythonRef(ref: Int)
 
 /** A Python-defined aggregate operation as the planner sees it: what it can do (combine, deduct) and
   * whether its result depends on order. The engine binds it to its values (extracted in the JVM or in

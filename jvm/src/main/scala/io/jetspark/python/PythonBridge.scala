@@ -1,6 +1,7 @@
 package io.jetspark.python
 
 import io.jetspark.JetSparkVersion
+import io.jetspark.engine.spark.ListSinkRegistry
 import org.apache.spark.sql.SparkSession
 
 /** The one JVM surface that the Python package calls through py4j. Everything Python needs goes
@@ -19,6 +20,18 @@ object PythonBridge {
 
   /** The same plan as Graphviz DOT. */
   def toDot(spec: String, parallelism: Int): String = plan(spec, parallelism).toDot()
+
+  /** Plans a batch pipeline for the Spark engine. `objects` holds what the spec's `ref`s number: item
+    * pickles for `Sources.items`, and null where a Python callable stays in Python.
+    */
+  def prepareBatch(spark: SparkSession, spec: String, objects: java.util.List[AnyRef], parallelism: Int): PreparedBatchJob = {
+    val p = if (parallelism > 0) parallelism else spark.sparkContext.defaultParallelism
+    new PreparedBatchJob(spark, PipelineSpecReader.read(spec, objects).plan(p))
+  }
+
+  /** What list sink `name` holds so far (pickles), and clearing it. */
+  def getList(name: String): java.util.List[Array[Byte]] = ListSinkRegistry.get(name)
+  def clearList(name: String): Unit = ListSinkRegistry.clear(name)
 
   private def plan(spec: String, parallelism: Int) = {
     val p = if (parallelism > 0) parallelism else SparkSession.active.sparkContext.defaultParallelism

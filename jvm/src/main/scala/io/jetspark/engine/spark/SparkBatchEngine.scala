@@ -1,0 +1,137 @@
+package io.jetspark.engine.spark
+
+import io.jetspark.pipeline.transform.StatelessTransform
+import io.jetspark.plan.VertexDescription._
+import io.jetspark.plan.{Edge, EdgeKind, PhysicalDag, Vertex}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.functions.col
+import org.apache.spark.sql.jetspark.SqlBridge
+import org.apache.spark.sql.types.{BinaryType, StringType, StructField, StructType}
+import org.apache.spark.sql.{Column, DataFrame, SparkSession}
+import org.apache.spark.storage.StorageLevel
+import org.apache.spark.util.LongAccumulator
+
+import scala.collection.mutable
+
+/** Runs a planned batch pipeline on Spark ("Edges on Spark" in DESIGN.md): every vertex's output is a
+  * DataFrame of opaque items (one binary column `item` holding a pickle); local and isolated edges are
+  * narrow, round-robin edges `repartition(n)`, all-to-one edges `repartition(1)`. Fused Python steps run
+  * as one Arrow UDF per vertex (built by the Python layer, see `pythonChains`); their failures of stages
+  * routed to a dead-letter sink come out on that stage's error edge.
+  *
+  * What this engine does not run yet (keyed and windowed vertices, joins, JVM functions, typed items)
+  * fails before any Spark job starts, naming the vertex.
+  */
+final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainUdfs: Map[String, Column]) {
+  import SparkBatchEngine._
+
+  private val outputs = mutable.Map.empty[String, DataFrame]
+  private val counters = mutable.LinkedHashMap.empty[String, LongAccumulator]
+  private val fanOut: Map[String, Int] = dag.edges.groupBy(_.from).view.mapValues(_.size).toMap
+
+  dag.vertices.foreach(requireSupported)
+
+  /** Runs every sink; returns the items each vertex emitted (dead letters under "<vertex>.errors"). */
+  def run(): Map[String, Long] = {
+    try dag.vertices.foreach { v => v.description match { case Sink(_) => writeSink(v); case _ => () } }
+    finally outputs.values.foreach(_.unpersist())
+    counters.map { case (name, acc) => name -> acc.sum }.toMap
+  }
+
+  private def requireSupported(v: Vertex): Unit = v.description match {
+    case Source(source, _) if source.name == "items" => ()
+    case StatelessChain(steps) if steps.forall(_.runsInPython) => ()
+    case Merge(_, false) | Sink(_) => ()
+    case other => throw new UnsupportedOperationException(
+      s"vertex '${v.name}' (${other.describe}): the Spark batch engine does not run this yet")
+  }
+
+  /** The vertex's whole output: for a Python chain, with the `failure` column that routes dead letters. */
+  private def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, {
+    val df = counted(v.name, v.description match {
+      case Source(source, _) => itemsFrame(source.parameters("items").asInstanceOf[Seq[Any]], v)
+      case StatelessChain(_) => SqlBridge.mapInArrow(singleInput(v), pythonChainUdfs(v.name))
+      case Merge(_, _) => dag.edgesInto(v.name).map(input).reduce(_ union _)
+      case Sink(_) => singleInput(v)
+      case other => throw new IllegalStateException(s"unsupported ${other.describe}")
+    })
+    // Read by several edges: computed once.
+    if (fanOut.getOrElse(v.name, 0) > 1) df.persist(StorageLevel.MEMORY_AND_DISK) else df
+  })
+
+  private def itemsFrame(items: Seq[Any], v: Vertex): DataFrame = {
+    val pickles = items.map {
+      case bytes: Array[Byte] => bytes
+      case other => throw new UnsupportedOperationException(
+        s"vertex '${v.name}': the Spark batch engine runs items given from Python (pickles), not ${other.getClass.getName}")
+    }
+    // One partition: `Sources.items` is one substream, in the given order.
+    val rows = spark.sparkContext.parallelize(pickles, numSlices = 1).map(b => InternalRow(b): InternalRow)
+    SqlBridge.internalCreateDataFrame(spark, rows, ItemSchema)
+  }
+
+  private def singleInput(v: Vertex): DataFrame = dag.edgesInto(v.name) match {
+    case Seq(edge) => input(edge)
+    case edges => throw new IllegalStateException(s"vertex '${v.name}' has ${edges.size} inputs, expected one")
+  }
+
+  /** What `edge` delivers: the sender's data (or one stage's dead letters), moved as the edge kind says. */
+  private def input(edge: Edge): DataFrame = {
+    val sender = output(dag.vertex(edge.from))
+    val items = edge.errorsOf match {
+      case Some(stage) => sender.where(col(Failure) === stage).select(Item)
+      case None if sender.columns.contains(Failure) => sender.where(col(Failure).isNull).select(Item)
+      case None => sender
+    }
+    val target = dag.vertex(edge.to).localParallelism
+    edge.kind match {
+      case EdgeKind.Isolated => items
+      case EdgeKind.Local => if (items.queryExecution.toRdd.getNumPartitions == target) items else items.repartition(target)
+      case EdgeKind.RoundRobin => items.repartition(target)
+      case EdgeKind.AllToOne => items.repartition(1)
+      case other => throw new UnsupportedOperationException(s"edge ${edge.from} -> ${edge.to}: ${other.describe} edges are not run yet")
+    }
+  }
+
+  private def writeSink(v: Vertex): Unit = {
+    val Sink(sink) = v.description: @unchecked
+    val items = output(v)
+    sink.name match {
+      case "list" | "deadLetter" =>
+        ListSinkRegistry.append(sink.parameters("name").toString, items.collect().map(_.getAs[Array[Byte]](0)).toSeq)
+      case "console" => ListSinkRegistry.append(consoleList(v.name), items.collect().map(_.getAs[Array[Byte]](0)).toSeq)
+      case "noop" => items.write.format("noop").mode("overwrite").save()
+      case other => throw new UnsupportedOperationException(s"sink '${v.name}': $other sinks are not run yet")
+    }
+  }
+
+  /** Counts the rows of `df` as they pass (an accumulator per vertex; "<vertex>.errors" for dead letters). */
+  private def counted(vertex: String, df: DataFrame): DataFrame = {
+    val items = spark.sparkContext.longAccumulator(vertex)
+    counters(vertex) = items
+    val hasFailures = df.columns.contains(Failure)
+    val errors = if (hasFailures) { val a = spark.sparkContext.longAccumulator(s"$vertex.errors"); counters(s"$vertex.errors") = a; a } else null
+    val rows = df.queryExecution.toRdd.mapPartitions(_.map { row =>
+      if (hasFailures && !row.isNullAt(1)) errors.add(1) else items.add(1)
+      row
+    })
+    SqlBridge.internalCreateDataFrame(spark, rows, df.schema)
+  }
+}
+
+object SparkBatchEngine {
+  val Item = "item"
+  val Failure = "failure"
+  val ItemSchema: StructType = StructType(Seq(StructField(Item, BinaryType, nullable = false)))
+  val ChainSchema: StructType = ItemSchema.add(StructField(Failure, StringType, nullable = true))
+
+  /** The vertices whose fused steps run in Python, with those steps in order: the Python layer builds
+    * one Arrow UDF for each (`python/jetspark/_python_steps.py`).
+    */
+  def pythonChains(dag: PhysicalDag): Seq[(Vertex, Seq[StatelessTransform])] = dag.vertices.collect {
+    case v @ Vertex(_, StatelessChain(steps), _, _, _) if steps.forall(_.runsInPython) => v -> steps
+  }
+
+  /** The registry list that holds what console sink `vertex` received, for the driver's Python to print. */
+  def consoleList(vertex: String): String = s"__console__/$vertex"
+}

@@ -1,0 +1,116 @@
+"""The Spark batch engine runs Python pipelines: results equal plain Python's, failures name the stage,
+dead letters keep the record and the error, order holds where preserve_order promises it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+from jetspark import (DeadLetter, JobCancelledError, JobConfig, JobFailedError, JobStatus, Pipeline, Sinks, Sources)
+from jetspark import AggregateOperations as ops
+
+
+@pytest.fixture
+def run(jet):
+    """Runs a pipeline to completion and returns a function reading (and clearing) its lists."""
+    def go(p: Pipeline, *lists: str) -> list | tuple:
+        jet.new_job(p).join(timeout=300)
+        out = []
+        for name in lists:
+            out.append(jet.get_list(name))
+            jet.clear_list(name)
+        return out[0] if len(out) == 1 else tuple(out)
+    return go
+
+
+def test_a_python_chain_gives_what_plain_python_gives(run):
+    items = list(range(-50, 150))
+    p = Pipeline.create()
+    (p.read_from(Sources.items(items)).map(lambda x: None if x % 11 == 0 else x * 3)
+     .filter(lambda x: x % 2 == 0).flat_map(lambda x: [x, x + 1]).write_to(Sinks.list("chain")))
+    expected = [y for x in items if x % 11 != 0 and (x * 3) % 2 == 0 for y in (x * 3, x * 3 + 1)]
+    assert Counter(run(p, "chain")) == Counter(expected)
+
+
+def test_preserve_order_delivers_the_source_order_to_the_sink(run, jet):
+    assert jet.spark.sparkContext.defaultParallelism >= 2  # otherwise order would hold by accident
+    items = [f"e{i}" for i in range(300)]
+    p = Pipeline.create(preserve_order=True)
+    p.read_from(Sources.items(items)).map(str.upper).filter(lambda s: not s.endswith("7")).write_to(Sinks.list("o"))
+    assert run(p, "o") == [s.upper() for s in items if not s.endswith("7")]
+
+
+def test_merge_and_rebalance_keep_every_item(run):
+    p = Pipeline.create()
+    a = p.read_from(Sources.items(range(100))).rebalance().map(lambda x: ("a", x))
+    b = p.read_from(Sources.items(range(50))).map(lambda x: ("b", x))
+    a.merge(b).write_to(Sinks.list("m"))
+    assert Counter(run(p, "m")) == Counter([("a", x) for x in range(100)] + [("b", x) for x in range(50)])
+
+
+def test_a_failing_user_function_fails_the_job_naming_the_stage(jet):
+    p = Pipeline.create()
+    p.read_from(Sources.items([1, 2, 0, 4])).map(lambda x: 12 // x).set_name("twelve-by").write_to(Sinks.noop())
+    job = jet.new_job(p, JobConfig(name="divides"))
+    with pytest.raises(JobFailedError) as e:
+        job.join(timeout=300)
+    assert e.value.stage == "twelve-by"
+    assert "failed on record 0" in str(e.value) and "ZeroDivisionError" in str(e.value)
+    assert job.status is JobStatus.FAILED
+
+
+def test_a_dead_letter_stage_keeps_bad_records_with_their_error_and_the_rest_completes(run, jet):
+    p = Pipeline.create()
+    (p.read_from(Sources.items([1, 2, 0, 4, 0])).map(lambda x: x - 1).map(lambda x: 12 // (x + 1)).set_name("twelve-by")
+     .on_error(Sinks.dead_letter("bad")).write_to(Sinks.list("good")))
+    job = jet.new_job(p)
+    job.join(timeout=300)
+    good, bad = jet.get_list("good"), jet.get_list("bad")
+    jet.clear_list("good"), jet.clear_list("bad")
+    assert Counter(good) == Counter([12, 6, 3])
+    # The record as it entered the failing stage (x - 1), the stage, and the error.
+    assert bad == [DeadLetter(-1, "twelve-by", "ZeroDivisionError: integer division or modulo by zero")] * 2
+    vertices = job.metrics()["vertices"]
+    chain = next(v for name, v in vertices.items() if "twelve-by" in name)
+    assert (chain["items_in"], chain["items_out"], chain["dead_letters"]) == (5, 3, 2)
+
+
+def test_metrics_count_items_in_and_out_of_every_vertex(jet):
+    p = Pipeline.create()
+    p.read_from(Sources.items(range(10))).filter(lambda x: x < 7).write_to(Sinks.noop())
+    job = jet.new_job(p)
+    job.join(timeout=300)
+    vertices = job.metrics()["vertices"]
+    assert vertices["items-source"]["items_out"] == 10
+    assert vertices["filter"]["items_in"] == 10 and vertices["filter"]["items_out"] == 7
+    assert job.status is JobStatus.COMPLETED
+
+
+def test_the_console_sink_prints_items_on_the_driver(run, capsys):
+    p = Pipeline.create(preserve_order=True)
+    p.read_from(Sources.items(["a", "b"])).map(str.upper).write_to(Sinks.console())
+    run(p)
+    assert capsys.readouterr().out.splitlines()[-2:] == ["A", "B"]
+
+
+def test_a_vertex_the_engine_cannot_run_yet_fails_the_job_naming_it(jet):
+    p = Pipeline.create()
+    p.read_from(Sources.items([1])).grouping_key(lambda x: x).aggregate(ops.counting()).write_to(Sinks.noop())
+    with pytest.raises(JobFailedError, match="does not run this yet"):
+        jet.new_job(p).join(timeout=300)
+
+
+def test_cancel_stops_a_running_job(jet):
+    p = Pipeline.create()
+    p.read_from(Sources.items(range(4))).map(lambda x: time.sleep(60) or x).write_to(Sinks.noop())
+    job = jet.new_job(p)
+    deadline = time.time() + 60
+    while job.status is not JobStatus.RUNNING and time.time() < deadline:
+        time.sleep(0.05)
+    threading.Timer(1.0, job.cancel).start()
+    with pytest.raises(JobCancelledError):
+        job.join(timeout=120)
+    assert job.status is JobStatus.CANCELLED
