@@ -98,7 +98,7 @@ def test_the_console_sink_prints_items_on_the_driver(run, capsys):
 
 def test_a_vertex_the_engine_cannot_run_yet_fails_the_job_naming_it(jet):
     p = Pipeline.create()
-    p.read_from(Sources.items([1])).grouping_key(lambda x: x).aggregate(ops.counting()).write_to(Sinks.noop())
+    p.read_from(Sources.items([1])).sort().write_to(Sinks.noop())
     with pytest.raises(JobFailedError, match="does not run this yet"):
         jet.new_job(p).join(timeout=300)
 
@@ -114,3 +114,80 @@ def test_cancel_stops_a_running_job(jet):
     with pytest.raises(JobCancelledError):
         job.join(timeout=120)
     assert job.status is JobStatus.CANCELLED
+
+
+# ---- aggregations -------------------------------------------------------------------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from jetspark import AggregateOperation  # noqa: E402
+
+records = st.lists(st.fixed_dictionaries({"k": st.integers(0, 4), "v": st.integers(-10**12, 10**12)}), max_size=60)
+
+
+def group(items, key):
+    groups: dict = {}
+    for x in items:
+        groups.setdefault(key(x), []).append(x)
+    return groups
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records)
+def test_keyed_aggregations_equal_a_plain_python_group_by(run, items):
+    p = Pipeline.create()
+    stage = p.read_from(Sources.items(items))
+    stage.grouping_key("k").aggregate(ops.summing("v")).write_to(Sinks.list("sum"))
+    stage.grouping_key(lambda e: e["k"] % 2).aggregate(ops.counting()).write_to(Sinks.list("count"))
+    stage.grouping_key("k").aggregate(ops.all_of(ops.max_by("v"), ops.to_list())).write_to(Sinks.list("max"))
+    got_sum, got_count, got_max = run(p, "sum", "count", "max")
+    assert sorted(got_sum) == sorted((k, sum(x["v"] for x in xs)) for k, xs in group(items, lambda x: x["k"]).items())
+    assert sorted(got_count) == sorted((k, len(xs)) for k, xs in group(items, lambda x: x["k"] % 2).items())
+    # max_by: the greatest value (any item holding it when values tie); to_list: every item of the key
+    # (in some order: no preserve_order here).
+    expected_max = {k: max(x["v"] for x in xs) for k, xs in group(items, lambda x: x["k"]).items()}
+    assert {k: best["v"] for k, (best, _) in got_max} == expected_max
+    assert {k: sorted(map(repr, xs)) for k, (_, xs) in got_max} == \
+        {k: sorted(map(repr, xs)) for k, xs in group(items, lambda x: x["k"]).items()}
+
+
+def test_global_aggregations_of_nothing_still_give_one_result(run):
+    p = Pipeline.create()
+    empty = p.read_from(Sources.items([]))
+    empty.aggregate(ops.counting()).write_to(Sinks.list("n"))
+    empty.aggregate(ops.averaging(lambda x: x)).write_to(Sinks.list("mean"))
+    n, mean = run(p, "n", "mean")
+    assert n == [0] and len(mean) == 1 and mean[0] != mean[0]  # NaN
+
+
+def test_single_stage_and_two_stage_aggregations_agree(run):
+    items = [{"k": i % 5, "v": i * i} for i in range(200)]
+    p = Pipeline.create()
+    s = p.read_from(Sources.items(items))
+    s.grouping_key("k").aggregate(ops.variance("v")).write_to(Sinks.list("two"))
+    s.rebalance().grouping_key("k").aggregate(ops.variance("v")).write_to(Sinks.list("one"))  # doc 008: single stage
+    two, one = run(p, "two", "one")
+    expected = {}
+    for k, xs in group(items, lambda x: x["k"]).items():
+        vs = [x["v"] for x in xs]
+        mean = sum(vs) / len(vs)
+        expected[k] = sum((v - mean) ** 2 for v in vs) / len(vs)
+    for got in (two, one):
+        assert {k: round(v, 6) for k, v in got} == {k: round(v, 6) for k, v in expected.items()}
+
+
+def test_a_key_function_that_fails_fails_the_job_naming_the_aggregation(jet):
+    p = Pipeline.create()
+    p.read_from(Sources.items([{"k": 1}, {}])).grouping_key(lambda e: e["k"]).aggregate(ops.counting()) \
+        .write_to(Sinks.noop())
+    with pytest.raises(JobFailedError, match="KeyError") as e:
+        jet.new_job(p).join(timeout=300)
+    assert e.value.stage is not None and "aggregate" in e.value.stage
+
+
+def test_a_python_defined_operation_is_refused_until_the_engine_runs_it(jet):
+    op = AggregateOperation.of(create=lambda: 0, accumulate=lambda a, x: a + 1, combine=lambda a, b: a + b)
+    p = Pipeline.create()
+    p.read_from(Sources.items([1])).aggregate(op).write_to(Sinks.noop())
+    with pytest.raises(JobFailedError, match="AggregateOperation.of"):
+        jet.new_job(p).join(timeout=300)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pickle
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,8 @@ ITEM = "item"
 FAILURE = "failure"
 OPAQUE_SCHEMA = f"{ITEM} binary"
 CHAIN_SCHEMA = f"{ITEM} binary, {FAILURE} string"
+#: What an extraction gives per item entering an aggregation: key, the operation's values, the item.
+EXTRACTED_SCHEMA = f"key binary, values array<binary>, {ITEM} binary"
 PICKLE_PROTOCOL = 5
 
 
@@ -99,12 +101,61 @@ def chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Iterator[Any]
     return run
 
 
-def chain_udf_column(steps: list[Step]) -> Any:
-    """The Spark Column of the fused chain, over the ``item`` column of whatever DataFrame the JVM
-    applies it to (``SqlBridge.mapInArrow``)."""
+def extract(spec: dict[str, Any], item: Any, functions: dict[int, Callable[[Any], Any]]) -> Any:
+    """One key or value of ``item``: a field (a mapping's key, else an attribute), a function's result,
+    or the item itself."""
+    kind = spec["kind"]
+    if kind == "item":
+        return item
+    if kind == "field":
+        return item[spec["name"]] if isinstance(item, Mapping) else getattr(item, spec["name"])
+    if kind == "python":
+        return functions[spec["ref"]](item)
+    raise ValueError(f"unknown extractor kind {kind!r}")
+
+
+def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
+                        functions: dict[int, Callable[[Any], Any]]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The Arrow map function that gives, per pickled item, its key's pickle (empty for a global
+    aggregation), its values' pickles and the item's own pickle, unchanged."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        for batch in batches:
+            keys: list[bytes] = []
+            extracted: list[list[bytes]] = []
+            raws = batch.column(0).to_pylist()
+            for raw in raws:
+                item = pickle.loads(raw)
+                try:
+                    keys.append(b"" if key is None else pickle.dumps(extract(key, item, functions), protocol=PICKLE_PROTOCOL))
+                    extracted.append([pickle.dumps(extract(v, item, functions), protocol=PICKLE_PROTOCOL) for v in values])
+                except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
+                    raise StepFailedError(f"stage '{stage}' failed on record {item!r}: {type(e).__name__}: {e}") from e
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(keys, pa.binary()), pa.array(extracted, pa.list_(pa.binary())), pa.array(raws, pa.binary())],
+                names=["key", "values", ITEM])
+
+    return run
+
+
+def extraction_udf_column(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
+                          objects: list[Any]) -> Any:
+    """The Spark Column of an aggregation's extraction, over the ``item`` column."""
+    refs = [s["ref"] for s in ([key] if key else []) + values if s["kind"] == "python"]
+    return _arrow_udf(extraction_function(key, values, stage, {r: objects[r] for r in refs}), EXTRACTED_SCHEMA)
+
+
+def _arrow_udf(fn: Callable[[Iterator[Any]], Iterator[Any]], schema: str) -> Any:
     from pyspark.sql.functions import col, pandas_udf
     from pyspark.util import PythonEvalType
 
-    udf = pandas_udf(chain_function(steps), returnType=CHAIN_SCHEMA,  # type: ignore[call-overload]
-                     functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
+    udf = pandas_udf(fn, returnType=schema, functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)  # type: ignore[call-overload]
     return udf(col(ITEM))
+
+
+def chain_udf_column(steps: list[Step]) -> Any:
+    """The Spark Column of the fused chain, over the ``item`` column of whatever DataFrame the JVM
+    applies it to (``SqlBridge.mapInArrow``)."""
+    return _arrow_udf(chain_function(steps), CHAIN_SCHEMA)

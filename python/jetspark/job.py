@@ -119,7 +119,7 @@ class Job:
         from pyspark.errors.exceptions.captured import CapturedException
         from py4j.protocol import Py4JJavaError
 
-        from jetspark._python_steps import Step, chain_udf_column
+        from jetspark._python_steps import Step, chain_udf_column, extraction_udf_column
 
         spark = self._jet.spark
         try:
@@ -130,8 +130,12 @@ class Job:
             chains = json.loads(prepared.pythonChainsJson())
             udfs = [chain_udf_column([Step(s["kind"], None if s["ref"] is None else objects[s["ref"]], s["stage"],
                                            s["dead_letter"]) for s in chain["steps"]])._jc for chain in chains]
+            extractions = json.loads(prepared.pythonExtractionsJson())
+            extraction_udfs = [extraction_udf_column(e["key"], e["values"], e["vertex"], objects)._jc
+                               for e in extractions]
             self._status = JobStatus.RUNNING
-            self._metrics = json.loads(prepared.run([c["vertex"] for c in chains], udfs))
+            self._metrics = json.loads(prepared.run([c["vertex"] for c in chains], udfs,
+                                                    [e["vertex"] for e in extractions], extraction_udfs))
             self._print_console_sinks()
             self._status = JobStatus.COMPLETED
         except (Py4JJavaError, CapturedException) as e:

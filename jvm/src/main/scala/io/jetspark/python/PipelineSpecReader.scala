@@ -78,7 +78,7 @@ final class PipelineSpecReader private (objects: java.util.List[AnyRef]) {
   }
 
   private def op(spec: JsonNode): AggregateOperation[_, _, _] = PythonAggregateSpec(
-    spec.get("name").asText,
+    spec.get("name").asText, spec.toString,
     spec.get("can_combine").asBoolean, spec.get("can_deduct").asBoolean, spec.get("order_sensitive").asBoolean)
 
   /** The stage `node` reads on input `i`, with the rebalance the Python side recorded on that input. */
@@ -211,24 +211,3 @@ object PipelineSpecReader {
   def read(json: String, objects: java.util.List[AnyRef]): Pipeline = new PipelineSpecReader(objects).read(json)
 }
 
-/** A Python callable the JVM cannot hold: number `ref` of the values the Python side recorded with its
-  * pipeline. The engine hands the numbers back so that Python builds the UDFs that run them.
-  */
-final case class PythonRef(ref: Int)
-
-/** A Python-defined aggregate operation as the planner sees it: what it can do (combine, deduct) and
-  * whether its result depends on order. The engine binds it to its values (extracted in the JVM or in
-  * a Python worker) before anything is accumulated; until then it cannot run, and says so.
-  */
-final case class PythonAggregateSpec(name: String, canCombineSpec: Boolean, canDeductSpec: Boolean, orderSensitive: Boolean)
-    extends AggregateOperation[Any, Any, Any] {
-  private def unbound = throw new IllegalStateException(s"Python aggregate operation '$name' runs only once an engine binds it")
-  override def arity: Int = 1
-  override def create(): Any = unbound
-  override def accumulate(acc: Any, ordinal: Int, item: Any): Any = unbound
-  override def combineFn: Option[(Any, Any) => Any] = if (canCombineSpec) Some((_, _) => unbound) else None
-  override def deductFn: Option[(Any, Any) => Any] = if (canDeductSpec) Some((_, _) => unbound) else None
-  override def exportResult(acc: Any): Any = unbound
-  override def finishResult(acc: Any): Any = unbound
-  override def isOrderSensitive: Boolean = orderSensitive
-}

@@ -1,8 +1,8 @@
 package io.jetspark.python
 
-import com.fasterxml.jackson.databind.ObjectMapper
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.engine.spark.SparkBatchEngine
-import io.jetspark.pipeline.Extractor
+import io.jetspark.pipeline.{Extractor, PythonRef}
 import io.jetspark.pipeline.transform._
 import io.jetspark.plan.PhysicalDag
 import org.apache.spark.sql.{Column, SparkSession}
@@ -25,6 +25,29 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     new ObjectMapper().writeValueAsString(chains.asJava)
   }
 
+  /** `[{"vertex": name, "key": extractor or null, "values": [extractor, ...]}, ...]`: what Python extracts
+    * from each item entering an aggregation; an extractor is `{"kind": "field", "name"}`,
+    * `{"kind": "python", "ref"}` or `{"kind": "item"}`.
+    */
+  def pythonExtractionsJson(): String = {
+    val mapper = new ObjectMapper()
+    val extractions = SparkBatchEngine.pythonExtractions(dag).map { case (vertex, key, values) =>
+      val node = mapper.createObjectNode()
+      node.put("vertex", vertex.name)
+      node.set[JsonNode]("key", key.fold[JsonNode](mapper.nullNode())(k => mapper.valueToTree[JsonNode](extractorSpec(k))))
+      node.set[JsonNode]("values", mapper.valueToTree[JsonNode](values.asJava))
+      node
+    }
+    mapper.writeValueAsString(extractions.asJava)
+  }
+
+  private def extractorSpec(e: Extractor): java.util.Map[String, Any] = (e match {
+    case Extractor.FieldName(name) => Map[String, Any]("kind" -> "field", "name" -> name)
+    case Extractor.PythonFn(PythonRef(r), _) => Map[String, Any]("kind" -> "python", "ref" -> r)
+    case Extractor.WholeItem => Map[String, Any]("kind" -> "item")
+    case other => throw new UnsupportedOperationException(s"${other.describe}: keys of Python items are field names or Python functions")
+  }).asJava
+
   private def stepSpec(t: StatelessTransform): java.util.Map[String, Any] = {
     val kind = t match {
       case _: MapTransform => "map"
@@ -39,11 +62,15 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     Map[String, Any]("kind" -> kind, "ref" -> ref, "stage" -> t.name, "dead_letter" -> t.errorSink.isDefined).asJava
   }
 
-  /** Runs the job; `udfs(i)` is the fused chain of vertex `vertices(i)`. Returns the metrics as JSON:
+  /** Runs the job; `chainUdfs(i)` is the fused chain of vertex `chains(i)`, `extractionUdfs(i)` the
+    * extraction of vertex `extractions(i)`. Returns the metrics as JSON:
     * `{"vertices": {name: {"items_in", "items_out", "dead_letters"}}}`.
     */
-  def run(vertices: java.util.List[String], udfs: java.util.List[Column]): String = {
-    val out = new SparkBatchEngine(spark, dag, vertices.asScala.zip(udfs.asScala).toMap).run().withDefaultValue(0L)
+  def run(chains: java.util.List[String], chainUdfs: java.util.List[Column],
+          extractions: java.util.List[String], extractionUdfs: java.util.List[Column]): String = {
+    def byVertex(names: java.util.List[String], udfs: java.util.List[Column]) = names.asScala.zip(udfs.asScala).toMap
+    val out = new SparkBatchEngine(spark, dag, byVertex(chains, chainUdfs), byVertex(extractions, extractionUdfs))
+      .run().withDefaultValue(0L)
     val perVertex = dag.vertices.map { v =>
       val in = dag.edgesInto(v.name).map(e => out(e.errorsOf.fold(e.from)(_ => s"${e.from}.errors"))).sum
       v.name -> Map[String, Any]("items_in" -> in, "items_out" -> out(v.name), "dead_letters" -> out(s"${v.name}.errors")).asJava

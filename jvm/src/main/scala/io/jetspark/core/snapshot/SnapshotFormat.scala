@@ -29,12 +29,7 @@ object SnapshotFormat {
   }
 
   def decode(data: Array[Byte]): Seq[SnapshotEntry] = {
-    val in = new ObjectInputStream(new ByteArrayInputStream(data)) {
-      // Resolve classes through the thread's loader so that the jar's classes are found inside Spark tasks.
-      override def resolveClass(desc: ObjectStreamClass): Class[_] =
-        try Class.forName(desc.getName, false, Thread.currentThread().getContextClassLoader)
-        catch { case _: ClassNotFoundException => super.resolveClass(desc) }
-    }
+    val in = JavaSerialization.input(new ByteArrayInputStream(data))
     try {
       val magic = in.readInt()
       if (magic != Magic) throw new SnapshotFormatException(f"not a jetspark snapshot (magic 0x$magic%08x)")

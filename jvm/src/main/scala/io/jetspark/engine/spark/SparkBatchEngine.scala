@@ -1,12 +1,16 @@
 package io.jetspark.engine.spark
 
+import io.jetspark.core.Processor
+import io.jetspark.core.processor._
+import io.jetspark.core.snapshot.JavaSerialization
+import io.jetspark.pipeline.{Extractor, PythonAggregateSpec}
 import io.jetspark.pipeline.transform.StatelessTransform
 import io.jetspark.plan.VertexDescription._
-import io.jetspark.plan.{Edge, EdgeKind, PhysicalDag, Vertex}
+import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.jetspark.SqlBridge
-import org.apache.spark.sql.types.{BinaryType, StringType, StructField, StructType}
+import org.apache.spark.sql.types.{ArrayType, BinaryType, StringType, StructField, StructType}
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.storage.StorageLevel
 import org.apache.spark.util.LongAccumulator
@@ -15,14 +19,21 @@ import scala.collection.mutable
 
 /** Runs a planned batch pipeline on Spark ("Edges on Spark" in DESIGN.md): every vertex's output is a
   * DataFrame of opaque items (one binary column `item` holding a pickle); local and isolated edges are
-  * narrow, round-robin edges `repartition(n)`, all-to-one edges `repartition(1)`. Fused Python steps run
-  * as one Arrow UDF per vertex (built by the Python layer, see `pythonChains`); their failures of stages
-  * routed to a dead-letter sink come out on that stage's error edge.
+  * narrow, round-robin edges `repartition(n)`, all-to-one edges `repartition(1)`, partitioned edges
+  * `repartition(n, key)`. Fused Python steps run as one Arrow UDF per vertex (built by the Python layer,
+  * see `pythonChains`); their failures of stages routed to a dead-letter sink come out on that stage's
+  * error edge.
   *
-  * What this engine does not run yet (keyed and windowed vertices, joins, JVM functions, typed items)
-  * fails before any Spark job starts, naming the vertex.
+  * Aggregations: where items enter one (stage 1 of two, or the single stage), one Arrow UDF per vertex
+  * extracts the grouping key and the operation's values (`pythonExtractions`); the core's aggregation
+  * processors run in the Spark tasks; partial accumulators cross the shuffle Java-serialized, keyed by
+  * the key's pickle; results go back to Python as pickles ([[PythonValues]]).
+  *
+  * What this engine does not run yet (windows, joins, stateful mapping, sort, distinct, aggregate2,
+  * JVM functions, typed items) fails before any Spark job starts, naming the vertex.
   */
-final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainUdfs: Map[String, Column]) {
+final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainUdfs: Map[String, Column],
+    extractionUdfs: Map[String, Column]) {
   import SparkBatchEngine._
 
   private val outputs = mutable.Map.empty[String, DataFrame]
@@ -38,10 +49,15 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
     counters.map { case (name, acc) => name -> acc.sum }.toMap
   }
 
+  private val aggregations: Map[String, BoundAggregation] = dag.vertices.collect {
+    case v @ Vertex(_, Aggregate(_, Seq(op: PythonAggregateSpec), _), _, _, _) => v.name -> PythonAggregations.bind(op.json)
+  }.toMap
+
   private def requireSupported(v: Vertex): Unit = v.description match {
     case Source(source, _) if source.name == "items" => ()
     case StatelessChain(steps) if steps.forall(_.runsInPython) => ()
     case Merge(_, false) | Sink(_) => ()
+    case Aggregate(_, Seq(_: PythonAggregateSpec), _) => ()
     case other => throw new UnsupportedOperationException(
       s"vertex '${v.name}' (${other.describe}): the Spark batch engine does not run this yet")
   }
@@ -53,6 +69,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
       case StatelessChain(_) => SqlBridge.mapInArrow(singleInput(v), pythonChainUdfs(v.name))
       case Merge(_, _) => dag.edgesInto(v.name).map(input).reduce(_ union _)
       case Sink(_) => singleInput(v)
+      case Aggregate(stage, _, keys) => aggregationStage(v.name, stage, keyed = keys.nonEmpty).run(singleInput(v))
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
     })
     // Read by several edges: computed once.
@@ -75,21 +92,52 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
     case edges => throw new IllegalStateException(s"vertex '${v.name}' has ${edges.size} inputs, expected one")
   }
 
-  /** What `edge` delivers: the sender's data (or one stage's dead letters), moved as the edge kind says. */
+  /** What `edge` delivers: the sender's data (or one stage's dead letters) — with key and values
+    * extracted where the receiver aggregates items — moved as the edge kind says.
+    */
   private def input(edge: Edge): DataFrame = {
     val sender = output(dag.vertex(edge.from))
-    val items = edge.errorsOf match {
+    val selected = edge.errorsOf match {
       case Some(stage) => sender.where(col(Failure) === stage).select(Item)
       case None if sender.columns.contains(Failure) => sender.where(col(Failure).isNull).select(Item)
       case None => sender
     }
+    val rows = extractionUdfs.get(edge.to).fold(selected)(udf => SqlBridge.mapInArrow(selected, udf))
     val target = dag.vertex(edge.to).localParallelism
     edge.kind match {
-      case EdgeKind.Isolated => items
-      case EdgeKind.Local => if (items.queryExecution.toRdd.getNumPartitions == target) items else items.repartition(target)
-      case EdgeKind.RoundRobin => items.repartition(target)
-      case EdgeKind.AllToOne => items.repartition(1)
+      case EdgeKind.Isolated => rows
+      case EdgeKind.Local => if (rows.queryExecution.toRdd.getNumPartitions == target) rows else rows.repartition(target)
+      case EdgeKind.RoundRobin => rows.repartition(target)
+      case EdgeKind.AllToOne => rows.repartition(1)
+      case EdgeKind.Partitioned(_, _) => rows.repartition(target, col(Key))
       case other => throw new UnsupportedOperationException(s"edge ${edge.from} -> ${edge.to}: ${other.describe} edges are not run yet")
+    }
+  }
+
+  /** The processors of one aggregation vertex, with how rows become their items and back. */
+  private def aggregationStage(vertex: String, stage: AggregationStage, keyed: Boolean): ProcessorStage = {
+    val op = aggregations(vertex).op.asInstanceOf[io.jetspark.core.aggregate.AggregateOperation[Nothing, Any, Any]]
+    val keyOf: Any => Any = _.asInstanceOf[Extracted].key
+    val extracted: InternalRow => Any = row => new Extracted(new PickledItem(row.getBinary(0)), new PickledItem(row.getBinary(2)),
+      row.getArray(1).toObjectArray(BinaryType).map(b => PythonValues.loads(b.asInstanceOf[Array[Byte]])))
+    val result: Any => InternalRow = r => InternalRow(PythonValues.dumps(r match {
+      case (key: PickledItem, value) if keyed => (key, value)
+      case value => value
+    }))
+    def stageOf(p: () => Processor, in: InternalRow => Any, out: Any => InternalRow, schema: StructType) =
+      ProcessorStage(vertex, p, in, out, schema)
+    (stage, keyed) match {
+      case (AggregationStage.Accumulate, true) => stageOf(() => new AccumulateByKeyProcessor(IndexedSeq(keyOf), op), extracted,
+        pair => { val (key, acc) = pair.asInstanceOf[(PickledItem, Any)]; InternalRow(key.bytes, JavaSerialization.toBytes(acc)) },
+        PartialSchema)
+      case (AggregationStage.Accumulate, false) => stageOf(() => new AccumulateProcessor(op), extracted,
+        acc => InternalRow(Array.emptyByteArray, JavaSerialization.toBytes(acc)), PartialSchema)
+      case (AggregationStage.Combine, true) => stageOf(() => new CombineByKeyProcessor(op),
+        row => (new PickledItem(row.getBinary(0)), JavaSerialization.fromBytes(row.getBinary(1))), result, ItemSchema)
+      case (AggregationStage.Combine, false) => stageOf(() => new CombineProcessor(op),
+        row => JavaSerialization.fromBytes(row.getBinary(1)), result, ItemSchema)
+      case (AggregationStage.SingleStage, true) => stageOf(() => new AggregateByKeyProcessor(IndexedSeq(keyOf), op), extracted, result, ItemSchema)
+      case (AggregationStage.SingleStage, false) => stageOf(() => new AggregateProcessor(op), extracted, result, ItemSchema)
     }
   }
 
@@ -122,8 +170,23 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
 object SparkBatchEngine {
   val Item = "item"
   val Failure = "failure"
+  val Key = "key"
   val ItemSchema: StructType = StructType(Seq(StructField(Item, BinaryType, nullable = false)))
   val ChainSchema: StructType = ItemSchema.add(StructField(Failure, StringType, nullable = true))
+  /** What an extraction UDF gives per item: the key's pickle, the values' pickles, the item's pickle. */
+  val ExtractedSchema: StructType = StructType(Seq(StructField(Key, BinaryType), StructField("values", ArrayType(BinaryType)),
+    StructField(Item, BinaryType)))
+  /** A partial accumulator on its way to the combining stage. */
+  val PartialSchema: StructType = StructType(Seq(StructField(Key, BinaryType), StructField("acc", BinaryType)))
+
+  /** The aggregation vertices where items enter, with what Python must extract from each item: the
+    * grouping key (None: a global aggregation) and the operation's values, in slot order.
+    */
+  def pythonExtractions(dag: PhysicalDag): Seq[(Vertex, Option[Extractor], Seq[com.fasterxml.jackson.databind.JsonNode])] =
+    dag.vertices.collect {
+      case v @ Vertex(_, Aggregate(stage, Seq(op: PythonAggregateSpec), keys), _, _, _) if stage != AggregationStage.Combine =>
+        (v, keys.headOption, PythonAggregations.bind(op.json).extractors)
+    }
 
   /** The vertices whose fused steps run in Python, with those steps in order: the Python layer builds
     * one Arrow UDF for each (`python/jetspark/_python_steps.py`).

@@ -1,0 +1,70 @@
+package io.jetspark.engine.spark
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import io.jetspark.core.aggregate.{AggregateOperation, AggregateOperations, AnyOrdering}
+
+import scala.collection.mutable.ArrayBuffer
+import scala.jdk.CollectionConverters._
+
+/** An item on its way into an aggregation: its grouping key and itself as pickles, and the values a
+  * Python worker extracted from it for the operation (read back with Pyrolite). Equal when the items
+  * are: `to_set` keeps distinct items.
+  */
+final class Extracted(val key: PickledItem, val item: PickledItem, val values: Array[Any]) extends Serializable {
+  override def equals(other: Any): Boolean = other match {
+    case e: Extracted => item == e.item
+    case _ => false
+  }
+  override def hashCode: Int = item.hashCode
+}
+
+/** Binds a Python-defined aggregate operation (its JSON, from python/jetspark/aggregate.py) to the
+  * built-in operation of the core, over values that a Python worker extracts before the aggregation.
+  *
+  * `extractors` lists what Python must extract, in slot order (`{"kind": "field" | "python" | "item", ...}`);
+  * results that are items (`max_by`, `to_list`, ...) come out as [[PickledItem]]s, `all_of` as a tuple.
+  */
+final case class BoundAggregation(op: AggregateOperation[Extracted, Any, Any], extractors: Seq[JsonNode])
+
+object PythonAggregations {
+  private val mapper = new ObjectMapper()
+  private val wholeItem: JsonNode = mapper.readTree("""{"kind": "item"}""")
+
+  def bind(json: String): BoundAggregation = {
+    val slots = ArrayBuffer.empty[JsonNode]
+    val op = bind(mapper.readTree(json), slots)
+    BoundAggregation(op, slots.toSeq)
+  }
+
+  private def bind(spec: JsonNode, slots: ArrayBuffer[JsonNode]): AggregateOperation[Extracted, Any, Any] = {
+    val name = spec.get("name").asText
+    val declared = spec.get("extractors").elements().asScala.toSeq
+    // Operations over the item itself when no value is given (top_n/bottom_n without a key).
+    val extractors = if (declared.isEmpty && Set("top_n", "bottom_n")(name)) Seq(wholeItem) else declared
+    val first = slots.size
+    slots ++= extractors
+    def value(i: Int): Extracted => Any = e => e.values(first + i)
+    def n = spec.get("n").asInt
+    val items = (xs: Iterable[Extracted]) => xs.map(_.item)
+    val op: AggregateOperation[Extracted, _, _] = name match {
+      case "counting" => AggregateOperations.counting()
+      case "summing" => AggregateOperations.summing(value(0))
+      case "averaging" => AggregateOperations.averaging(value(0))
+      case "variance" => AggregateOperations.variance(value(0))
+      case "linear_trend" => AggregateOperations.linearTrend(value(0), value(1))
+      case "min_by" => AggregateOperations.andThen(AggregateOperations.minBy(value(0))(AnyOrdering))(_.map(_.item))
+      case "max_by" => AggregateOperations.andThen(AggregateOperations.maxBy(value(0))(AnyOrdering))(_.map(_.item))
+      case "top_n" => AggregateOperations.andThen(AggregateOperations.topN(n, value(0))(AnyOrdering))(items)
+      case "bottom_n" => AggregateOperations.andThen(AggregateOperations.bottomN(n, value(0))(AnyOrdering))(items)
+      case "to_list" => AggregateOperations.andThen(AggregateOperations.toList[Extracted]())(items)
+      case "to_set" => AggregateOperations.andThen(AggregateOperations.toSet[Extracted]())(s => s.map(_.item))
+      case "all_of" =>
+        val parts = spec.get("parts").elements().asScala.map(bind(_, slots)).toSeq
+        AggregateOperations.andThen(AggregateOperations.allOf(parts: _*))(_.toArray[Any])
+      case "custom" => throw new UnsupportedOperationException(
+        "an AggregateOperation.of(...) with Python functions does not run on the Spark batch engine yet")
+      case other => throw new IllegalArgumentException(s"unknown aggregate operation '$other'")
+    }
+    op.asInstanceOf[AggregateOperation[Extracted, Any, Any]]
+  }
+}

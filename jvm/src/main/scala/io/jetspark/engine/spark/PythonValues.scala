@@ -1,0 +1,60 @@
+package io.jetspark.engine.spark
+
+import io.jetspark.core.window.{KeyedWindowResult, WindowResult}
+import net.razorvine.pickle.{IObjectDeconstructor, Pickler, Unpickler}
+
+import scala.jdk.CollectionConverters._
+
+/** A Python item (or key) whose pickle the JVM keeps as it is: equal by content, and written back into
+  * results as `jetspark._items.loads(pickle)`, so that Python gets the very object back.
+  */
+final class PickledItem(val bytes: Array[Byte]) extends Serializable {
+  override def equals(other: Any): Boolean = other match {
+    case p: PickledItem => java.util.Arrays.equals(bytes, p.bytes)
+    case _ => false
+  }
+  override val hashCode: Int = java.util.Arrays.hashCode(bytes)
+  override def toString: String = s"PickledItem(${bytes.length} bytes)"
+}
+
+/** Values crossing between Python and the JVM engine: `loads` reads values that Python extracted
+  * (numbers, strings, tuples, lists, dicts: Pyrolite maps them to Java), `dumps` writes JVM results
+  * (Scala numbers, tuples, sequences, options, window results, kept items) as pickles Python reads.
+  */
+object PythonValues {
+  /** Pickles instances of `cls` as a call `module.name(*args(instance))`. Pyrolite's registry is per JVM;
+    * registering when this object loads makes every executor ready.
+    */
+  private def writeAsCall[T](cls: Class[T], module: String, name: String)(args: T => Array[AnyRef]): Unit =
+    Pickler.registerCustomDeconstructor(cls, new IObjectDeconstructor {
+      override def getModule: String = module
+      override def getName: String = name
+      override def deconstruct(o: Any): Array[AnyRef] = args(o.asInstanceOf[T])
+    })
+
+  writeAsCall(classOf[PickledItem], "jetspark._items", "loads")(p => Array[AnyRef](p.bytes))
+  writeAsCall(classOf[WindowResult[Any]], "jetspark.window", "WindowResult")(w =>
+    Array(Long.box(w.start), Long.box(w.end), toJava(w.result), Boolean.box(w.isEarly)))
+  writeAsCall(classOf[KeyedWindowResult[Any, Any]], "jetspark.window", "KeyedWindowResult")(w =>
+    Array(Long.box(w.start), Long.box(w.end), toJava(w.key), toJava(w.result), Boolean.box(w.isEarly)))
+
+  def loads(bytes: Array[Byte]): Any = new Unpickler().loads(bytes)
+
+  def dumps(value: Any): Array[Byte] = new Pickler(false).dumps(toJava(value))
+
+  /** Scala structures as the Java ones Pyrolite pickles: tuples as tuples (Object[]), sequences as
+    * lists, sets as sets, `None` as None, `BigInt` as an int.
+    */
+  def toJava(value: Any): AnyRef = value match {
+    case null | None => null
+    case Some(v) => toJava(v)
+    case b: BigInt => b.bigInteger
+    case p: Product if p.productPrefix.startsWith("Tuple") => p.productIterator.map(toJava).toArray[AnyRef]
+    case s: scala.collection.Set[_] => new java.util.HashSet[AnyRef](s.iterator.map(toJava).toSeq.asJava)
+    case s: scala.collection.Map[_, _] => s.iterator.map { case (k, v) => toJava(k) -> toJava(v) }.toMap.asJava
+    case s: scala.collection.Iterable[_] => s.iterator.map(toJava).toSeq.asJava
+    case a: Array[Byte] => a
+    case a: Array[_] => a.map(toJava)
+    case other => other.asInstanceOf[AnyRef]
+  }
+}
