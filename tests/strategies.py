@@ -10,7 +10,9 @@ Every user function is a self-contained lambda over builtins only (parameters ar
 closures), so cloudpickle serializes it by value and a Spark worker can run it without importing this
 module. The drawn pipelines are valid by construction: an unkeyed ``rebalance()`` appears only without
 ``preserve_order`` and only before a stateless stage (design doc 008's rules); failing functions appear
-only on stages that route failures to a dead letter.
+only on stages that route failures to a dead letter. They are also determined by their definition: a
+stage whose result depends on encounter order (map_stateful, rolling_aggregate, to_list, a keyed
+distinct, a sort's ties) is drawn only where that order is promised (see :class:`GeneratedPipeline`).
 """
 
 from __future__ import annotations
@@ -40,11 +42,20 @@ kv_items = st.lists(st.fixed_dictionaries({"k": st.integers(0, 3), "v": st.integ
 @dataclass
 class GeneratedPipeline:
     """A drawn pipeline with what a test needs to know about it: its list sinks, the dead letters its
-    failing stages use, and a readable description of how it was built (shown when a test fails)."""
+    failing stages use, which sinks' order the definition promises, and a readable description of how it
+    was built (shown when a test fails).
+
+    Every sink's items *as a multiset* are determined by the definition (order-sensitive stages are only
+    drawn where their input order is promised), so an engine must match :func:`reference.as_multiset` of
+    :meth:`expected` on every sink. Where ``exact_order[sink]`` is true (preserve_order is on and nothing
+    between the sink and where its ordered stream starts mixes orders: no keyed stage, join, unrelated
+    merge or keyed rebalance) the engine must also match the order. Dead letters compare as multisets.
+    """
 
     pipeline: Pipeline
     sinks: list[str] = field(default_factory=list)
     dead_letters: list[str] = field(default_factory=list)
+    exact_order: dict[str, bool] = field(default_factory=dict)
     steps: list[str] = field(default_factory=list)
 
     def expected(self) -> dict[str, list[Any]]:
@@ -56,29 +67,49 @@ class GeneratedPipeline:
                 + "\n  ".join(self.steps) + "\n)")
 
 
+@dataclass
+class _Current:
+    """A stage while drawing: its item type, whether its total order is promised (``ordered``), and the
+    id of the stage where that ordered stream starts (a source or an order producer): two branches of
+    one origin merge in sequence order (the diamond)."""
+
+    stage: Any
+    item_type: str
+    ordered: bool
+    origin: int
+    label: str
+
+
 class _Builder:
-    """Draws one pipeline: the current stage and its item type, and earlier stages to branch from."""
+    """Draws one pipeline: the current stage, and earlier ones to branch from."""
 
     def __init__(self, draw: Callable[[Any], Any], preserve_order: bool) -> None:
         self.draw = draw
         self.generated = GeneratedPipeline(Pipeline.create(preserve_order))
         self.p = self.generated.pipeline
-        self.earlier: dict[str, list[tuple[Any, str]]] = {INT: [], KV: []}  # (stage, its description)
+        self.earlier: list[_Current] = []
+        self.origins = 0
 
     def log(self, text: str) -> None:
         self.generated.steps.append(text)
 
-    def source(self, item_type: str) -> tuple[Any, str]:
+    def new_origin(self) -> int:
+        self.origins += 1
+        return self.origins
+
+    def source(self, item_type: str) -> _Current:
         items = self.draw(int_items if item_type == INT else kv_items)
         name = f"src{len(self.generated.steps)}"
         self.log(f"{name} = items({items!r})")
-        return self.p.read_from(Sources.items(items)).set_name(name), name
+        stage = self.p.read_from(Sources.items(items)).set_name(name)
+        return _Current(stage, item_type, self.p.preserve_order, self.new_origin(), name)
 
-    def sink(self, stage: Any, label: str) -> None:
+    def sink(self, current: _Current) -> None:
         name = f"out{len(self.generated.sinks)}"
         self.generated.sinks.append(name)
-        self.log(f"{label} -> list({name!r})")
-        stage.write_to(Sinks.list(name))
+        self.generated.exact_order[name] = current.ordered
+        self.log(f"{current.label} -> list({name!r})")
+        current.stage.write_to(Sinks.list(name))
 
     def dead_letter(self) -> Any:
         name = f"dl{len(self.generated.dead_letters)}"
@@ -86,215 +117,264 @@ class _Builder:
         return Sinks.dead_letter(name)
 
 
-# -- transforms of int stages: each returns (new stage, its item type, description) ----------------------
+# Each transform takes the builder and the current stage and returns (new stage, item type, ordered,
+# origin, description). ``keep(c)`` / ``unordered`` / ``restart(b)`` say what happens to order.
 
-def _int_map(b: _Builder, s: Any) -> tuple[Any, str, str]:
-    a, c = b.draw(st.integers(1, 3)), b.draw(st.integers(-2, 2))
-    return s.map(lambda x: x * a + c), INT, f"map(x*{a}{c:+d})"
+def keep(c: _Current) -> tuple[bool, int]:
+    """A stateless or global order-keeping stage: the order stays as promised as it was."""
+    return c.ordered, c.origin
 
 
-def _int_map_to_none(b: _Builder, s: Any) -> tuple[Any, str, str]:
+def unordered(b: _Builder) -> tuple[bool, int]:
+    """A stage whose output order is not promised (keyed stages, joins, shuffles)."""
+    return False, b.new_origin()
+
+
+def restart(b: _Builder) -> tuple[bool, int]:
+    """An order producer (sort, global aggregation): a new ordered stream when order is preserved."""
+    return b.p.preserve_order, b.new_origin()
+
+
+Result = tuple[Any, str, tuple[bool, int], str]
+
+# Extractors are tie-free where ties would make a result depend on an order nobody promised: max_by and
+# top_n rank by the whole value, so tied items are equal items.
+
+
+def _int_map(b: _Builder, c: _Current) -> Result:
+    a, d = b.draw(st.integers(1, 3)), b.draw(st.integers(-2, 2))
+    return c.stage.map(lambda x: x * a + d), INT, keep(c), f"map(x*{a}{d:+d})"
+
+
+def _int_map_to_none(b: _Builder, c: _Current) -> Result:
     m = b.draw(st.integers(2, 4))
-    return s.map(lambda x: None if x % m == 0 else x + 1), INT, f"map(None if x%{m}==0 else x+1)"
+    return c.stage.map(lambda x: None if x % m == 0 else x + 1), INT, keep(c), f"map(None if x%{m}==0 else x+1)"
 
 
-def _int_filter(b: _Builder, s: Any) -> tuple[Any, str, str]:
+def _int_filter(b: _Builder, c: _Current) -> Result:
     m = b.draw(st.integers(2, 3))
-    return s.filter(lambda x: x % m == 0), INT, f"filter(x%{m}==0)"
+    return c.stage.filter(lambda x: x % m == 0), INT, keep(c), f"filter(x%{m}==0)"
 
 
-def _int_flat_map(b: _Builder, s: Any) -> tuple[Any, str, str]:
+def _int_flat_map(b: _Builder, c: _Current) -> Result:
     if b.draw(st.booleans()):
-        return s.flat_map(lambda x: [x, x + 1]), INT, "flat_map([x, x+1])"
-    return s.flat_map(lambda x: [x] * (x % 3)), INT, "flat_map([x]*(x%3))"
+        return c.stage.flat_map(lambda x: [x, x + 1]), INT, keep(c), "flat_map([x, x+1])"
+    return c.stage.flat_map(lambda x: [x] * (x % 3)), INT, keep(c), "flat_map([x]*(x%3))"
 
 
-def _int_peek(b: _Builder, s: Any) -> tuple[Any, str, str]:
-    return s.peek(), INT, "peek()"
+def _int_peek(b: _Builder, c: _Current) -> Result:
+    return c.stage.peek(), INT, keep(c), "peek()"
 
 
-def _int_rebalance_map(b: _Builder, s: Any) -> tuple[Any, str, str]:
+def _int_rebalance_map(b: _Builder, c: _Current) -> Result:
     # An unkeyed rebalance reorders; with preserve_order in front of a sink that is a definition error.
     if b.p.preserve_order or b.draw(st.booleans()):
-        return s.rebalance(lambda x: x % 3).map(lambda x: x - 1), INT, "rebalance(x%3).map(x-1)"
-    return s.rebalance().map(lambda x: x - 1), INT, "rebalance().map(x-1)"
+        return c.stage.rebalance(lambda x: x % 3).map(lambda x: x - 1), INT, unordered(b), "rebalance(x%3).map(x-1)"
+    return c.stage.rebalance().map(lambda x: x - 1), INT, unordered(b), "rebalance().map(x-1)"
 
 
-def _int_failing_map(b: _Builder, s: Any) -> tuple[Any, str, str]:
+def _int_failing_map(b: _Builder, c: _Current) -> Result:
     m = b.draw(st.integers(3, 5))
-    stage = s.map(lambda x: 60 // (x % m)).on_error(b.dead_letter())
-    return stage, INT, f"map(60//(x%{m})).on_error(dead_letter)"
+    stage = c.stage.map(lambda x: 60 // (x % m)).on_error(b.dead_letter())
+    return stage, INT, keep(c), f"map(60//(x%{m})).on_error(dead_letter)"
 
 
-def _int_map_stateful(b: _Builder, s: Any) -> tuple[Any, str, str]:
+def _int_map_stateful(b: _Builder, c: _Current) -> Result:
     if b.draw(st.booleans()):
         # running total, emitted only when it is even
-        return (s.map_stateful(lambda: 0, lambda t, x: (t + x, t + x if (t + x) % 2 == 0 else None)), INT,
-                "map_stateful(running total, even only)")
+        return (c.stage.map_stateful(lambda: 0, lambda t, x: (t + x, t + x if (t + x) % 2 == 0 else None)), INT,
+                keep(c), "map_stateful(running total, even only)")
     # per key x%3: the how-many-th item of its key this is, folded into the item
-    return (s.grouping_key(lambda x: x % 3).map_stateful(lambda: 0, lambda n, k, x: (n + 1, x * 10 + n + 1)), INT,
-            "grouping_key(x%3).map_stateful(x*10 + nth of key)")
+    return (c.stage.grouping_key(lambda x: x % 3).map_stateful(lambda: 0, lambda n, k, x: (n + 1, x * 10 + n + 1)),
+            INT, unordered(b), "grouping_key(x%3).map_stateful(x*10 + nth of key)")
 
 
-def _int_rolling(b: _Builder, s: Any) -> tuple[Any, str, str]:
+def _int_rolling(b: _Builder, c: _Current) -> Result:
     choice = b.draw(st.sampled_from(["count", "sum", "keyed"]))
     if choice == "count":
-        return s.rolling_aggregate(ops.counting()), INT, "rolling_aggregate(counting)"
+        return c.stage.rolling_aggregate(ops.counting()), INT, keep(c), "rolling_aggregate(counting)"
     if choice == "sum":
-        return s.rolling_aggregate(ops.summing(lambda x: x)), INT, "rolling_aggregate(summing)"
-    return (s.grouping_key(lambda x: x % 3).rolling_aggregate(ops.max_by(lambda x: x)), ANY,
+        return c.stage.rolling_aggregate(ops.summing(lambda x: x)), INT, keep(c), "rolling_aggregate(summing)"
+    return (c.stage.grouping_key(lambda x: x % 3).rolling_aggregate(ops.max_by(lambda x: x)), ANY, unordered(b),
             "grouping_key(x%3).rolling_aggregate(max_by)")
 
 
-def _int_sort(b: _Builder, s: Any) -> tuple[Any, str, str]:
+def _int_sort(b: _Builder, c: _Current) -> Result:
     if b.draw(st.booleans()):
-        return s.sort(), INT, "sort()"
+        return c.stage.sort(), INT, restart(b), "sort()"
     reverse = b.draw(st.booleans())
-    return s.sort(lambda x: x % 3, reverse=reverse), INT, f"sort(x%3, reverse={reverse})"
+    # ties of x%3 are different items: their order is the input's, promised only if the input's is
+    order = restart(b) if c.ordered else unordered(b)
+    return c.stage.sort(lambda x: x % 3, reverse=reverse), INT, order, f"sort(x%3, reverse={reverse})"
 
 
-def _int_distinct(b: _Builder, s: Any) -> tuple[Any, str, str]:
-    if b.draw(st.booleans()):
-        return s.distinct(), INT, "distinct()"
-    return s.grouping_key(lambda x: x % 4).distinct(), INT, "grouping_key(x%4).distinct()"
+def _int_distinct(b: _Builder, c: _Current) -> Result:
+    if not c.ordered or b.draw(st.booleans()):
+        return c.stage.distinct(), INT, unordered(b), "distinct()"  # equal items: which one is kept is moot
+    # the first item of each key depends on the order: drawn only where it is promised
+    return c.stage.grouping_key(lambda x: x % 4).distinct(), INT, unordered(b), "grouping_key(x%4).distinct()"
 
 
-_INT_OPS: dict[str, Callable[[], Any]] = {
-    "counting": ops.counting,
-    "summing": lambda: ops.summing(lambda x: x),
-    "max_by": lambda: ops.max_by(lambda x: x % 5),
-    "to_list": ops.to_list,
-    "top_n": lambda: ops.top_n(2),
-    "all_of": lambda: ops.all_of(ops.counting(), ops.bottom_n(2, lambda x: -x)),
+#: name -> (operation factory, whether its result depends on encounter order)
+_INT_OPS: dict[str, tuple[Callable[[], Any], bool]] = {
+    "counting": (ops.counting, False),
+    "summing": (lambda: ops.summing(lambda x: x), False),
+    "max_by": (lambda: ops.max_by(lambda x: x), False),
+    "to_list": (ops.to_list, True),
+    "top_n": (lambda: ops.top_n(2), False),
+    "all_of": (lambda: ops.all_of(ops.counting(), ops.bottom_n(2, lambda x: -x)), False),
 }
 
 
-def _int_aggregate(b: _Builder, s: Any) -> tuple[Any, str, str]:
-    name = b.draw(st.sampled_from(sorted(_INT_OPS)))
+def _op_name(b: _Builder, table: dict[str, tuple[Callable[[], Any], bool]], ordered: bool) -> str:
+    return b.draw(st.sampled_from(sorted(name for name, (_, sensitive) in table.items() if ordered or not sensitive)))
+
+
+def _int_aggregate(b: _Builder, c: _Current) -> Result:
+    name = _op_name(b, _INT_OPS, c.ordered)
     result_type = INT if name in ("counting", "summing") else ANY
-    return s.aggregate(_INT_OPS[name]()), result_type, f"aggregate({name})"
+    return c.stage.aggregate(_INT_OPS[name][0]()), result_type, restart(b), f"aggregate({name})"
 
 
-def _int_keyed_aggregate(b: _Builder, s: Any) -> tuple[Any, str, str]:
+def _int_keyed_aggregate(b: _Builder, c: _Current) -> Result:
     m = b.draw(st.integers(2, 4))
-    name = b.draw(st.sampled_from(sorted(_INT_OPS)))
-    stage = s.grouping_key(lambda x: x % m).aggregate(_INT_OPS[name]())
+    name = _op_name(b, _INT_OPS, c.ordered)
+    stage = c.stage.grouping_key(lambda x: x % m).aggregate(_INT_OPS[name][0]())
     if name == "counting" and b.draw(st.booleans()):
-        return stage.map(lambda kv: kv[1]), INT, f"grouping_key(x%{m}).aggregate(counting).map(count)"
-    return stage, ANY, f"grouping_key(x%{m}).aggregate({name})"
+        return stage.map(lambda kv: kv[1]), INT, unordered(b), f"grouping_key(x%{m}).aggregate(counting).map(count)"
+    return stage, ANY, unordered(b), f"grouping_key(x%{m}).aggregate({name})"
 
 
-def _int_merge(b: _Builder, s: Any) -> tuple[Any, str, str]:
-    if b.earlier[INT] and b.draw(st.booleans()):
-        # the diamond: a fork of an earlier stage of this stream, changed on its way
-        fork, label = b.draw(st.sampled_from(b.earlier[INT]))
-        return s.merge(fork.map(lambda x: x + 100)), INT, f"merge({label}.map(x+100))"
-    other, name = b.source(INT)
-    return s.merge(other), INT, f"merge({name})"
+def _int_merge(b: _Builder, c: _Current) -> Result:
+    forks = [e for e in b.earlier if e.item_type == INT]
+    if forks and b.draw(st.booleans()):
+        # the diamond: a fork of an earlier stage, changed on its way; in sequence order when both
+        # branches are ordered from one origin
+        fork = b.draw(st.sampled_from(forks))
+        diamond = c.ordered and fork.ordered and fork.origin == c.origin
+        order = (True, c.origin) if diamond else unordered(b)
+        return c.stage.merge(fork.stage.map(lambda x: x + 100)), INT, order, f"merge({fork.label}.map(x+100))"
+    other = b.source(INT)
+    return c.stage.merge(other.stage), INT, unordered(b), f"merge({other.label})"  # unrelated streams interleave
 
 
-def _int_join(b: _Builder, s: Any) -> tuple[Any, str, str]:
-    right, name = b.source(KV)
+def _int_join(b: _Builder, c: _Current) -> Result:
+    right = b.source(KV)
     clause = JoinClause.on(lambda x: x % 4, "k")
+    # the order of one item's several matches is not promised (the enriching side is collected first)
     if b.draw(st.booleans()):
-        return (s.hash_join(right, clause, lambda x, r: x if r is None else x + r["v"]), INT,
-                f"hash_join({name}, x%4 = k, x + v or x)")
-    return s.inner_hash_join(right, clause, lambda x, r: x * 100 + r["v"]), INT, f"inner_hash_join({name}, x%4 = k)"
+        return (c.stage.hash_join(right.stage, clause, lambda x, r: x if r is None else x + r["v"]), INT,
+                unordered(b), f"hash_join({right.label}, x%4 = k, x + v or x)")
+    return (c.stage.inner_hash_join(right.stage, clause, lambda x, r: x * 100 + r["v"]), INT, unordered(b),
+            f"inner_hash_join({right.label}, x%4 = k)")
 
 
-def _int_aggregate2(b: _Builder, s: Any) -> tuple[Any, str, str]:
-    other, name = b.source(INT)
+def _int_aggregate2(b: _Builder, c: _Current) -> Result:
+    other = b.source(INT)
+    if c.ordered and b.draw(st.booleans()):
+        return (c.stage.aggregate2(other.stage, ops.to_list(), ops.counting()), ANY, restart(b),
+                f"aggregate2({other.label}, to_list, counting)")
     if b.draw(st.booleans()):
-        return s.aggregate2(other, ops.counting(), ops.to_list()), ANY, f"aggregate2({name}, counting, to_list)"
-    return (s.grouping_key(lambda x: x % 3).aggregate2(other.grouping_key(lambda x: x % 3), ops.summing(lambda x: x),
-                                                     ops.counting()), ANY,
-            f"grouping_key(x%3).aggregate2({name} by x%3, summing, counting)")
+        return (c.stage.aggregate2(other.stage, ops.counting(), ops.summing(lambda x: x)), ANY, restart(b),
+                f"aggregate2({other.label}, counting, summing)")
+    keyed = c.stage.grouping_key(lambda x: x % 3).aggregate2(
+        other.stage.grouping_key(lambda x: x % 3), ops.summing(lambda x: x), ops.counting())
+    return keyed, ANY, unordered(b), f"grouping_key(x%3).aggregate2({other.label} by x%3, summing, counting)"
 
 
-def _int_to_kv(b: _Builder, s: Any) -> tuple[Any, str, str]:
-    return s.map(lambda x: {"k": x % 3, "v": x}), KV, "map({k: x%3, v: x})"
+def _int_to_kv(b: _Builder, c: _Current) -> Result:
+    return c.stage.map(lambda x: {"k": x % 3, "v": x}), KV, keep(c), "map({k: x%3, v: x})"
 
 
 # -- transforms of {"k", "v"} stages -----------------------------------------------------------------------
 
-def _kv_map(b: _Builder, s: Any) -> tuple[Any, str, str]:
+def _kv_map(b: _Builder, c: _Current) -> Result:
     if b.draw(st.booleans()):
-        return s.map(lambda d: d["v"]), INT, "map(v)"
-    return s.map(lambda d: {"k": d["k"], "v": d["v"] * 2 + 1}), KV, "map(v*2+1)"
+        return c.stage.map(lambda d: d["v"]), INT, keep(c), "map(v)"
+    return c.stage.map(lambda d: {"k": d["k"], "v": d["v"] * 2 + 1}), KV, keep(c), "map(v*2+1)"
 
 
-def _kv_filter(b: _Builder, s: Any) -> tuple[Any, str, str]:
-    return s.filter(lambda d: d["v"] % 2 == 0), KV, "filter(v even)"
+def _kv_filter(b: _Builder, c: _Current) -> Result:
+    return c.stage.filter(lambda d: d["v"] % 2 == 0), KV, keep(c), "filter(v even)"
 
 
-_KV_OPS: dict[str, Callable[[], Any]] = {
-    "counting": ops.counting,
-    "summing": lambda: ops.summing("v"),
-    "max_by": lambda: ops.max_by("v"),
-    "to_list": ops.to_list,
-    "top_n": lambda: ops.top_n(2, "v"),
-    "averaging": lambda: ops.averaging("v"),
+_KV_OPS: dict[str, tuple[Callable[[], Any], bool]] = {
+    "counting": (ops.counting, False),
+    "summing": (lambda: ops.summing("v"), False),
+    "max_by": (lambda: ops.max_by(lambda d: (d["v"], d["k"])), False),
+    "to_list": (ops.to_list, True),
+    "top_n": (lambda: ops.top_n(2, lambda d: (d["v"], d["k"])), False),
+    "averaging": (lambda: ops.averaging("v"), False),
 }
 
 
-def _kv_keyed_aggregate(b: _Builder, s: Any) -> tuple[Any, str, str]:
-    name = b.draw(st.sampled_from(sorted(_KV_OPS)))
-    return s.grouping_key("k").aggregate(_KV_OPS[name]()), ANY, f"grouping_key(k).aggregate({name})"
+def _kv_keyed_aggregate(b: _Builder, c: _Current) -> Result:
+    name = _op_name(b, _KV_OPS, c.ordered)
+    return c.stage.grouping_key("k").aggregate(_KV_OPS[name][0]()), ANY, unordered(b), f"grouping_key(k).aggregate({name})"
 
 
-def _kv_aggregate(b: _Builder, s: Any) -> tuple[Any, str, str]:
-    name = b.draw(st.sampled_from(sorted(_KV_OPS)))
-    return s.aggregate(_KV_OPS[name]()), ANY, f"aggregate({name})"
+def _kv_aggregate(b: _Builder, c: _Current) -> Result:
+    name = _op_name(b, _KV_OPS, c.ordered)
+    return c.stage.aggregate(_KV_OPS[name][0]()), ANY, restart(b), f"aggregate({name})"
 
 
-def _kv_sort(b: _Builder, s: Any) -> tuple[Any, str, str]:
+def _kv_sort(b: _Builder, c: _Current) -> Result:
+    # ties (equal v, or equal k) are different items: their order is promised only if the input's is
+    order = restart(b) if c.ordered else unordered(b)
     if b.draw(st.booleans()):
-        return s.sort("v"), KV, "sort(v)"
-    return s.sort(lambda d: d["k"], reverse=True), KV, "sort(k, reverse=True)"
+        return c.stage.sort("v"), KV, order, "sort(v)"
+    return c.stage.sort(lambda d: d["k"], reverse=True), KV, order, "sort(k, reverse=True)"
 
 
-def _kv_distinct(b: _Builder, s: Any) -> tuple[Any, str, str]:
+def _kv_distinct(b: _Builder, c: _Current) -> Result:
+    if not c.ordered or b.draw(st.booleans()):
+        return c.stage.distinct(), KV, unordered(b), "distinct()"
+    return c.stage.grouping_key("k").distinct(), KV, unordered(b), "grouping_key(k).distinct()"
+
+
+def _kv_stateful(b: _Builder, c: _Current) -> Result:
     if b.draw(st.booleans()):
-        return s.distinct(), KV, "distinct()"
-    return s.grouping_key("k").distinct(), KV, "grouping_key(k).distinct()"
+        return (c.stage.grouping_key("k").rolling_aggregate(ops.summing("v")), ANY, unordered(b),
+                "grouping_key(k).rolling_aggregate(summing v)")
+    return (c.stage.grouping_key("k").map_stateful(lambda: 0, lambda n, k, d: (n + 1, {"k": k, "v": n + 1})), KV,
+            unordered(b), "grouping_key(k).map_stateful(nth of key)")
 
 
-def _kv_stateful(b: _Builder, s: Any) -> tuple[Any, str, str]:
-    if b.draw(st.booleans()):
-        return s.grouping_key("k").rolling_aggregate(ops.summing("v")), ANY, "grouping_key(k).rolling_aggregate(summing v)"
-    return (s.grouping_key("k").map_stateful(lambda: 0, lambda n, k, d: (n + 1, {"k": k, "v": n + 1})), KV,
-            "grouping_key(k).map_stateful(nth of key)")
+def _kv_merge(b: _Builder, c: _Current) -> Result:
+    other = b.source(KV)
+    return c.stage.merge(other.stage), KV, unordered(b), f"merge({other.label})"
 
 
-def _kv_merge(b: _Builder, s: Any) -> tuple[Any, str, str]:
-    other, name = b.source(KV)
-    return s.merge(other), KV, f"merge({name})"
-
-
-_TRANSFORMS: dict[str, list[Callable[[_Builder, Any], tuple[Any, str, str]]]] = {
-    INT: [_int_map, _int_map_to_none, _int_filter, _int_flat_map, _int_peek, _int_rebalance_map, _int_failing_map,
-          _int_map_stateful, _int_rolling, _int_sort, _int_distinct, _int_aggregate, _int_keyed_aggregate,
-          _int_merge, _int_join, _int_aggregate2, _int_to_kv],
-    KV: [_kv_map, _kv_filter, _kv_keyed_aggregate, _kv_aggregate, _kv_sort, _kv_distinct, _kv_stateful, _kv_merge],
+#: Transforms by the item type they take; the second list needs its input order promised. Hypothesis
+#: leans towards the first entries of a list, so the branching and stateful ones come first.
+_TRANSFORMS: dict[str, tuple[list[Callable[[_Builder, _Current], Result]], list[Callable[[_Builder, _Current], Result]]]] = {
+    INT: ([_int_merge, _int_join, _int_aggregate2, _int_flat_map, _int_failing_map, _int_keyed_aggregate,
+           _int_aggregate, _int_sort, _int_distinct, _int_map, _int_map_to_none, _int_filter, _int_peek,
+           _int_rebalance_map, _int_to_kv],
+          [_int_map_stateful, _int_rolling]),
+    KV: ([_kv_merge, _kv_keyed_aggregate, _kv_aggregate, _kv_sort, _kv_distinct, _kv_map, _kv_filter],
+         [_kv_stateful]),
 }
 
 
 @st.composite
 def batch_pipelines(draw: Callable[[Any], Any], max_steps: int = 5) -> GeneratedPipeline:
     """A random valid batch pipeline: a source, up to ``max_steps`` transforms, a sink at the end and
-    possibly sinks on intermediate stages (fan-out). See the module docstring."""
+    possibly sinks on intermediate stages (fan-out). See the module docstring and
+    :class:`GeneratedPipeline` for what an engine must match."""
     b = _Builder(draw, preserve_order=draw(st.booleans()))
-    item_type = draw(st.sampled_from([INT, KV]))
-    stage, label = b.source(item_type)
+    current = b.source(draw(st.sampled_from([INT, KV])))
     for _ in range(draw(st.integers(1, max_steps))):
-        if item_type == ANY:
+        if current.item_type == ANY:
             break  # results (tuples, lists, None) only go to a sink
-        b.earlier[item_type].append((stage, label))
-        transform = draw(st.sampled_from(_TRANSFORMS[item_type]))
-        stage, item_type, text = transform(b, stage)
+        b.earlier.append(current)
+        always, needing_order = _TRANSFORMS[current.item_type]
+        transform = draw(st.sampled_from(needing_order + always if current.ordered else always))
+        stage, item_type, (ordered, origin), text = transform(b, current)
         label = f"s{len(b.generated.steps)}"
         b.log(f"{label} = {text}")
+        current = _Current(stage, item_type, ordered, origin, label)
         if draw(st.integers(0, 4)) == 0:
-            b.sink(stage, label)  # an intermediate sink: this stage also feeds the next transform
-    b.sink(stage, label)
+            b.sink(current)  # an intermediate sink: this stage also feeds the next transform
+    b.sink(current)
     return b.generated

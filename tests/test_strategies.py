@@ -44,6 +44,8 @@ def test_every_generated_pipeline_is_a_json_able_definition_with_unique_sinks(g)
     assert len(set(g.sinks)) == len(g.sinks) >= 1
     sink_names = [n["args"]["sink"]["params"]["name"] for n in spec["nodes"] if n["op"] == "sink"]
     assert sorted(sink_names) == sorted(g.sinks)
+    assert set(g.exact_order) == set(g.sinks)
+    assert g.pipeline.preserve_order or not any(g.exact_order.values())  # no order is promised without it
     # design doc 008: an unkeyed rebalance would break a preserve_order pipeline (every sink is order-sensitive)
     if g.pipeline.preserve_order:
         assert all(r != "round_robin" for n in spec["nodes"] for r in n["rebalance"])
