@@ -167,3 +167,50 @@ def test_dead_letters_and_outputs_account_for_every_record(items):
     out = run_reference(p)
     assert len(out["out"]) + len(out["dead_letter:bad"]) == len(items)
     assert [r for r, _, _ in out["dead_letter:bad"]] == [x for x in items if x % 4 == 0]
+
+
+# -- the reference against a second, functional model on random stateless chains --------------------------
+
+#: Stateless steps as (kind, function) with the plain-Python meaning beside: the model below applies
+#: them as list comprehensions, the reference through a pipeline.
+_STATELESS_STEPS = [
+    ("map", lambda x: x * 2 - 3),
+    ("map", lambda x: None if x % 3 == 0 else x),
+    ("filter", lambda x: x % 2 == 0),
+    ("filter", lambda x: x > 0),
+    ("flat_map", lambda x: [x, -x]),
+    ("flat_map", lambda x: range(x % 3)),
+]
+
+
+def _model(items, steps):
+    for kind, fn in steps:
+        if kind == "map":
+            items = [y for y in (fn(x) for x in items) if y is not None]
+        elif kind == "filter":
+            items = [x for x in items if fn(x)]
+        else:
+            items = [y for x in items for y in fn(x)]
+    return items
+
+
+@FAST
+@given(int_items, st.lists(st.sampled_from(_STATELESS_STEPS), max_size=6))
+def test_a_random_stateless_chain_equals_its_list_comprehension_model_in_order(items, steps):
+    def build(stage):
+        for kind, fn in steps:
+            stage = getattr(stage, kind)(fn)
+        return stage
+
+    assert single(items, build) == _model(items, steps)
+
+
+def test_the_reference_imports_no_engine_code():
+    # An independent reference: only the public definition API, never the engine or its Python steps.
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse((Path(__file__).parent / "reference.py").read_text())
+    modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    modules |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert {m for m in modules if m and m.startswith(("jetspark", "pyspark"))} == {"jetspark"}
