@@ -310,7 +310,8 @@ _KV_OPS: dict[str, tuple[Callable[[], Any], bool]] = {
 
 def _kv_keyed_aggregate(b: _Builder, c: _Current) -> Result:
     name = _op_name(b, _KV_OPS, c.ordered)
-    return c.stage.grouping_key("k").aggregate(_KV_OPS[name][0]()), ANY, unordered(b), f"grouping_key(k).aggregate({name})"
+    stage = c.stage.grouping_key("k").aggregate(_KV_OPS[name][0]())
+    return stage, ANY, unordered(b), f"grouping_key(k).aggregate({name})"
 
 
 def _kv_aggregate(b: _Builder, c: _Current) -> Result:
@@ -347,7 +348,8 @@ def _kv_merge(b: _Builder, c: _Current) -> Result:
 
 #: Transforms by the item type they take; the second list needs its input order promised. Hypothesis
 #: leans towards the first entries of a list, so the branching and stateful ones come first.
-_TRANSFORMS: dict[str, tuple[list[Callable[[_Builder, _Current], Result]], list[Callable[[_Builder, _Current], Result]]]] = {
+Transform = Callable[[_Builder, _Current], Result]
+_TRANSFORMS: dict[str, tuple[list[Transform], list[Transform]]] = {
     INT: ([_int_merge, _int_join, _int_aggregate2, _int_flat_map, _int_failing_map, _int_keyed_aggregate,
            _int_aggregate, _int_sort, _int_distinct, _int_map, _int_map_to_none, _int_filter, _int_peek,
            _int_rebalance_map, _int_to_kv],
