@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import strategies as st
-from reference import run_reference
+from reference import as_multiset, as_sequence, run_reference
 
 from jetspark import AggregateOperations as ops
 from jetspark import JoinClause, Pipeline, Sinks, Sources
@@ -61,6 +61,21 @@ class GeneratedPipeline:
     def expected(self) -> dict[str, list[Any]]:
         """What every sink must receive: the reference's evaluation."""
         return run_reference(self.pipeline)
+
+    def mismatches(self, actual: dict[str, list[Any]], float_digits: int | None = 12) -> list[str]:
+        """How an engine's ``actual`` sink contents differ from the reference (empty when they match):
+        in order where ``exact_order`` promises it, as multisets elsewhere and for dead letters."""
+        expected, problems = self.expected(), []
+        for name in sorted(set(expected) | set(actual)):
+            want, got = expected.get(name), actual.get(name)
+            if want is None or got is None:
+                problems.append(f"{name}: {'unexpected' if want is None else 'missing'}")
+                continue
+            compare = as_sequence if self.exact_order.get(name, False) else as_multiset
+            if compare(want, float_digits) != compare(got, float_digits):
+                how = "in order" if compare is as_sequence else "as a multiset"
+                problems.append(f"{name}: expected {want!r}, got {got!r} ({how})")
+        return problems
 
     def __repr__(self) -> str:
         return (f"GeneratedPipeline(preserve_order={self.pipeline.preserve_order},\n  "

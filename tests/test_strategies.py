@@ -62,6 +62,20 @@ def test_the_reference_is_deterministic_and_fills_every_sink(g):
             assert all(error == "ZeroDivisionError" for _, _, error in records)  # the only failing function
 
 
+@FAST
+@given(batch_pipelines())
+def test_mismatches_accept_a_reordering_only_where_no_order_is_promised(g):
+    expected = g.expected()
+    assert g.mismatches(expected) == []
+    for name in g.sinks:
+        reordered = dict(expected)
+        reordered[name] = list(reversed(expected[name]))
+        if as_sequence(reordered[name]) == as_sequence(expected[name]):
+            continue  # a palindrome: no reordering to detect
+        assert bool(g.mismatches(reordered)) == g.exact_order[name]
+        assert g.mismatches({**expected, name: expected[name] + [object()]})  # an extra item never matches
+
+
 class _WorkerUnpickler(pickle.Unpickler):
     """Loads like a Spark worker would: the test modules are not importable there."""
 
