@@ -1,0 +1,461 @@
+"""The brute-force reference: evaluates a batch pipeline definition directly, slowly and plainly.
+
+Every engine (local, Spark batch, Spark streaming) is tested against :func:`run_reference` on the same
+pipeline. It reads the definition the way the JVM receives it (``Pipeline.to_spec()``) and writes every
+semantic out from API.md, item by item, in one thread. It deliberately imports nothing of the engine
+(nor ``jetspark._python_steps``): an independent reference is what makes a comparison mean something.
+
+Order. The reference emits items in the single-threaded encounter order, which is what
+``preserve_order=True`` promises at a sink for order-sensitive stages. Each item carries a sequence id:
+``(origin node id, offset)`` where its ordered stream starts (a source, or an order-producing stage such
+as sort or an aggregation), extended by ``(j,)`` for the j-th item a record fans out into (flat_map, a
+join with several matches). A merge emits its inputs' items by sequence id, ties in input order: for
+branches forked from one stream that is the "diamond" order of DESIGN.md (rows that took different
+branches do not overtake each other); between unrelated streams any order is legitimate and the
+reference simply takes the lower origin first. Comparisons without that promise use :func:`as_multiset`.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from collections.abc import Callable, Iterable
+from fractions import Fraction
+from typing import Any
+
+from jetspark import JobFailedError, Pipeline
+
+__all__ = ["as_multiset", "as_sequence", "canonical", "run_reference"]
+
+#: Marks a user call that is not about one record (create_fn, finish): its failure always fails the run.
+_NO_RECORD = object()
+
+
+def run_reference(pipeline: Pipeline) -> dict[str, list[Any]]:
+    """What each sink of a batch ``pipeline`` receives.
+
+    Returns ``{name: items}`` for every ``Sinks.list(name)`` (in encounter order) and
+    ``{"dead_letter:<name>": [(record, stage, error type name), ...]}`` for every
+    ``Sinks.dead_letter(name)`` a stage routes its failures to. A user function that raises on a record
+    fails the run with :class:`jetspark.JobFailedError` naming the stage, unless that stage has
+    ``on_error(Sinks.dead_letter(...))``: then the record and its error go to the dead-letter list and
+    the record has no further effect. Stream stages, DataFrame/file sources, Columns and non-list sinks
+    other than ``noop``/``console`` raise :class:`NotImplementedError`.
+    """
+    spec, objects = pipeline.to_spec()
+    run = _Run(objects)
+    for node in spec["nodes"]:  # ids are creation order, and a node's inputs always precede it
+        run.evaluate(node)
+    return run.results
+
+
+# ---------------------------------------------------------------------------------------------------
+# Comparing results
+
+
+def canonical(value: Any, float_digits: int | None = None) -> Any:
+    """A hashable, totally ordered-by-repr description of ``value`` that equal results share: sets and
+    dicts lose their iteration order, NaN equals NaN, types stay distinct (``1`` is not ``1.0``).
+    With ``float_digits``, floats are rounded to that many significant digits (for sums taken in
+    another order)."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ("float", "nan")
+        if float_digits is not None and value != 0 and not math.isinf(value):
+            value = float(f"{value:.{float_digits}g}")
+        return ("float", value)
+    if value is None or isinstance(value, (bool, int, str, bytes)):
+        return (type(value).__name__, value)
+    if isinstance(value, dict):
+        pairs = [(canonical(k, float_digits), canonical(v, float_digits)) for k, v in value.items()]
+        return ("dict", tuple(sorted(pairs, key=repr)))
+    if isinstance(value, (set, frozenset)):
+        return ("set", tuple(sorted((canonical(v, float_digits) for v in value), key=repr)))
+    if isinstance(value, tuple) and hasattr(value, "__fields__"):  # a pyspark Row
+        return ("Row", tuple((f, canonical(v, float_digits)) for f, v in zip(value.__fields__, value)))
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
+        return (type(value).__name__, tuple(canonical(v, float_digits) for v in value))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(canonical(v, float_digits) for v in value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (type(value).__name__, tuple((f.name, canonical(getattr(value, f.name), float_digits))
+                                            for f in dataclasses.fields(value)))
+    return ("repr", repr(value))
+
+
+def as_multiset(items: Iterable[Any], float_digits: int | None = None) -> list[str]:
+    """``items`` as a sorted list of canonical descriptions: equal for two results that hold the same
+    items any number of times in any order, also when the items are unhashable (dicts, lists, sets)."""
+    return sorted(repr(canonical(x, float_digits)) for x in items)
+
+
+def as_sequence(items: Iterable[Any], float_digits: int | None = None) -> list[str]:
+    """``items`` in their order as canonical descriptions: for exact comparisons that must also treat
+    NaN as equal to NaN and sets regardless of their iteration order."""
+    return [repr(canonical(x, float_digits)) for x in items]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Evaluation
+
+Seq = tuple  # a sequence id, see the module docstring
+Stream = list  # of (Seq, item) pairs
+
+
+class _Run:
+    def __init__(self, objects: list[Any]) -> None:
+        self.objects = objects
+        self.outputs: dict[int, Stream] = {}
+        self.results: dict[str, list[Any]] = {}
+
+    # -- plumbing ------------------------------------------------------------------------------------
+
+    def evaluate(self, node: dict[str, Any]) -> None:
+        if node["stream"]:
+            raise NotImplementedError(f"{_label(node)}: the reference evaluates batch pipelines only")
+        if node["on_error"] is not None:
+            self.results.setdefault(_dead_letter_key(node), [])
+        method = getattr(self, "_" + node["op"], None)
+        if method is None:
+            raise NotImplementedError(f"{_label(node)}: the reference has no '{node['op']}' transform")
+        inputs = [self.outputs[i] for i in node["inputs"]]
+        self.outputs[node["id"]] = method(node, node["args"], *inputs)
+
+    def call(self, node: dict[str, Any], record: Any, fn: Callable[..., Any], *args: Any) -> tuple[bool, Any]:
+        """Calls a user function for ``record``: ``(True, result)``, or ``(False, None)`` when it raised
+        and the stage sends failures to a dead letter. Without one, the run fails naming the stage."""
+        try:
+            return True, fn(*args)
+        except Exception as error:  # noqa: BLE001 - any user error is the record's failure
+            label = _label(node)
+            if record is not _NO_RECORD and node["on_error"] is not None:
+                self.results[_dead_letter_key(node)].append((record, label, type(error).__name__))
+                return False, None
+            about = "" if record is _NO_RECORD else f" on record {record!r}"
+            raise JobFailedError(f"stage '{label}' failed{about}: {type(error).__name__}: {error}",
+                                 stage=label) from error
+
+    def fn(self, ref: dict[str, Any]) -> Callable[..., Any]:
+        assert ref["kind"] == "python", ref
+        return self.objects[ref["ref"]]
+
+    def extractor(self, spec: dict[str, Any]) -> Callable[[Any], Any]:
+        """API.md: a field name reads a dict key, else an attribute (namedtuple, Row, dataclass); a
+        callable is called; a Column is the JVM's business and out of the reference's scope."""
+        if spec["kind"] == "field":
+            name = spec["name"]
+            return lambda item: item[name] if isinstance(item, dict) else getattr(item, name)
+        if spec["kind"] == "python":
+            return self.objects[spec["ref"]]
+        raise NotImplementedError(f"a {spec['kind']} extractor ({spec.get('name')}) is evaluated in the JVM; "
+                                  "the reference takes field names and callables")
+
+    def keyed(self, node: dict[str, Any], stream: Stream, ordinal: int = 0) -> list[tuple[Seq, Any, Any]]:
+        """``(seq, key, item)`` for each item whose key could be taken (others are the stage's failures)."""
+        key_of = self.extractor(node["keys"][ordinal])
+        out = []
+        for seq, item in stream:
+            ok, key = self.call(node, item, key_of, item)
+            if ok:
+                out.append((seq, key, item))
+        return out
+
+    # -- sources and sinks ---------------------------------------------------------------------------
+
+    def _source(self, node: dict[str, Any], args: dict[str, Any]) -> Stream:
+        source = args["source"]
+        if source["kind"] != "items":
+            raise NotImplementedError(f"{_label(node)}: the reference reads Sources.items only, not {source['kind']}")
+        items = self.objects[source["refs"]["items"]]
+        return [((node["id"], offset), item) for offset, item in enumerate(items)]
+
+    def _sink(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
+        sink = args["sink"]
+        if sink["kind"] == "list":
+            self.results.setdefault(sink["params"]["name"], []).extend(item for _, item in stream)
+        elif sink["kind"] not in ("noop", "console"):
+            raise NotImplementedError(f"{_label(node)}: the reference writes to list, noop and console sinks only")
+        return []
+
+    # -- stateless -----------------------------------------------------------------------------------
+
+    def _map(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
+        fn, out = self.fn(args["fn"]), []
+        for seq, item in stream:
+            ok, result = self.call(node, item, fn, item)
+            if ok and result is not None:  # Jet: a map that returns null emits nothing
+                out.append((seq, result))
+        return out
+
+    def _filter(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
+        fn, out = self.fn(args["fn"]), []
+        for seq, item in stream:
+            ok, keep = self.call(node, item, fn, item)
+            if ok and keep:
+                out.append((seq, item))
+        return out
+
+    def _flat_map(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
+        fn, out = self.fn(args["fn"]), []
+        for seq, item in stream:
+            # list() inside the call: an iterable that fails part-way fails the whole record
+            ok, results = self.call(node, item, lambda x: list(fn(x)), item)
+            if ok:
+                out.extend((seq + (j,), r) for j, r in enumerate(results))
+        return out
+
+    def _peek(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
+        # Peek logs (a side effect the reference does not reproduce); its formatter can still fail.
+        fn = str if args["fn"] is None else self.fn(args["fn"])
+        return [(seq, item) for seq, item in stream if self.call(node, item, fn, item)[0]]
+
+    def _merge(self, node: dict[str, Any], args: dict[str, Any], *streams: Stream) -> Stream:
+        # sorted() is stable: equal sequence ids (a record through both branches) keep input order.
+        return sorted((pair for stream in streams for pair in stream), key=lambda pair: pair[0])
+
+    # -- stateful, encounter order -------------------------------------------------------------------
+
+    def _map_stateful(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
+        create, fn = self.fn(args["create_fn"]), self.fn(args["fn"])
+        is_keyed = node["keys"][0] is not None
+        states: dict[Any, Any] = {}  # per grouping key; the global stage has the single key None
+        out = []
+        rows = self.keyed(node, stream) if is_keyed else [(seq, None, item) for seq, item in stream]
+        for seq, key, item in rows:
+            group = _group(key)
+            if group not in states:
+                states[group] = self.call(node, _NO_RECORD, create)[1]
+            call_args = (states[group], key, item) if is_keyed else (states[group], item)
+            ok, result = self.call(node, item, lambda *a: _pair(fn(*a)), *call_args)
+            if not ok:
+                continue  # a failed record leaves the state as it was
+            states[group], output = result
+            if output is not None:
+                out.append((seq, output))
+        return out
+
+    def _rolling_aggregate(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
+        is_keyed = node["keys"][0] is not None
+        aggregations: dict[Any, _Aggregation] = {}
+        out = []
+        rows = self.keyed(node, stream) if is_keyed else [(seq, None, item) for seq, item in stream]
+        for seq, key, item in rows:
+            group = _group(key)
+            if group not in aggregations:
+                aggregations[group] = _Aggregation(self, node, args["op"])
+            aggregation = aggregations[group]
+            if aggregation.add(item):
+                running = aggregation.result(final=False)
+                out.append((seq, (key, running) if is_keyed else running))
+        return out
+
+    # -- joins ---------------------------------------------------------------------------------------
+
+    def _hash_join(self, node: dict[str, Any], args: dict[str, Any], left: Stream, right: Stream,
+                   inner: bool = False) -> Stream:
+        left_key, right_key = self.extractor(args["clause"]["left_key"]), self.extractor(args["clause"]["right_key"])
+        mapper = self.fn(args["mapper"])
+        enriching = []  # (group, item) of the right side, in its encounter order
+        for _, item in right:
+            ok, key = self.call(node, item, right_key, item)
+            if ok:
+                enriching.append((_group(key), item))
+        out = []
+        for seq, item in left:
+            ok, key = self.call(node, item, left_key, item)
+            if not ok:
+                continue
+            matches = [r for group, r in enriching if group == _group(key)]
+            if not matches and inner:
+                continue
+            for j, match in enumerate(matches or [None]):  # hash_join: one output with None when unmatched
+                ok, result = self.call(node, item, mapper, item, match)
+                if ok and result is not None:  # like map: a None result emits nothing
+                    out.append((seq + (j,), result))
+        return out
+
+    def _inner_hash_join(self, node: dict[str, Any], args: dict[str, Any], left: Stream, right: Stream) -> Stream:
+        return self._hash_join(node, args, left, right, inner=True)
+
+    # -- order producers: their output starts a new ordered stream ---------------------------------
+
+    def _aggregate(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
+        if node["keys"][0] is None:
+            aggregation = _Aggregation(self, node, args["op"])
+            for _, item in stream:
+                aggregation.add(item)
+            return _origin(node, [aggregation.result(final=True)])  # one result, also over no items
+        groups = self.groups(node, stream, 0)
+        results = []
+        for key, items in groups.values():
+            aggregation = _Aggregation(self, node, args["op"])
+            for item in items:
+                aggregation.add(item)
+            results.append((key, aggregation.result(final=True)))
+        return _origin(node, results)
+
+    def _aggregate2(self, node: dict[str, Any], args: dict[str, Any], left: Stream, right: Stream) -> Stream:
+        def result(op: dict[str, Any], items: list[Any]) -> Any:
+            aggregation = _Aggregation(self, node, op)
+            for item in items:
+                aggregation.add(item)
+            return aggregation.result(final=True)
+
+        if node["keys"][0] is None:
+            return _origin(node, [(result(args["op0"], [i for _, i in left]),
+                                   result(args["op1"], [i for _, i in right]))])
+        left_groups, right_groups = self.groups(node, left, 0), self.groups(node, right, 1)
+        keys = {g: key for g, (key, _) in right_groups.items()}
+        keys.update({g: key for g, (key, _) in left_groups.items()})  # the left side's key object wins
+        order = list(left_groups) + [g for g in right_groups if g not in left_groups]
+        return _origin(node, [(keys[g], (result(args["op0"], left_groups.get(g, (None, []))[1]),
+                                         result(args["op1"], right_groups.get(g, (None, []))[1])))
+                              for g in order])
+
+    def groups(self, node: dict[str, Any], stream: Stream, ordinal: int) -> dict[Any, tuple[Any, list[Any]]]:
+        """group → (the first key object seen, its items in encounter order); groups in first-seen order."""
+        groups: dict[Any, tuple[Any, list[Any]]] = {}
+        for _, key, item in self.keyed(node, stream, ordinal):
+            groups.setdefault(_group(key), (key, []))[1].append(item)
+        return groups
+
+    def _distinct(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
+        # The first item of each key (the whole item for a non-keyed stage); it keeps its place.
+        rows = self.keyed(node, stream) if node["keys"][0] is not None else [(s, i, i) for s, i in stream]
+        seen: set[Any] = set()
+        out = []
+        for seq, key, item in rows:
+            if _group(key) not in seen:
+                seen.add(_group(key))
+                out.append((seq, item))
+        return out
+
+    def _sort(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
+        key_of = (lambda x: x) if args["key"] is None else self.extractor(args["key"])
+        keyed = []
+        for _, item in stream:
+            ok, key = self.call(node, item, key_of, item)
+            if ok:
+                keyed.append((key, item))
+        # Python's sort is stable, and reverse=True keeps equal keys in encounter order, as API.md asks.
+        ok, ordered = self.call(node, _NO_RECORD, lambda: sorted(keyed, key=lambda p: p[0], reverse=args["reverse"]))
+        return _origin(node, [item for _, item in ordered])
+
+
+class _Aggregation:
+    """One aggregate operation over the items added so far. Built-in operations keep the accepted items
+    (with their extracted values) and compute the result from that list each time it is asked for: slow,
+    and obviously what API.md says. A user-defined operation folds its own accumulator."""
+
+    def __init__(self, run: _Run, node: dict[str, Any], op: dict[str, Any]) -> None:
+        self.run, self.node, self.op = run, node, op
+        self.name = op["name"]
+        self.parts = [_Aggregation(run, node, part) for part in op.get("parts", [])]
+        self.extractors = [run.extractor(e) for e in op["extractors"]]
+        self.rows: list[tuple[Any, tuple[Any, ...]]] = []  # (item, extracted values)
+        if self.name == "custom":
+            self.functions = run.objects[op["ref"]]
+            self.acc = run.call(node, _NO_RECORD, self.functions["create"])[1]
+
+    def add(self, item: Any) -> bool:
+        """Adds ``item``; False when a user function failed on it (it went to the dead letter)."""
+        ok, staged = self.run.call(self.node, item, self._staged_add, item)
+        if ok:
+            staged()
+        return ok
+
+    def _staged_add(self, item: Any) -> Callable[[], None]:
+        """Does everything that can fail for ``item`` without changing this aggregation, and returns the
+        commit: so that a record that fails in one part of an all_of leaves every part as it was."""
+        if self.name == "all_of":
+            commits = [part._staged_add(item) for part in self.parts]
+
+            def commit_all() -> None:
+                for commit in commits:
+                    commit()
+            return commit_all
+        if self.name == "custom":
+            new_acc = self.functions["accumulate"](copy.deepcopy(self.acc), item)
+            return lambda: setattr(self, "acc", new_acc)
+        values = tuple(extract(item) for extract in self.extractors)
+        if self.name in ("summing", "averaging", "variance", "linear_trend"):
+            for v in values:
+                v + 0  # noqa: B018 - a value that is not a number fails on its own record
+        row = (item, values)
+        return lambda: self.rows.append(row)
+
+    def result(self, final: bool) -> Any:
+        """The result over the items so far: ``finish`` when ``final`` (the aggregation ends), else
+        ``export`` (a rolling aggregation's running result, which must not disturb the accumulator)."""
+        name, items = self.name, [item for item, _ in self.rows]
+        values = [v[0] for _, v in self.rows] if self.extractors else items
+        if name == "all_of":
+            return tuple(part.result(final) for part in self.parts)
+        if name == "custom":
+            f = self.functions
+            finisher = (f["finish"] or f["export"]) if final else f["export"]
+            snapshot = copy.deepcopy(self.acc)  # an emitted result must not change with later items
+            return snapshot if finisher is None else self.run.call(self.node, _NO_RECORD, finisher, snapshot)[1]
+        if name == "counting":
+            return len(items)
+        if name == "summing":
+            return sum(values)
+        if name == "averaging":
+            return sum(values) / len(values) if values else math.nan
+        if name == "variance":
+            if not values:
+                return math.nan
+            xs = [Fraction(float(v)) for v in values]  # values taken as doubles, then exact arithmetic
+            mean = sum(xs) / len(xs)
+            return float(sum((x - mean) ** 2 for x in xs) / len(xs))
+        if name == "linear_trend":
+            points = [(Fraction(x), Fraction(y)) for _, (x, y) in self.rows]
+            n = len(points)
+            sx, sy = sum(x for x, _ in points), sum(y for _, y in points)
+            sxy, sxx = sum(x * y for x, y in points), sum(x * x for x, _ in points)
+            denominator = n * sxx - sx * sx
+            return math.nan if denominator == 0 else float((n * sxy - sx * sy) / denominator)
+        if name in ("min_by", "max_by"):
+            best = None
+            for item, (v,) in self.rows:
+                # strict comparison: of equal values the first encountered stays
+                if best is None or (v < best[1] if name == "min_by" else v > best[1]):
+                    best = (item, v)
+            return None if best is None else best[0]
+        if name in ("top_n", "bottom_n"):
+            pairs = list(zip(items, values))
+            ranked = sorted(pairs, key=lambda p: p[1], reverse=name == "top_n")  # stable both ways
+            return [item for item, _ in ranked[: self.op["n"]]]
+        if name == "to_list":
+            return list(items)
+        if name == "to_set":
+            return set(items)
+        raise NotImplementedError(f"aggregate operation {name!r}")
+
+
+def _pair(result: Any) -> tuple[Any, Any]:
+    new_state, output = result  # map_stateful's fn must return (new_state, output)
+    return new_state, output
+
+
+def _group(key: Any) -> Any:
+    """The identity of a grouping/join key: the key itself where it is hashable (Python equality), else
+    its canonical description (keys compare by value, also dicts and lists)."""
+    try:
+        hash(key)
+        return ("value", key)
+    except TypeError:
+        return ("canonical", repr(canonical(key)))
+
+
+def _origin(node: dict[str, Any], items: list[Any]) -> Stream:
+    return [((node["id"], offset), item) for offset, item in enumerate(items)]
+
+
+def _label(node: dict[str, Any]) -> str:
+    return node["name"] or f"{node['op']}#{node['id']}"
+
+
+def _dead_letter_key(node: dict[str, Any]) -> str:
+    return "dead_letter:" + node["on_error"]["params"]["name"]

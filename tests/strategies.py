@@ -1,0 +1,397 @@
+"""Hypothesis strategies of random batch pipelines over random small inputs.
+
+:func:`batch_pipelines` draws a source (small ints, or dicts ``{"k": small int, "v": int}``), a chain of
+transforms from API.md applicable to the items at hand, optional branches (a merge with a fork of the
+same stream — the diamond — or with another source; joins; co-aggregation), optional
+``preserve_order``, and one or more ``Sinks.list`` sinks with unique names. Expected outputs come from
+:func:`reference.run_reference` (``GeneratedPipeline.expected()``).
+
+Every user function is a self-contained lambda over builtins only (parameters are bound through
+closures), so cloudpickle serializes it by value and a Spark worker can run it without importing this
+module. The drawn pipelines are valid by construction: an unkeyed ``rebalance()`` appears only without
+``preserve_order`` and only before a stateless stage (design doc 008's rules); failing functions appear
+only on stages that route failures to a dead letter. They are also determined by their definition: a
+stage whose result depends on encounter order (map_stateful, rolling_aggregate, to_list, a keyed
+distinct, a sort's ties) is drawn only where that order is promised (see :class:`GeneratedPipeline`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import strategies as st
+from reference import as_multiset, as_sequence, run_reference
+
+from jetspark import AggregateOperations as ops
+from jetspark import JoinClause, Pipeline, Sinks, Sources
+
+__all__ = ["GeneratedPipeline", "batch_pipelines", "int_items", "kv_items"]
+
+#: Item types a stage can carry: ints, {"k", "v"} dicts, or anything else (results), which only a sink takes.
+INT, KV, ANY = "int", "kv", "any"
+
+int_items = st.lists(st.integers(-5, 20), max_size=12)
+"""Random small int inputs (repeats likely, so ties, duplicates and shared keys are common)."""
+
+kv_items = st.lists(st.fixed_dictionaries({"k": st.integers(0, 3), "v": st.integers(-5, 20)}), max_size=12)
+"""Random ``{"k": key, "v": value}`` inputs with few distinct keys."""
+
+
+@dataclass
+class GeneratedPipeline:
+    """A drawn pipeline with what a test needs to know about it: its list sinks, the dead letters its
+    failing stages use, which sinks' order the definition promises, and a readable description of how it
+    was built (shown when a test fails).
+
+    Every sink's items *as a multiset* are determined by the definition (order-sensitive stages are only
+    drawn where their input order is promised), so an engine must match :func:`reference.as_multiset` of
+    :meth:`expected` on every sink. Where ``exact_order[sink]`` is true (preserve_order is on and nothing
+    between the sink and where its ordered stream starts mixes orders: no keyed stage, join, unrelated
+    merge or keyed rebalance) the engine must also match the order. Dead letters compare as multisets.
+    """
+
+    pipeline: Pipeline
+    sinks: list[str] = field(default_factory=list)
+    dead_letters: list[str] = field(default_factory=list)
+    exact_order: dict[str, bool] = field(default_factory=dict)
+    steps: list[str] = field(default_factory=list)
+
+    def expected(self) -> dict[str, list[Any]]:
+        """What every sink must receive: the reference's evaluation."""
+        return run_reference(self.pipeline)
+
+    def mismatches(self, actual: dict[str, list[Any]], float_digits: int | None = 12) -> list[str]:
+        """How an engine's ``actual`` sink contents differ from the reference (empty when they match):
+        in order where ``exact_order`` promises it, as multisets elsewhere and for dead letters."""
+        expected, problems = self.expected(), []
+        for name in sorted(set(expected) | set(actual)):
+            want, got = expected.get(name), actual.get(name)
+            if want is None or got is None:
+                problems.append(f"{name}: {'unexpected' if want is None else 'missing'}")
+                continue
+            compare = as_sequence if self.exact_order.get(name, False) else as_multiset
+            if compare(want, float_digits) != compare(got, float_digits):
+                how = "in order" if compare is as_sequence else "as a multiset"
+                problems.append(f"{name}: expected {want!r}, got {got!r} ({how})")
+        return problems
+
+    def __repr__(self) -> str:
+        return (f"GeneratedPipeline(preserve_order={self.pipeline.preserve_order},\n  "
+                + "\n  ".join(self.steps) + "\n)")
+
+
+@dataclass
+class _Current:
+    """A stage while drawing: its item type, whether its total order is promised (``ordered``), and the
+    id of the stage where that ordered stream starts (a source or an order producer): two branches of
+    one origin merge in sequence order (the diamond)."""
+
+    stage: Any
+    item_type: str
+    ordered: bool
+    origin: int
+    label: str
+
+
+class _Builder:
+    """Draws one pipeline: the current stage, and earlier ones to branch from."""
+
+    def __init__(self, draw: Callable[[Any], Any], preserve_order: bool) -> None:
+        self.draw = draw
+        self.generated = GeneratedPipeline(Pipeline.create(preserve_order))
+        self.p = self.generated.pipeline
+        self.earlier: list[_Current] = []
+        self.origins = 0
+
+    def log(self, text: str) -> None:
+        self.generated.steps.append(text)
+
+    def new_origin(self) -> int:
+        self.origins += 1
+        return self.origins
+
+    def source(self, item_type: str) -> _Current:
+        items = self.draw(int_items if item_type == INT else kv_items)
+        name = f"src{len(self.generated.steps)}"
+        self.log(f"{name} = items({items!r})")
+        stage = self.p.read_from(Sources.items(items)).set_name(name)
+        return _Current(stage, item_type, self.p.preserve_order, self.new_origin(), name)
+
+    def sink(self, current: _Current) -> None:
+        name = f"out{len(self.generated.sinks)}"
+        self.generated.sinks.append(name)
+        self.generated.exact_order[name] = current.ordered
+        self.log(f"{current.label} -> list({name!r})")
+        current.stage.write_to(Sinks.list(name))
+
+    def dead_letter(self) -> Any:
+        name = f"dl{len(self.generated.dead_letters)}"
+        self.generated.dead_letters.append(name)
+        return Sinks.dead_letter(name)
+
+
+# Each transform takes the builder and the current stage and returns (new stage, item type, ordered,
+# origin, description). ``keep(c)`` / ``unordered`` / ``restart(b)`` say what happens to order.
+
+def keep(c: _Current) -> tuple[bool, int]:
+    """A stateless or global order-keeping stage: the order stays as promised as it was."""
+    return c.ordered, c.origin
+
+
+def unordered(b: _Builder) -> tuple[bool, int]:
+    """A stage whose output order is not promised (keyed stages, joins, shuffles)."""
+    return False, b.new_origin()
+
+
+def restart(b: _Builder) -> tuple[bool, int]:
+    """An order producer (sort, global aggregation): a new ordered stream when order is preserved."""
+    return b.p.preserve_order, b.new_origin()
+
+
+Result = tuple[Any, str, tuple[bool, int], str]
+
+# Extractors are tie-free where ties would make a result depend on an order nobody promised: max_by and
+# top_n rank by the whole value, so tied items are equal items.
+
+
+def _int_map(b: _Builder, c: _Current) -> Result:
+    a, d = b.draw(st.integers(1, 3)), b.draw(st.integers(-2, 2))
+    return c.stage.map(lambda x: x * a + d), INT, keep(c), f"map(x*{a}{d:+d})"
+
+
+def _int_map_to_none(b: _Builder, c: _Current) -> Result:
+    m = b.draw(st.integers(2, 4))
+    return c.stage.map(lambda x: None if x % m == 0 else x + 1), INT, keep(c), f"map(None if x%{m}==0 else x+1)"
+
+
+def _int_filter(b: _Builder, c: _Current) -> Result:
+    m = b.draw(st.integers(2, 3))
+    return c.stage.filter(lambda x: x % m == 0), INT, keep(c), f"filter(x%{m}==0)"
+
+
+def _int_flat_map(b: _Builder, c: _Current) -> Result:
+    if b.draw(st.booleans()):
+        return c.stage.flat_map(lambda x: [x, x + 1]), INT, keep(c), "flat_map([x, x+1])"
+    return c.stage.flat_map(lambda x: [x] * (x % 3)), INT, keep(c), "flat_map([x]*(x%3))"
+
+
+def _int_peek(b: _Builder, c: _Current) -> Result:
+    return c.stage.peek(), INT, keep(c), "peek()"
+
+
+def _int_rebalance_map(b: _Builder, c: _Current) -> Result:
+    # An unkeyed rebalance reorders; with preserve_order in front of a sink that is a definition error.
+    if b.p.preserve_order or b.draw(st.booleans()):
+        return c.stage.rebalance(lambda x: x % 3).map(lambda x: x - 1), INT, unordered(b), "rebalance(x%3).map(x-1)"
+    return c.stage.rebalance().map(lambda x: x - 1), INT, unordered(b), "rebalance().map(x-1)"
+
+
+def _int_failing_map(b: _Builder, c: _Current) -> Result:
+    m = b.draw(st.integers(3, 5))
+    stage = c.stage.map(lambda x: 60 // (x % m)).on_error(b.dead_letter())
+    return stage, INT, keep(c), f"map(60//(x%{m})).on_error(dead_letter)"
+
+
+def _int_map_stateful(b: _Builder, c: _Current) -> Result:
+    if b.draw(st.booleans()):
+        # running total, emitted only when it is even
+        return (c.stage.map_stateful(lambda: 0, lambda t, x: (t + x, t + x if (t + x) % 2 == 0 else None)), INT,
+                keep(c), "map_stateful(running total, even only)")
+    # per key x%3: the how-many-th item of its key this is, folded into the item
+    return (c.stage.grouping_key(lambda x: x % 3).map_stateful(lambda: 0, lambda n, k, x: (n + 1, x * 10 + n + 1)),
+            INT, unordered(b), "grouping_key(x%3).map_stateful(x*10 + nth of key)")
+
+
+def _int_rolling(b: _Builder, c: _Current) -> Result:
+    choice = b.draw(st.sampled_from(["count", "sum", "keyed"]))
+    if choice == "count":
+        return c.stage.rolling_aggregate(ops.counting()), INT, keep(c), "rolling_aggregate(counting)"
+    if choice == "sum":
+        return c.stage.rolling_aggregate(ops.summing(lambda x: x)), INT, keep(c), "rolling_aggregate(summing)"
+    return (c.stage.grouping_key(lambda x: x % 3).rolling_aggregate(ops.max_by(lambda x: x)), ANY, unordered(b),
+            "grouping_key(x%3).rolling_aggregate(max_by)")
+
+
+def _int_sort(b: _Builder, c: _Current) -> Result:
+    if b.draw(st.booleans()):
+        return c.stage.sort(), INT, restart(b), "sort()"
+    reverse = b.draw(st.booleans())
+    # ties of x%3 are different items: their order is the input's, promised only if the input's is
+    order = restart(b) if c.ordered else unordered(b)
+    return c.stage.sort(lambda x: x % 3, reverse=reverse), INT, order, f"sort(x%3, reverse={reverse})"
+
+
+def _int_distinct(b: _Builder, c: _Current) -> Result:
+    if not c.ordered or b.draw(st.booleans()):
+        return c.stage.distinct(), INT, unordered(b), "distinct()"  # equal items: which one is kept is moot
+    # the first item of each key depends on the order: drawn only where it is promised
+    return c.stage.grouping_key(lambda x: x % 4).distinct(), INT, unordered(b), "grouping_key(x%4).distinct()"
+
+
+#: name -> (operation factory, whether its result depends on encounter order)
+_INT_OPS: dict[str, tuple[Callable[[], Any], bool]] = {
+    "counting": (ops.counting, False),
+    "summing": (lambda: ops.summing(lambda x: x), False),
+    "max_by": (lambda: ops.max_by(lambda x: x), False),
+    "to_list": (ops.to_list, True),
+    "top_n": (lambda: ops.top_n(2), False),
+    "all_of": (lambda: ops.all_of(ops.counting(), ops.bottom_n(2, lambda x: -x)), False),
+}
+
+
+def _op_name(b: _Builder, table: dict[str, tuple[Callable[[], Any], bool]], ordered: bool) -> str:
+    return b.draw(st.sampled_from(sorted(name for name, (_, sensitive) in table.items() if ordered or not sensitive)))
+
+
+def _int_aggregate(b: _Builder, c: _Current) -> Result:
+    name = _op_name(b, _INT_OPS, c.ordered)
+    result_type = INT if name in ("counting", "summing") else ANY
+    return c.stage.aggregate(_INT_OPS[name][0]()), result_type, restart(b), f"aggregate({name})"
+
+
+def _int_keyed_aggregate(b: _Builder, c: _Current) -> Result:
+    m = b.draw(st.integers(2, 4))
+    name = _op_name(b, _INT_OPS, c.ordered)
+    stage = c.stage.grouping_key(lambda x: x % m).aggregate(_INT_OPS[name][0]())
+    if name == "counting" and b.draw(st.booleans()):
+        return stage.map(lambda kv: kv[1]), INT, unordered(b), f"grouping_key(x%{m}).aggregate(counting).map(count)"
+    return stage, ANY, unordered(b), f"grouping_key(x%{m}).aggregate({name})"
+
+
+def _int_merge(b: _Builder, c: _Current) -> Result:
+    forks = [e for e in b.earlier if e.item_type == INT]
+    if forks and b.draw(st.booleans()):
+        # the diamond: a fork of an earlier stage, changed on its way; in sequence order when both
+        # branches are ordered from one origin
+        fork = b.draw(st.sampled_from(forks))
+        diamond = c.ordered and fork.ordered and fork.origin == c.origin
+        order = (True, c.origin) if diamond else unordered(b)
+        return c.stage.merge(fork.stage.map(lambda x: x + 100)), INT, order, f"merge({fork.label}.map(x+100))"
+    other = b.source(INT)
+    return c.stage.merge(other.stage), INT, unordered(b), f"merge({other.label})"  # unrelated streams interleave
+
+
+def _int_join(b: _Builder, c: _Current) -> Result:
+    right = b.source(KV)
+    clause = JoinClause.on(lambda x: x % 4, "k")
+    # the order of one item's several matches is not promised (the enriching side is collected first)
+    if b.draw(st.booleans()):
+        return (c.stage.hash_join(right.stage, clause, lambda x, r: x if r is None else x + r["v"]), INT,
+                unordered(b), f"hash_join({right.label}, x%4 = k, x + v or x)")
+    return (c.stage.inner_hash_join(right.stage, clause, lambda x, r: x * 100 + r["v"]), INT, unordered(b),
+            f"inner_hash_join({right.label}, x%4 = k)")
+
+
+def _int_aggregate2(b: _Builder, c: _Current) -> Result:
+    other = b.source(INT)
+    if c.ordered and b.draw(st.booleans()):
+        return (c.stage.aggregate2(other.stage, ops.to_list(), ops.counting()), ANY, restart(b),
+                f"aggregate2({other.label}, to_list, counting)")
+    if b.draw(st.booleans()):
+        return (c.stage.aggregate2(other.stage, ops.counting(), ops.summing(lambda x: x)), ANY, restart(b),
+                f"aggregate2({other.label}, counting, summing)")
+    keyed = c.stage.grouping_key(lambda x: x % 3).aggregate2(
+        other.stage.grouping_key(lambda x: x % 3), ops.summing(lambda x: x), ops.counting())
+    return keyed, ANY, unordered(b), f"grouping_key(x%3).aggregate2({other.label} by x%3, summing, counting)"
+
+
+def _int_to_kv(b: _Builder, c: _Current) -> Result:
+    return c.stage.map(lambda x: {"k": x % 3, "v": x}), KV, keep(c), "map({k: x%3, v: x})"
+
+
+# -- transforms of {"k", "v"} stages -----------------------------------------------------------------------
+
+def _kv_map(b: _Builder, c: _Current) -> Result:
+    if b.draw(st.booleans()):
+        return c.stage.map(lambda d: d["v"]), INT, keep(c), "map(v)"
+    return c.stage.map(lambda d: {"k": d["k"], "v": d["v"] * 2 + 1}), KV, keep(c), "map(v*2+1)"
+
+
+def _kv_filter(b: _Builder, c: _Current) -> Result:
+    return c.stage.filter(lambda d: d["v"] % 2 == 0), KV, keep(c), "filter(v even)"
+
+
+_KV_OPS: dict[str, tuple[Callable[[], Any], bool]] = {
+    "counting": (ops.counting, False),
+    "summing": (lambda: ops.summing("v"), False),
+    "max_by": (lambda: ops.max_by(lambda d: (d["v"], d["k"])), False),
+    "to_list": (ops.to_list, True),
+    "top_n": (lambda: ops.top_n(2, lambda d: (d["v"], d["k"])), False),
+    "averaging": (lambda: ops.averaging("v"), False),
+}
+
+
+def _kv_keyed_aggregate(b: _Builder, c: _Current) -> Result:
+    name = _op_name(b, _KV_OPS, c.ordered)
+    stage = c.stage.grouping_key("k").aggregate(_KV_OPS[name][0]())
+    return stage, ANY, unordered(b), f"grouping_key(k).aggregate({name})"
+
+
+def _kv_aggregate(b: _Builder, c: _Current) -> Result:
+    name = _op_name(b, _KV_OPS, c.ordered)
+    return c.stage.aggregate(_KV_OPS[name][0]()), ANY, restart(b), f"aggregate({name})"
+
+
+def _kv_sort(b: _Builder, c: _Current) -> Result:
+    # ties (equal v, or equal k) are different items: their order is promised only if the input's is
+    order = restart(b) if c.ordered else unordered(b)
+    if b.draw(st.booleans()):
+        return c.stage.sort("v"), KV, order, "sort(v)"
+    return c.stage.sort(lambda d: d["k"], reverse=True), KV, order, "sort(k, reverse=True)"
+
+
+def _kv_distinct(b: _Builder, c: _Current) -> Result:
+    if not c.ordered or b.draw(st.booleans()):
+        return c.stage.distinct(), KV, unordered(b), "distinct()"
+    return c.stage.grouping_key("k").distinct(), KV, unordered(b), "grouping_key(k).distinct()"
+
+
+def _kv_stateful(b: _Builder, c: _Current) -> Result:
+    if b.draw(st.booleans()):
+        return (c.stage.grouping_key("k").rolling_aggregate(ops.summing("v")), ANY, unordered(b),
+                "grouping_key(k).rolling_aggregate(summing v)")
+    return (c.stage.grouping_key("k").map_stateful(lambda: 0, lambda n, k, d: (n + 1, {"k": k, "v": n + 1})), KV,
+            unordered(b), "grouping_key(k).map_stateful(nth of key)")
+
+
+def _kv_merge(b: _Builder, c: _Current) -> Result:
+    other = b.source(KV)
+    return c.stage.merge(other.stage), KV, unordered(b), f"merge({other.label})"
+
+
+#: Transforms by the item type they take; the second list needs its input order promised. Hypothesis
+#: leans towards the first entries of a list, so the branching and stateful ones come first.
+Transform = Callable[[_Builder, _Current], Result]
+_TRANSFORMS: dict[str, tuple[list[Transform], list[Transform]]] = {
+    INT: ([_int_merge, _int_join, _int_aggregate2, _int_flat_map, _int_failing_map, _int_keyed_aggregate,
+           _int_aggregate, _int_sort, _int_distinct, _int_map, _int_map_to_none, _int_filter, _int_peek,
+           _int_rebalance_map, _int_to_kv],
+          [_int_map_stateful, _int_rolling]),
+    KV: ([_kv_merge, _kv_keyed_aggregate, _kv_aggregate, _kv_sort, _kv_distinct, _kv_map, _kv_filter],
+         [_kv_stateful]),
+}
+
+
+@st.composite
+def batch_pipelines(draw: Callable[[Any], Any], max_steps: int = 5) -> GeneratedPipeline:
+    """A random valid batch pipeline: a source, up to ``max_steps`` transforms, a sink at the end and
+    possibly sinks on intermediate stages (fan-out). See the module docstring and
+    :class:`GeneratedPipeline` for what an engine must match."""
+    b = _Builder(draw, preserve_order=draw(st.booleans()))
+    current = b.source(draw(st.sampled_from([INT, KV])))
+    for _ in range(draw(st.integers(1, max_steps))):
+        if current.item_type == ANY:
+            break  # results (tuples, lists, None) only go to a sink
+        b.earlier.append(current)
+        always, needing_order = _TRANSFORMS[current.item_type]
+        transform = draw(st.sampled_from(needing_order + always if current.ordered else always))
+        stage, item_type, (ordered, origin), text = transform(b, current)
+        label = f"s{len(b.generated.steps)}"
+        b.log(f"{label} = {text}")
+        current = _Current(stage, item_type, ordered, origin, label)
+        if draw(st.integers(0, 4)) == 0:
+            b.sink(current)  # an intermediate sink: this stage also feeds the next transform
+    b.sink(current)
+    return b.generated
