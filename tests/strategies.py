@@ -375,18 +375,28 @@ _TRANSFORMS: dict[str, tuple[list[Transform], list[Transform]]] = {
 
 
 @st.composite
-def batch_pipelines(draw: Callable[[Any], Any], max_steps: int = 5) -> GeneratedPipeline:
+def batch_pipelines(draw: Callable[[Any], Any], max_steps: int = 5, allowed: frozenset[str] | None = None,
+                    preserve_order: bool | None = None) -> GeneratedPipeline:
     """A random valid batch pipeline: a source, up to ``max_steps`` transforms, a sink at the end and
     possibly sinks on intermediate stages (fan-out). See the module docstring and
-    :class:`GeneratedPipeline` for what an engine must match."""
-    b = _Builder(draw, preserve_order=draw(st.booleans()))
+    :class:`GeneratedPipeline` for what an engine must match.
+
+    ``allowed`` limits the transforms to those named (``"map"``, ``"keyed_aggregate"``, ...: the names of
+    the step functions here without their item-type prefix), for an engine that runs only some;
+    ``preserve_order`` fixes that choice instead of drawing it."""
+    b = _Builder(draw, preserve_order=draw(st.booleans()) if preserve_order is None else preserve_order)
     current = b.source(draw(st.sampled_from([INT, KV])))
     for _ in range(draw(st.integers(1, max_steps))):
         if current.item_type == ANY:
             break  # results (tuples, lists, None) only go to a sink
         b.earlier.append(current)
         always, needing_order = _TRANSFORMS[current.item_type]
-        transform = draw(st.sampled_from(needing_order + always if current.ordered else always))
+        candidates = needing_order + always if current.ordered else always
+        if allowed is not None:
+            candidates = [t for t in candidates if t.__name__.split("_", 2)[2] in allowed]
+            if not candidates:
+                break
+        transform = draw(st.sampled_from(candidates))
         stage, item_type, (ordered, origin), text = transform(b, current)
         label = f"s{len(b.generated.steps)}"
         b.log(f"{label} = {text}")

@@ -40,14 +40,12 @@ class StepFailedError(Exception):
     """A user function raised on a record; the message names the stage and the record."""
 
 
-class _Failed(Exception):
-    def __init__(self, step: Step, record: Any, error: BaseException) -> None:
-        self.step, self.record, self.error = step, record, error
-
-
-def run_steps(steps: list[Step], item: Any) -> list[Any]:
-    """What the chain emits for one item, step by step (a plain loop: the reference semantics)."""
+def run_steps(steps: list[Step], item: Any) -> tuple[list[Any], list[DeadLetter]]:
+    """What the chain emits for one item, step by step (a plain loop: the reference semantics), and the
+    dead letters of records that a stage routed to a dead-letter sink failed on. A failure affects only
+    the record it happened on; one in a stage without a dead-letter sink raises StepFailedError."""
     items = [item]
+    letters: list[DeadLetter] = []
     for step in steps:
         produced: list[Any] = []
         for x in items:
@@ -67,9 +65,11 @@ def run_steps(steps: list[Step], item: Any) -> list[Any]:
                 else:
                     raise ValueError(f"unknown step kind {step.kind!r}")
             except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
-                raise _Failed(step, x, e) from e
+                if not step.dead_letter:
+                    raise StepFailedError(f"stage '{step.stage}' failed on record {x!r}: {type(e).__name__}: {e}") from e
+                letters.append(DeadLetter(x, step.stage, f"{type(e).__name__}: {e}"))
         items = produced
-    return items
+    return items, letters
 
 
 def chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Iterator[Any]]:
@@ -83,18 +83,13 @@ def chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Iterator[Any]
             out: list[bytes] = []
             failures: list[str | None] = []
             for raw in batch.column(0).to_pylist():
-                try:
-                    for result in run_steps(steps, pickle.loads(raw)):
-                        out.append(pickle.dumps(result, protocol=PICKLE_PROTOCOL))
-                        failures.append(None)
-                except _Failed as f:
-                    if not f.step.dead_letter:
-                        raise StepFailedError(
-                            f"stage '{f.step.stage}' failed on record {f.record!r}: "
-                            f"{type(f.error).__name__}: {f.error}") from f.error
-                    letter = DeadLetter(f.record, f.step.stage, f"{type(f.error).__name__}: {f.error}")
+                results, letters = run_steps(steps, pickle.loads(raw))
+                for result in results:
+                    out.append(pickle.dumps(result, protocol=PICKLE_PROTOCOL))
+                    failures.append(None)
+                for letter in letters:
                     out.append(pickle.dumps(letter, protocol=PICKLE_PROTOCOL))
-                    failures.append(f.step.stage)
+                    failures.append(letter.stage)
             yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary()), pa.array(failures, pa.string())],
                                              names=[ITEM, FAILURE])
 

@@ -147,6 +147,12 @@ class Pipeline:
 
         return str(_jvm.call(_planner().toDot, self.to_json(), parallelism or 0))
 
+    def to_mermaid(self, parallelism: int | None = None) -> str:
+        """The same plan as a Mermaid flowchart, which GitHub and most Markdown viewers draw inline."""
+        from jetspark import _jvm
+
+        return str(_jvm.call(_planner().toMermaid, self.to_json(), parallelism or 0))
+
     def __repr__(self) -> str:
         return f"Pipeline({len(self._nodes)} stages, preserve_order={self._preserve_order})"
 

@@ -54,6 +54,9 @@ final class Pipeline private (private var preserveOrderValue: Boolean) {
 
   private[pipeline] def add[T <: Transform](t: T): T = {
     t.idValue = transformsBuffer.size
+    // Names identify stages in plans, errors, metrics and dead letters: a second `map` is `map-2`.
+    val taken = transformsBuffer.iterator.map(_.name).toSet
+    if (taken(t.name)) t.name = Iterator.from(2).map(i => s"${t.name}-$i").find(!taken(_)).get
     transformsBuffer += t
     t
   }

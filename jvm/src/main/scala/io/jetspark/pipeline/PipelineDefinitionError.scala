@@ -7,6 +7,8 @@ final class PipelineDefinitionError(val stage: String, val rule: String, val det
     extends RuntimeException(s"stage '$stage' breaks rule '$rule': $detail")
 
 object PipelineDefinitionError {
+  /** Two stages have the same name (names identify stages in errors, metrics and dead letters). */
+  val UniqueStageNames = "unique-stage-names"
   /** A stage that is not a sink has nothing attached downstream. */
   val UnattachedStage = "unattached-stage"
   /** A stream source was read without choosing timestamps (withTimestamps, withNativeTimestamps, ...). */

@@ -81,9 +81,7 @@ final case class PhysicalDag(vertices: Seq[Vertex], edges: Seq[Edge], preserveOr
     def quote(s: String) = "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n") + "\""
     val out = new StringBuilder("digraph jetspark {\n  rankdir=TB;\n  node [shape=box];\n")
     vertices.foreach { v =>
-      val lines = Seq(v.name, s"parallelism ${v.localParallelism}", v.description.describe) ++
-        (if (v.fusedChain.size > 1) Seq(s"fused: ${v.fusedChain.mkString(" -> ")}") else Nil) ++
-        (if (v.assignsSequence) Seq("assigns sequence ids") else Nil)
+      val lines = vertexLines(v)
       val style = if (v.assignsSequence) ", style=bold" else ""
       out ++= s"  ${quote(v.name)} [label=${quote(lines.mkString("\n"))}$style];\n"
     }
@@ -94,6 +92,26 @@ final case class PhysicalDag(vertices: Seq[Vertex], edges: Seq[Edge], preserveOr
     out ++= "}\n"
     out.result()
   }
+
+  /** The same plan as a Mermaid flowchart (rendered inline by GitHub and most Markdown viewers):
+    * distributed edges solid, local and isolated edges dotted.
+    */
+  def toMermaid(): String = {
+    def quote(s: String) = "\"" + s.replace("\"", "#quot;") + "\""
+    val ids = vertices.map(_.name).zipWithIndex.map { case (name, i) => name -> s"v$i" }.toMap
+    val out = new StringBuilder("flowchart TB\n")
+    vertices.foreach(v => out ++= s"  ${ids(v.name)}[${quote(vertexLines(v).mkString("<br/>"))}]\n")
+    edges.foreach { e =>
+      val arrow = if (e.kind.isDistributed) s"-- ${quote(edgeLabel(e))} -->" else s"-. ${quote(edgeLabel(e))} .->"
+      out ++= s"  ${ids(e.from)} $arrow ${ids(e.to)}\n"
+    }
+    out.result()
+  }
+
+  private def vertexLines(v: Vertex): Seq[String] =
+    Seq(v.name, s"parallelism ${v.localParallelism}", v.description.describe) ++
+      (if (v.fusedChain.size > 1) Seq(s"fused: ${v.fusedChain.mkString(" -> ")}") else Nil) ++
+      (if (v.assignsSequence) Seq("assigns sequence ids") else Nil)
 
   private def edgeLabel(e: Edge): String =
     Seq(s"${e.fromOrdinal}->${e.toOrdinal} ${e.kind.describe}") ++

@@ -20,7 +20,14 @@ private[plan] object Validation {
     transforms.foreach(requireTimestampsForWindow)
     transforms.foreach(requireUnaryOperations)
     transforms.foreach(requireDeadLetterSink)
+    requireUniqueNames(transforms)
   }
+
+  private def requireUniqueNames(transforms: Seq[Transform]): Unit =
+    transforms.groupBy(_.name).collectFirst { case (_, Seq(first, second, _*)) => (first, second) }.foreach {
+      case (first, second) => fail(second, UniqueStageNames,
+        s"stages #${first.id} and #${second.id} are both named '${second.name}'; names identify stages in errors, metrics and dead letters")
+    }
 
   private def fail(t: Transform, rule: String, detail: String): Nothing = throw new PipelineDefinitionError(t.name, rule, detail)
 

@@ -21,6 +21,9 @@ object PythonBridge {
   /** The same plan as Graphviz DOT. */
   def toDot(spec: String, parallelism: Int): String = plan(spec, parallelism).toDot()
 
+  /** The same plan as a Mermaid flowchart. */
+  def toMermaid(spec: String, parallelism: Int): String = plan(spec, parallelism).toMermaid()
+
   /** Plans a batch pipeline for the Spark engine. `objects` holds what the spec's `ref`s number: item
     * pickles for `Sources.items`, and null where a Python callable stays in Python.
     */

@@ -17,6 +17,16 @@ class ValidationTest extends AnyFunSuite {
     error
   }
 
+  test("stages of the same kind get distinct default names; two stages named alike by the user are an error") {
+    val p = Pipeline.create()
+    val mapped = wideSource(p).map(identity).map(identity)
+    assert(Seq(mapped.name, p.transforms(1).name) == Seq("map-2", "map"))
+    mapped.writeTo(list())
+    p.plan(4)
+    wideSource(p).map(identity).setName("map").writeTo(list())
+    assertBreaks("map", UniqueStageNames)(p.plan(4))
+  }
+
   test("a stage that is not a sink and has nothing attached is an error at plan time") {
     val p = Pipeline.create()
     val src = wideSource(p)

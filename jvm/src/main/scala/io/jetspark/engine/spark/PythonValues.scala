@@ -38,7 +38,17 @@ object PythonValues {
   writeAsCall(classOf[KeyedWindowResult[Any, Any]], "jetspark.window", "KeyedWindowResult")(w =>
     Array(Long.box(w.start), Long.box(w.end), toJava(w.key), toJava(w.result), Boolean.box(w.isEarly)))
 
-  def loads(bytes: Array[Byte]): Any = new Unpickler().loads(bytes)
+  def loads(bytes: Array[Byte]): Any = fromJava(new Unpickler().loads(bytes))
+
+  /** Pyrolite gives tuples as `Object[]` and lists as `java.util.List`; as Scala sequences they order
+    * element by element, as Python orders them.
+    */
+  private def fromJava(value: Any): Any = value match {
+    case a: Array[Byte] => a
+    case a: Array[AnyRef] => a.iterator.map(fromJava).toVector
+    case l: java.util.List[_] => l.asScala.iterator.map(fromJava).toVector
+    case other => other
+  }
 
   def dumps(value: Any): Array[Byte] = new Pickler(false).dumps(toJava(value))
 

@@ -41,6 +41,10 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
   private val fanOut: Map[String, Int] = dag.edges.groupBy(_.from).view.mapValues(_.size).toMap
 
   dag.vertices.foreach(requireSupported)
+  dag.edges.filter(e => e.restoresSequence || e.carriesSequence).foreach { e =>
+    throw new UnsupportedOperationException(
+      s"edge ${e.from} -> ${e.to}: preserving order across a shuffle by sequence ids is not run by the Spark batch engine yet")
+  }
 
   /** Runs every sink; returns the items each vertex emitted (dead letters under "<vertex>.errors"). */
   def run(): Map[String, Long] = {
@@ -53,9 +57,11 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
     case v @ Vertex(_, Aggregate(_, Seq(op: PythonAggregateSpec), _), _, _, _) => v.name -> PythonAggregations.bind(op.json)
   }.toMap
 
+  private val extractingVertices: Set[String] = pythonExtractions(dag).map(_._1.name).toSet
+
   private def requireSupported(v: Vertex): Unit = v.description match {
     case Source(source, _) if source.name == "items" => ()
-    case StatelessChain(steps) if steps.forall(_.runsInPython) => ()
+    case StatelessChain(steps) if steps.forall(runsInPythonChain) => ()
     case Merge(_, false) | Sink(_) => ()
     case Aggregate(_, Seq(_: PythonAggregateSpec), _) => ()
     case other => throw new UnsupportedOperationException(
@@ -102,9 +108,12 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
       case None if sender.columns.contains(Failure) => sender.where(col(Failure).isNull).select(Item)
       case None => sender
     }
-    val rows = extractionUdfs.get(edge.to).fold(selected)(udf => SqlBridge.mapInArrow(selected, udf))
-    val target = dag.vertex(edge.to).localParallelism
-    edge.kind match {
+    val receiver = dag.vertex(edge.to)
+    val aggregates = aggregations.contains(receiver.name)
+    val extracting = extractingVertices(receiver.name) && (aggregates || rebalancedByKey(edge))
+    val rows = if (extracting) SqlBridge.mapInArrow(selected, extractionUdfs(receiver.name)) else selected
+    val target = receiver.localParallelism
+    val moved = edge.kind match {
       case EdgeKind.Isolated => rows
       case EdgeKind.Local => if (rows.queryExecution.toRdd.getNumPartitions == target) rows else rows.repartition(target)
       case EdgeKind.RoundRobin => rows.repartition(target)
@@ -112,6 +121,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
       case EdgeKind.Partitioned(_, _) => rows.repartition(target, col(Key))
       case other => throw new UnsupportedOperationException(s"edge ${edge.from} -> ${edge.to}: ${other.describe} edges are not run yet")
     }
+    // Only an aggregation reads the extracted key and values; a rebalanced stage gets its items back.
+    if (extracting && !aggregates) moved.select(Item) else moved
   }
 
   /** The processors of one aggregation vertex, with how rows become their items and back. */
@@ -179,20 +190,38 @@ object SparkBatchEngine {
   /** A partial accumulator on its way to the combining stage. */
   val PartialSchema: StructType = StructType(Seq(StructField(Key, BinaryType), StructField("acc", BinaryType)))
 
-  /** The aggregation vertices where items enter, with what Python must extract from each item: the
-    * grouping key (None: a global aggregation) and the operation's values, in slot order.
+  /** The vertices whose input items Python must first take apart, with what it extracts from each: at
+    * an aggregation where items enter, the grouping key (None: a global aggregation) and the operation's
+    * values in slot order; behind a `rebalance(key)` edge, the key alone (it decides the partition).
     */
   def pythonExtractions(dag: PhysicalDag): Seq[(Vertex, Option[Extractor], Seq[com.fasterxml.jackson.databind.JsonNode])] =
-    dag.vertices.collect {
-      case v @ Vertex(_, Aggregate(stage, Seq(op: PythonAggregateSpec), keys), _, _, _) if stage != AggregationStage.Combine =>
-        (v, keys.headOption, PythonAggregations.bind(op.json).extractors)
+    dag.vertices.flatMap {
+      case v @ Vertex(_, Aggregate(stage, Seq(op: PythonAggregateSpec), keys), _, _, _) =>
+        if (stage == AggregationStage.Combine) None else Some((v, keys.headOption, PythonAggregations.bind(op.json).extractors))
+      case v => dag.edgesInto(v.name).collectFirst {
+        case e if rebalancedByKey(e) => (v, Some(e.kind.asInstanceOf[EdgeKind.Partitioned].key), Nil)
+      }
     }
+
+  /** An edge partitioned by a key that its items do not carry yet. */
+  private[spark] def rebalancedByKey(e: Edge): Boolean = e.kind match {
+    case EdgeKind.Partitioned(_, preExtracted) => !preExtracted && !e.errorsOf.isDefined
+    case _ => false
+  }
 
   /** The vertices whose fused steps run in Python, with those steps in order: the Python layer builds
     * one Arrow UDF for each (`python/jetspark/_python_steps.py`).
     */
   def pythonChains(dag: PhysicalDag): Seq[(Vertex, Seq[StatelessTransform])] = dag.vertices.collect {
-    case v @ Vertex(_, StatelessChain(steps), _, _, _) if steps.forall(_.runsInPython) => v -> steps
+    case v @ Vertex(_, StatelessChain(steps), _, _, _) if steps.forall(runsInPythonChain) => v -> steps
+  }
+
+  /** Python functions run in the chain's Python trip, and so does a plain `peek()`: it prints the item,
+    * which only Python can show.
+    */
+  private def runsInPythonChain(step: StatelessTransform): Boolean = step match {
+    case p: io.jetspark.pipeline.transform.PeekTransform => p.fn == Extractor.WholeItem || p.runsInPython
+    case other => other.runsInPython
   }
 
   /** The registry list that holds what console sink `vertex` received, for the driver's Python to print. */
