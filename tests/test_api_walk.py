@@ -3,8 +3,8 @@ package with the documented signature: the same parameters in order, the same de
 variadics. A name in API.md that this walk cannot place fails the test, so the contract cannot grow
 unchecked.
 
-The job-running calls on ``jet`` and ``job`` (Jobs section) belong to the engine (issue 5) and are
-listed in ENGINE_CALLS: they are checked by the engine's own tests, not here.
+``jet.new_light_job`` is not there yet: light jobs run on the local engine, which does not exist yet;
+NOT_YET names it, and the walk fails once it appears without being taken off that list.
 """
 
 from __future__ import annotations
@@ -19,11 +19,10 @@ import pytest
 import jetspark as js
 
 API_MD = Path(__file__).resolve().parents[2] / "shared" / "API.md"
-ENGINE_CALLS = {"jet.new_job", "job.join", "job.cancel", "job.metrics", "jet.new_light_job", "jet.get_list",
-                "jet.clear_list"}
+NOT_YET = {"jet.new_light_job"}
 
 RECEIVERS = {
-    "js": [js], "jet": [js.JetSession], "p": [js.Pipeline], "Pipeline": [js.Pipeline],
+    "js": [js], "jet": [js.JetSession], "job": [js.Job], "p": [js.Pipeline], "Pipeline": [js.Pipeline],
     "Sources": [js.Sources], "Sinks": [js.Sinks], "ops": [js.AggregateOperations],
     "AggregateOperation": [js.AggregateOperation], "WindowDefinition": [js.WindowDefinition],
     "JoinClause": [js.JoinClause], "stage": [js.BatchStage, js.StreamStage],
@@ -128,7 +127,11 @@ def signature_params(obj: object) -> list[tuple[str, str | None]]:
     return out
 
 
-CASES = [c for c in documented_calls() if f"{c[2]}" not in ENGINE_CALLS]
+CASES = [c for c in documented_calls() if c[2] not in NOT_YET]
+
+
+def test_what_is_not_there_yet_is_really_missing():
+    assert not hasattr(js.JetSession, "new_light_job"), "new_light_job exists now: take it off NOT_YET"
 
 
 def test_api_md_is_found_and_has_calls():

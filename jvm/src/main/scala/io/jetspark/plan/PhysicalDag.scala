@@ -97,12 +97,14 @@ final case class PhysicalDag(vertices: Seq[Vertex], edges: Seq[Edge], preserveOr
     * distributed edges solid, local and isolated edges dotted.
     */
   def toMermaid(): String = {
-    def quote(s: String) = "\"" + s.replace("\"", "#quot;") + "\""
+    // Mermaid labels are HTML: entities for what HTML would take as markup, <br/> between lines.
+    def text(s: String) = s.replace("\"", "#quot;").replace("<", "#lt;").replace(">", "#gt;")
+    def quote(lines: Seq[String]) = "\"" + lines.map(text).mkString("<br/>") + "\""
     val ids = vertices.map(_.name).zipWithIndex.map { case (name, i) => name -> s"v$i" }.toMap
     val out = new StringBuilder("flowchart TB\n")
-    vertices.foreach(v => out ++= s"  ${ids(v.name)}[${quote(vertexLines(v).mkString("<br/>"))}]\n")
+    vertices.foreach(v => out ++= s"  ${ids(v.name)}[${quote(vertexLines(v))}]\n")
     edges.foreach { e =>
-      val arrow = if (e.kind.isDistributed) s"-- ${quote(edgeLabel(e))} -->" else s"-. ${quote(edgeLabel(e))} .->"
+      val arrow = if (e.kind.isDistributed) s"-- ${quote(Seq(edgeLabel(e)))} -->" else s"-. ${quote(Seq(edgeLabel(e)))} .->"
       out ++= s"  ${ids(e.from)} $arrow ${ids(e.to)}\n"
     }
     out.result()
