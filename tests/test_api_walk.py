@@ -46,7 +46,14 @@ def documented_calls() -> list[tuple[str, str, str, str]]:
     out = []
     section = paragraph = ""
     in_code = False
-    for line in API_MD.read_text().splitlines():
+    pending = ""
+    for raw in API_MD.read_text().splitlines():
+        # A call in a code block may go on over several lines: read it whole.
+        line = (pending + " " + raw.strip()) if pending else raw
+        if in_code and line.count("(") > line.count(")"):
+            pending = line
+            continue
+        pending = ""
         if line.startswith("```"):
             in_code = not in_code
             continue
