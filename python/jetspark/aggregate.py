@@ -44,29 +44,28 @@ class AggregateOperation:
     @property
     def can_combine(self) -> bool:
         """Whether partial accumulators combine (two-stage aggregation)."""
-        if self.name == "all_of":
-            return all(p.can_combine for p in self.parts)
-        if self.name == "custom":
-            return self.functions.get("combine") is not None
-        return _BUILT_INS[self.name][0]
+        return self._capability(0, all)
 
     @property
     def can_deduct(self) -> bool:
         """Whether an accumulator can be deducted (sliding windows slide in O(1))."""
-        if self.name == "all_of":
-            return all(p.can_deduct for p in self.parts)
-        if self.name == "custom":
-            return self.functions.get("deduct") is not None
-        return _BUILT_INS[self.name][1]
+        return self._capability(1, all)
 
     @property
     def is_order_sensitive(self) -> bool:
-        """Whether the result depends on the order items arrive in (``to_list``)."""
+        """Whether the result depends on the order items arrive in (``to_list``). A custom operation is
+        taken to accumulate commutatively, as Jet assumes."""
+        return self._capability(2, any)
+
+    def _capability(self, index: int, over_parts: Callable[[Any], bool]) -> bool:
+        """Column ``index`` of the built-ins' table; a custom operation has what its functions give;
+        ``all_of`` has ``over_parts`` of its parts' answers."""
         if self.name == "all_of":
-            return any(p.is_order_sensitive for p in self.parts)
+            return over_parts(p._capability(index, over_parts) for p in self.parts)
         if self.name == "custom":
-            return False  # Jet's assumption: accumulate is commutative; to_list-like custom ops say so in docs
-        return _BUILT_INS[self.name][2]
+            function = ("combine", "deduct", None)[index]
+            return function is not None and self.functions.get(function) is not None
+        return _BUILT_INS[self.name][index]
 
     @staticmethod
     def of(

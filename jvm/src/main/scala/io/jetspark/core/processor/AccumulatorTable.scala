@@ -1,6 +1,6 @@
 package io.jetspark.core.processor
 
-import io.jetspark.core.ProcessorContext
+import io.jetspark.core.{AbstractProcessor, Emission, Inbox, ProcessorContext}
 import io.jetspark.core.aggregate.AggregateOperation
 import io.jetspark.core.snapshot.{BroadcastKey, SnapshotEntry}
 
@@ -62,6 +62,22 @@ private[processor] final class AccumulatorTable(op: AggregateOperation[Any, Any,
         s"snapshot holds several accumulators for key $key, but $op cannot combine them"))
       accs.update(key, combine(existing, acc))
   }
+}
+
+/** Saving and restoring a processor whose whole state is one [[AccumulatorTable]]: one snapshot entry
+  * per key (see [[AccumulatorTable.snapshotEntries]]).
+  */
+private[processor] trait AccumulatorTableSnapshots extends AbstractProcessor {
+  protected def table: AccumulatorTable
+  private var snapshotEmission = Emission.Done
+
+  override def saveToSnapshot(): Boolean = {
+    if (snapshotEmission.isDone) snapshotEmission = Emission.toSnapshot(table.snapshotEntries)
+    snapshotEmission.emitTo(outbox)
+  }
+
+  override def restoreFromSnapshot(inbox: Inbox): Unit =
+    while (!inbox.isEmpty) table.restore(inbox.poll().asInstanceOf[SnapshotEntry], context)
 }
 
 private[processor] object AccumulatorTable {

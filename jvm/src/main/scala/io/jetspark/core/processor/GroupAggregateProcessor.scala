@@ -27,11 +27,11 @@ sealed abstract class GroupAggregateProcessor private[processor] (
     operation: AggregateOperation[Nothing, _, Any],
     input: GroupAggregateProcessor.Input,
     emitResults: Boolean,
-) extends AbstractProcessor {
+) extends AbstractProcessor with AccumulatorTableSnapshots {
   import GroupAggregateProcessor._
 
   private val op = operation.asInstanceOf[AggregateOperation[Any, Any, Any]]
-  private val table = new AccumulatorTable(op)
+  override protected val table = new AccumulatorTable(op)
   private var completionKeys: Iterator[Any] = _
   /** The key being emitted and its output item, until the outbox accepts it. */
   private var pending: (Any, Any) = _
@@ -66,15 +66,6 @@ sealed abstract class GroupAggregateProcessor private[processor] (
     true
   }
 
-  private var snapshotEmission = Emission.Done
-
-  override def saveToSnapshot(): Boolean = {
-    if (snapshotEmission.isDone) snapshotEmission = Emission.toSnapshot(table.snapshotEntries)
-    snapshotEmission.emitTo(outbox)
-  }
-
-  override def restoreFromSnapshot(inbox: Inbox): Unit =
-    while (!inbox.isEmpty) table.restore(inbox.poll().asInstanceOf[SnapshotEntry], context)
 }
 
 object GroupAggregateProcessor {

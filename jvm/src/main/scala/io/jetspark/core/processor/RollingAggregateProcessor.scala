@@ -17,12 +17,11 @@ final class RollingAggregateProcessor(
     keyFn: Option[Any => Any],
     operation: AggregateOperation[Nothing, _, Any],
     mapToOutput: (Any, Any) => Any,
-) extends AbstractProcessor {
+) extends AbstractProcessor with AccumulatorTableSnapshots {
 
   private val op = operation.asInstanceOf[AggregateOperation[Any, Any, Any]]
-  private val table = new AccumulatorTable(op)
+  override protected val table = new AccumulatorTable(op)
   private var emission = Emission.Done
-  private var snapshotEmission = Emission.Done
 
   override def process(ordinal: Int, inbox: Inbox): Unit =
     while (!inbox.isEmpty) {
@@ -38,14 +37,6 @@ final class RollingAggregateProcessor(
     }
 
   override def tryProcessWatermark(watermark: Watermark): Boolean = outbox.offer(watermark)
-
-  override def saveToSnapshot(): Boolean = {
-    if (snapshotEmission.isDone) snapshotEmission = Emission.toSnapshot(table.snapshotEntries)
-    snapshotEmission.emitTo(outbox)
-  }
-
-  override def restoreFromSnapshot(inbox: Inbox): Unit =
-    while (!inbox.isEmpty) table.restore(inbox.poll().asInstanceOf[SnapshotEntry], context)
 }
 
 object RollingAggregateProcessor {
