@@ -191,3 +191,14 @@ def test_a_python_defined_operation_is_refused_until_the_engine_runs_it(jet):
     p.read_from(Sources.items([1])).aggregate(op).write_to(Sinks.noop())
     with pytest.raises(JobFailedError, match="AggregateOperation.of"):
         jet.new_job(p).join(timeout=300)
+
+
+def test_a_dataframe_source_gives_its_rows_as_items(run, jet):
+    df = jet.spark.createDataFrame([(i, f"user{i % 3}", i * 1.5) for i in range(30)], "id INT, user STRING, amount DOUBLE")
+    p = Pipeline.create()
+    rows = p.read_from(Sources.dataframe(df))
+    rows.grouping_key("user").aggregate(ops.summing("amount")).write_to(Sinks.list("by_user"))
+    rows.filter(lambda r: r.id % 10 == 0).map(lambda r: (r.id, r["user"])).write_to(Sinks.list("picked"))
+    by_user, picked = run(p, "by_user", "picked")
+    assert sorted(by_user) == sorted((f"user{u}", sum(i * 1.5 for i in range(30) if i % 3 == u)) for u in range(3))
+    assert sorted(picked) == [(0, "user0"), (10, "user1"), (20, "user2")]

@@ -142,12 +142,31 @@ def extraction_udf_column(key: dict[str, Any] | None, values: list[dict[str, Any
     return _arrow_udf(extraction_function(key, values, stage, {r: objects[r] for r in refs}), EXTRACTED_SCHEMA)
 
 
-def _arrow_udf(fn: Callable[[Iterator[Any]], Iterator[Any]], schema: str) -> Any:
+def rows_to_items_function(columns: list[str]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The Arrow map function that turns a DataFrame's rows into items: pickled PySpark ``Row``s."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        from pyspark.sql import Row
+
+        for batch in batches:
+            rows = [pickle.dumps(Row(**values), protocol=PICKLE_PROTOCOL) for values in batch.to_pylist()]
+            yield pa.RecordBatch.from_arrays([pa.array(rows, pa.binary())], names=[ITEM])
+
+    return run
+
+
+def rows_to_items_udf_column(columns: list[str]) -> Any:
+    """The Spark Column that turns the rows of a DataFrame with ``columns`` into items."""
+    return _arrow_udf(rows_to_items_function(columns), OPAQUE_SCHEMA, columns)
+
+
+def _arrow_udf(fn: Callable[[Iterator[Any]], Iterator[Any]], schema: str, columns: list[str] | None = None) -> Any:
     from pyspark.sql.functions import col, pandas_udf
     from pyspark.util import PythonEvalType
 
     udf = pandas_udf(fn, returnType=schema, functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)  # type: ignore[call-overload]
-    return udf(col(ITEM))
+    return udf(*[col(c) for c in (columns or [ITEM])])
 
 
 def chain_udf_column(steps: list[Step]) -> Any:

@@ -119,7 +119,7 @@ class Job:
         from pyspark.errors.exceptions.captured import CapturedException
         from py4j.protocol import Py4JJavaError
 
-        from jetspark._python_steps import Step, chain_udf_column, extraction_udf_column
+        from jetspark._python_steps import Step, chain_udf_column, extraction_udf_column, rows_to_items_udf_column
 
         spark = self._jet.spark
         try:
@@ -133,9 +133,12 @@ class Job:
             extractions = json.loads(prepared.pythonExtractionsJson())
             extraction_udfs = [extraction_udf_column(e["key"], e["values"], e["vertex"], objects)._jc
                                for e in extractions]
+            frames = json.loads(prepared.dataframeSourcesJson())
+            frame_udfs = [rows_to_items_udf_column(f["columns"])._jc for f in frames]
             self._status = JobStatus.RUNNING
             self._metrics = json.loads(prepared.run([c["vertex"] for c in chains], udfs,
-                                                    [e["vertex"] for e in extractions], extraction_udfs))
+                                                    [e["vertex"] for e in extractions], extraction_udfs,
+                                                    [f["vertex"] for f in frames], frame_udfs))
             self._print_console_sinks()
             self._status = JobStatus.COMPLETED
         except (Py4JJavaError, CapturedException) as e:

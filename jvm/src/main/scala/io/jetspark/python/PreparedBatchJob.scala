@@ -41,6 +41,11 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     mapper.writeValueAsString(extractions.asJava)
   }
 
+  /** `[{"vertex": name, "columns": [...]}, ...]`: the DataFrame sources whose rows Python turns into items. */
+  def dataframeSourcesJson(): String = new ObjectMapper().writeValueAsString(SparkBatchEngine.dataframeSources(dag).map {
+    case (vertex, columns) => Map[String, AnyRef]("vertex" -> vertex.name, "columns" -> columns.asJava).asJava
+  }.asJava)
+
   private def extractorSpec(e: Extractor): java.util.Map[String, Any] = (e match {
     case Extractor.FieldName(name) => Map[String, Any]("kind" -> "field", "name" -> name)
     case Extractor.PythonFn(PythonRef(r), _) => Map[String, Any]("kind" -> "python", "ref" -> r)
@@ -63,14 +68,16 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
   }
 
   /** Runs the job; `chainUdfs(i)` is the fused chain of vertex `chains(i)`, `extractionUdfs(i)` the
-    * extraction of vertex `extractions(i)`. Returns the metrics as JSON:
+    * extraction of vertex `extractions(i)`, `rowsToItemsUdfs(i)` the row conversion of DataFrame source
+    * `dataframeSources(i)`. Returns the metrics as JSON:
     * `{"vertices": {name: {"items_in", "items_out", "dead_letters"}}}`.
     */
   def run(chains: java.util.List[String], chainUdfs: java.util.List[Column],
-          extractions: java.util.List[String], extractionUdfs: java.util.List[Column]): String = {
+          extractions: java.util.List[String], extractionUdfs: java.util.List[Column],
+          dataframeSources: java.util.List[String], rowsToItemsUdfs: java.util.List[Column]): String = {
     def byVertex(names: java.util.List[String], udfs: java.util.List[Column]) = names.asScala.zip(udfs.asScala).toMap
-    val out = new SparkBatchEngine(spark, dag, byVertex(chains, chainUdfs), byVertex(extractions, extractionUdfs))
-      .run().withDefaultValue(0L)
+    val out = new SparkBatchEngine(spark, dag, byVertex(chains, chainUdfs), byVertex(extractions, extractionUdfs),
+      byVertex(dataframeSources, rowsToItemsUdfs)).run().withDefaultValue(0L)
     val perVertex = dag.vertices.map { v =>
       val in = dag.edgesInto(v.name).map(e => out(e.errorsOf.fold(e.from)(_ => s"${e.from}.errors"))).sum
       v.name -> Map[String, Any]("items_in" -> in, "items_out" -> out(v.name), "dead_letters" -> out(s"${v.name}.errors")).asJava

@@ -29,11 +29,15 @@ import scala.collection.mutable
   * processors run in the Spark tasks; partial accumulators cross the shuffle Java-serialized, keyed by
   * the key's pickle; results go back to Python as pickles ([[PythonValues]]).
   *
-  * What this engine does not run yet (windows, joins, stateful mapping, sort, distinct, aggregate2,
-  * JVM functions, typed items) fails before any Spark job starts, naming the vertex.
+  * A DataFrame source becomes items through one Arrow UDF that turns its rows into pickled PySpark `Row`s
+  * (`dataframeSources`).
+  *
+  * What this engine does not run yet (windows, joins, stateful mapping, sort, distinct, aggregate2, file
+  * sources, JVM functions, typed items kept as columns) fails before any Spark job starts, naming the
+  * vertex.
   */
 final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainUdfs: Map[String, Column],
-    extractionUdfs: Map[String, Column]) {
+    extractionUdfs: Map[String, Column], rowsToItemsUdfs: Map[String, Column]) {
   import SparkBatchEngine._
 
   private val outputs = mutable.Map.empty[String, DataFrame]
@@ -60,7 +64,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
   private val extractingVertices: Set[String] = pythonExtractions(dag).map(_._1.name).toSet
 
   private def requireSupported(v: Vertex): Unit = v.description match {
-    case Source(source, _) if source.name == "items" => ()
+    case Source(source, _) if source.name == "items" || source.name == "dataframe" => ()
     case StatelessChain(steps) if steps.forall(runsInPythonChain) => ()
     case Merge(_, false) | Sink(_) => ()
     case Aggregate(_, Seq(_: PythonAggregateSpec), _) => ()
@@ -71,6 +75,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
   /** The vertex's whole output: for a Python chain, with the `failure` column that routes dead letters. */
   private def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, {
     val df = counted(v.name, v.description match {
+      case Source(source, _) if source.name == "dataframe" =>
+        SqlBridge.mapInArrow(source.parameters("dataframe").asInstanceOf[DataFrame], rowsToItemsUdfs(v.name))
       case Source(source, _) => itemsFrame(source.parameters("items").asInstanceOf[Seq[Any]], v)
       case StatelessChain(_) => SqlBridge.mapInArrow(singleInput(v), pythonChainUdfs(v.name))
       case Merge(_, _) => dag.edgesInto(v.name).map(input).reduce(_ union _)
@@ -222,6 +228,14 @@ object SparkBatchEngine {
   private def runsInPythonChain(step: StatelessTransform): Boolean = step match {
     case p: io.jetspark.pipeline.transform.PeekTransform => p.fn == Extractor.WholeItem || p.runsInPython
     case other => other.runsInPython
+  }
+
+  /** The DataFrame sources, with their columns: the Python layer builds, for each, the UDF that turns
+    * rows into items.
+    */
+  def dataframeSources(dag: PhysicalDag): Seq[(Vertex, Seq[String])] = dag.vertices.collect {
+    case v @ Vertex(_, Source(source, _), _, _, _) if source.name == "dataframe" =>
+      v -> source.parameters("dataframe").asInstanceOf[DataFrame].columns.toSeq
   }
 
   /** The registry list that holds what console sink `vertex` received, for the driver's Python to print. */
