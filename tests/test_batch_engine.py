@@ -202,3 +202,15 @@ def test_a_dataframe_source_gives_its_rows_as_items(run, jet):
     by_user, picked = run(p, "by_user", "picked")
     assert sorted(by_user) == sorted((f"user{u}", sum(i * 1.5 for i in range(30) if i % 3 == u)) for u in range(3))
     assert sorted(picked) == [(0, "user0"), (10, "user1"), (20, "user2")]
+
+
+def test_distinct_keeps_one_item_per_distinct_item_or_key(run):
+    items = [{"k": i % 4, "v": i % 7} for i in range(60)]
+    p = Pipeline.create()
+    stage = p.read_from(Sources.items(items))
+    stage.map(lambda e: (e["k"], e["v"])).distinct().write_to(Sinks.list("pairs"))
+    stage.grouping_key("k").distinct().write_to(Sinks.list("per_key"))
+    pairs, per_key = run(p, "pairs", "per_key")
+    assert sorted(pairs) == sorted({(e["k"], e["v"]) for e in items})
+    # One item of each key, and an item of that key (which one depends on arrival order here).
+    assert sorted(e["k"] for e in per_key) == [0, 1, 2, 3] and all(e in items for e in per_key)

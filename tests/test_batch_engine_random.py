@@ -10,7 +10,7 @@ from strategies import batch_pipelines
 
 # The step kinds of tests/strategies.py that the engine runs today.
 STATELESS = frozenset({"map", "map_to_none", "filter", "flat_map", "peek", "rebalance_map", "failing_map", "to_kv"})
-AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate"}
+AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate", "distinct"}
 # Under preserve_order a keyed rebalance needs order restored by sequence ids, which the engine refuses yet.
 ORDERED = STATELESS - {"rebalance_map"}
 

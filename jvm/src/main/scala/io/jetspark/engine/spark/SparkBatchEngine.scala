@@ -32,7 +32,7 @@ import scala.collection.mutable
   * A DataFrame source becomes items through one Arrow UDF that turns its rows into pickled PySpark `Row`s
   * (`dataframeSources`).
   *
-  * What this engine does not run yet (windows, joins, stateful mapping, sort, distinct, aggregate2, file
+  * What this engine does not run yet (windows, joins, stateful mapping, sort, aggregate2, file
   * sources, JVM functions, typed items kept as columns) fails before any Spark job starts, naming the
   * vertex.
   */
@@ -68,6 +68,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
     case StatelessChain(steps) if steps.forall(runsInPythonChain) => ()
     case Merge(_, false) | Sink(_) => ()
     case Aggregate(_, Seq(_: PythonAggregateSpec), _) => ()
+    case Distinct(_) => ()
     case other => throw new UnsupportedOperationException(
       s"vertex '${v.name}' (${other.describe}): the Spark batch engine does not run this yet")
   }
@@ -82,6 +83,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
       case Merge(_, _) => dag.edgesInto(v.name).map(input).reduce(_ union _)
       case Sink(_) => singleInput(v)
       case Aggregate(stage, _, keys) => aggregationStage(v.name, stage, keyed = keys.nonEmpty).run(singleInput(v))
+      case Distinct(_) => ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[Extracted].key), extracted,
+        e => InternalRow(e.asInstanceOf[Extracted].item.bytes), ItemSchema).run(singleInput(v))
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
     })
     // Read by several edges: computed once.
@@ -115,8 +118,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
       case None => sender
     }
     val receiver = dag.vertex(edge.to)
-    val aggregates = aggregations.contains(receiver.name)
-    val extracting = extractingVertices(receiver.name) && (aggregates || rebalancedByKey(edge))
+    val consumesKeys = aggregations.contains(receiver.name) || receiver.description.isInstanceOf[Distinct]
+    val extracting = extractingVertices(receiver.name) && (consumesKeys || rebalancedByKey(edge))
     val rows = if (extracting) SqlBridge.mapInArrow(selected, extractionUdfs(receiver.name)) else selected
     val target = receiver.localParallelism
     val moved = edge.kind match {
@@ -127,16 +130,14 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
       case EdgeKind.Partitioned(_, _) => rows.repartition(target, col(Key))
       case other => throw new UnsupportedOperationException(s"edge ${edge.from} -> ${edge.to}: ${other.describe} edges are not run yet")
     }
-    // Only an aggregation reads the extracted key and values; a rebalanced stage gets its items back.
-    if (extracting && !aggregates) moved.select(Item) else moved
+    // Only aggregations and distinct read the extracted key and values; a rebalanced stage gets its items back.
+    if (extracting && !consumesKeys) moved.select(Item) else moved
   }
 
   /** The processors of one aggregation vertex, with how rows become their items and back. */
   private def aggregationStage(vertex: String, stage: AggregationStage, keyed: Boolean): ProcessorStage = {
     val op = aggregations(vertex).op.asInstanceOf[io.jetspark.core.aggregate.AggregateOperation[Nothing, Any, Any]]
     val keyOf: Any => Any = _.asInstanceOf[Extracted].key
-    val extracted: InternalRow => Any = row => new Extracted(new PickledItem(row.getBinary(0)), new PickledItem(row.getBinary(2)),
-      row.getArray(1).toObjectArray(BinaryType).map(b => PythonValues.loads(b.asInstanceOf[Array[Byte]])))
     val result: Any => InternalRow = r => InternalRow(PythonValues.dumps(r match {
       case (key: PickledItem, value) if keyed => (key, value)
       case value => value
@@ -229,6 +230,10 @@ object SparkBatchEngine {
     case p: io.jetspark.pipeline.transform.PeekTransform => p.fn == Extractor.WholeItem || p.runsInPython
     case other => other.runsInPython
   }
+
+  /** A row of an extraction (key, values, item) as the item a processor takes. */
+  private val extracted: InternalRow => Any = row => new Extracted(new PickledItem(row.getBinary(0)),
+    new PickledItem(row.getBinary(2)), row.getArray(1).toObjectArray(BinaryType).map(b => PythonValues.loads(b.asInstanceOf[Array[Byte]])))
 
   /** The DataFrame sources, with their columns: the Python layer builds, for each, the UDF that turns
     * rows into items.
