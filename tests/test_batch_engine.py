@@ -98,7 +98,7 @@ def test_the_console_sink_prints_items_on_the_driver(run, capsys):
 
 def test_a_vertex_the_engine_cannot_run_yet_fails_the_job_naming_it(jet):
     p = Pipeline.create()
-    p.read_from(Sources.items([1])).sort().write_to(Sinks.noop())
+    p.read_from(Sources.items([1])).map_stateful(lambda: 0, lambda s, x: (s + x, s)).write_to(Sinks.noop())
     with pytest.raises(JobFailedError, match="does not run this yet"):
         jet.new_job(p).join(timeout=300)
 
@@ -214,3 +214,18 @@ def test_distinct_keeps_one_item_per_distinct_item_or_key(run):
     assert sorted(pairs) == sorted({(e["k"], e["v"]) for e in items})
     # One item of each key, and an item of that key (which one depends on arrival order here).
     assert sorted(e["k"] for e in per_key) == [0, 1, 2, 3] and all(e in items for e in per_key)
+
+
+def test_sort_orders_all_items_by_key(run):
+    items = [{"k": (i * 7) % 10, "n": i} for i in range(80)]
+    p = Pipeline.create(preserve_order=True)  # the sorted order reaches the sinks
+    stage = p.read_from(Sources.items(items))
+    stage.sort(key="k").write_to(Sinks.list("up"))
+    stage.sort(key=lambda e: e["k"], reverse=True).write_to(Sinks.list("down"))
+    stage.map(lambda e: e["n"] % 13).sort().write_to(Sinks.list("plain"))
+    up, down, plain = run(p, "up", "down", "plain")
+    assert plain == sorted(i % 13 for i in range(80))
+    # By key; equal keys in no guaranteed order (a sort is order-producing, design doc 015).
+    for got, reverse in ((up, False), (down, True)):
+        assert [e["k"] for e in got] == sorted((e["k"] for e in items), reverse=reverse)
+        assert sorted(got, key=lambda e: e["n"]) == items

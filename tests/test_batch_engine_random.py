@@ -9,6 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from strategies import batch_pipelines
 
 # The step kinds of tests/strategies.py that the engine runs today.
+# (Not "sort": the reference sorts stably, while design doc 015 makes a sort order-producing, so ties
+# may come in any order.)
 STATELESS = frozenset({"map", "map_to_none", "filter", "flat_map", "peek", "rebalance_map", "failing_map", "to_kv"})
 AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate", "distinct"}
 # Under preserve_order a keyed rebalance needs order restored by sequence ids, which the engine refuses yet.

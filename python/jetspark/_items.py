@@ -1,15 +1,52 @@
-"""What JVM-built pickles call to restore a Python item inside a result.
+"""How Python items and keys travel through the JVM.
 
 The JVM never decodes user items: it keeps each item's own pickle, and when a result holds items (a
-`max_by`, a `to_list`, a key) it writes them as ``jetspark._items.loads(<the item's pickle>)``, so Python
-gets back exactly the objects it gave.
+`max_by`, a `to_list`) it writes them as ``jetspark._items.loads(<the item's pickle>)``, so Python gets
+back exactly the objects it gave. Keys travel in a canonical form (:func:`canonical_key`), so that the
+JVM can compare them as bytes, and come back as ``jetspark._items.loads_key(<bytes>)``.
 """
 
 from __future__ import annotations
 
 import pickle
+from collections.abc import Mapping
 from typing import Any
+
+
+PICKLE_PROTOCOL = 5
+_MAPPING, _SET = "jetspark:mapping", "jetspark:set"
 
 
 def loads(data: bytes) -> Any:
     return pickle.loads(data)
+
+
+def canonical_key(key: Any) -> bytes:
+    """Bytes that are equal exactly when the keys are equal. A pickle alone is not: two equal dicts built
+    in another order pickle differently, so mappings and sets are written sorted first."""
+    return pickle.dumps(_canonical(key), protocol=PICKLE_PROTOCOL)
+
+
+def loads_key(data: bytes) -> Any:
+    """The key that :func:`canonical_key` wrote (a set comes back as a frozenset: keys are hashable)."""
+    return _restore(pickle.loads(data))
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return (_MAPPING, tuple(sorted(((_canonical(k), _canonical(v)) for k, v in value.items()), key=repr)))
+    if isinstance(value, (set, frozenset)):
+        return (_SET, tuple(sorted((_canonical(v) for v in value), key=repr)))
+    if type(value) in (tuple, list):
+        return type(value)(_canonical(v) for v in value)
+    return value
+
+
+def _restore(value: Any) -> Any:
+    if type(value) is tuple and len(value) == 2 and value[0] in (_MAPPING, _SET):
+        if value[0] == _MAPPING:
+            return {_restore(k): _restore(v) for k, v in value[1]}
+        return frozenset(_restore(v) for v in value[1])
+    if type(value) in (tuple, list):
+        return type(value)(_restore(v) for v in value)
+    return value

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from jetspark._items import canonical_key
 from jetspark.errors import DeadLetter
 
 ITEM = "item"
@@ -111,8 +112,8 @@ def extract(spec: dict[str, Any], item: Any, functions: dict[int, Callable[[Any]
 
 def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
                         functions: dict[int, Callable[[Any], Any]]) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The Arrow map function that gives, per pickled item, its key's pickle (empty for a global
-    aggregation), its values' pickles and the item's own pickle, unchanged."""
+    """The Arrow map function that gives, per pickled item, its key as :func:`~jetspark._items.canonical_key` bytes (empty
+    for a global aggregation), its values' pickles and the item's own pickle, unchanged."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -124,7 +125,7 @@ def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]]
             for raw in raws:
                 item = pickle.loads(raw)
                 try:
-                    keys.append(b"" if key is None else pickle.dumps(extract(key, item, functions), protocol=PICKLE_PROTOCOL))
+                    keys.append(b"" if key is None else canonical_key(extract(key, item, functions)))
                     extracted.append([pickle.dumps(extract(v, item, functions), protocol=PICKLE_PROTOCOL) for v in values])
                 except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
                     raise StepFailedError(f"stage '{stage}' failed on record {item!r}: {type(e).__name__}: {e}") from e

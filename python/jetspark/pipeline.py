@@ -336,7 +336,8 @@ class BatchStage(_ComputeStage):
         return self._next("distinct")
 
     def sort(self, key: ExtractorLike | None = None, reverse: bool = False) -> BatchStage:
-        """All items sorted by ``key`` (default the item); stable: equal keys keep encounter order."""
+        """All items sorted by ``key`` (default the item), descending with ``reverse``. Items with equal
+        keys come in no guaranteed order: a sort produces its own order (Jet's design doc 015)."""
         return self._next("sort", key=optional_extractor(key, "sort(key)"), reverse=bool(reverse))
 
 

@@ -26,15 +26,14 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
   }
 
   /** `[{"vertex": name, "key": extractor or null, "values": [extractor, ...]}, ...]`: what Python extracts
-    * from each item entering an aggregation; an extractor is `{"kind": "field", "name"}`,
-    * `{"kind": "python", "ref"}` or `{"kind": "item"}`.
+    * from each item entering a vertex that needs keys or values (see `SparkBatchEngine.pythonExtractions`).
     */
   def pythonExtractionsJson(): String = {
     val mapper = new ObjectMapper()
     val extractions = SparkBatchEngine.pythonExtractions(dag).map { case (vertex, key, values) =>
       val node = mapper.createObjectNode()
       node.put("vertex", vertex.name)
-      node.set[JsonNode]("key", key.fold[JsonNode](mapper.nullNode())(k => mapper.valueToTree[JsonNode](extractorSpec(k))))
+      node.set[JsonNode]("key", key.getOrElse(mapper.nullNode()))
       node.set[JsonNode]("values", mapper.valueToTree[JsonNode](values.asJava))
       node
     }
@@ -45,13 +44,6 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
   def dataframeSourcesJson(): String = new ObjectMapper().writeValueAsString(SparkBatchEngine.dataframeSources(dag).map {
     case (vertex, columns) => Map[String, AnyRef]("vertex" -> vertex.name, "columns" -> columns.asJava).asJava
   }.asJava)
-
-  private def extractorSpec(e: Extractor): java.util.Map[String, Any] = (e match {
-    case Extractor.FieldName(name) => Map[String, Any]("kind" -> "field", "name" -> name)
-    case Extractor.PythonFn(PythonRef(r), _) => Map[String, Any]("kind" -> "python", "ref" -> r)
-    case Extractor.WholeItem => Map[String, Any]("kind" -> "item")
-    case other => throw new UnsupportedOperationException(s"${other.describe}: keys of Python items are field names or Python functions")
-  }).asJava
 
   private def stepSpec(t: StatelessTransform): java.util.Map[String, Any] = {
     val kind = t match {

@@ -2,8 +2,9 @@ package io.jetspark.engine.spark
 
 import java.util.Arrays
 
-/** A key extracted in Python, as its pickle: keys compare by their serialized form (DESIGN.md "Items"),
-  * so equal Python keys are equal here whatever their type, and hash the same on every executor.
+/** A key extracted in Python, in its canonical serialized form (`jetspark._items.canonical_key`): keys
+  * compare by it (DESIGN.md "Items"), so equal Python keys are equal here and hash the same on every
+  * executor; results write it back as `jetspark._items.loads_key(bytes)`.
   */
 final class PickledKey(val bytes: Array[Byte]) extends Serializable {
   override def equals(other: Any): Boolean = other match {

@@ -7,10 +7,11 @@ import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 
 /** An item on its way into an aggregation: its grouping key and itself as pickles, and the values a
-  * Python worker extracted from it for the operation (read back with Pyrolite). Equal when the items
-  * are: `to_set` keeps distinct items.
+  * Python worker extracted from it for the operation (read back with Pyrolite; `rawValues` their
+  * pickles, to pass them on unchanged). Equal when the items are: `to_set` keeps distinct items.
   */
-final class Extracted(val key: PickledItem, val item: PickledItem, val values: Array[Any]) extends Serializable {
+final class Extracted(val key: PickledKey, val item: PickledItem, val values: Array[Any], val rawValues: Array[Array[Byte]])
+    extends Serializable {
   override def equals(other: Any): Boolean = other match {
     case e: Extracted => item == e.item
     case _ => false

@@ -33,6 +33,7 @@ object PythonValues {
     })
 
   writeAsCall(classOf[PickledItem], "jetspark._items", "loads")(p => Array[AnyRef](p.bytes))
+  writeAsCall(classOf[PickledKey], "jetspark._items", "loads_key")(k => Array[AnyRef](k.bytes))
   writeAsCall(classOf[WindowResult[Any]], "jetspark.window", "WindowResult")(w =>
     Array(Long.box(w.start), Long.box(w.end), toJava(w.result), Boolean.box(w.isEarly)))
   writeAsCall(classOf[KeyedWindowResult[Any, Any]], "jetspark.window", "KeyedWindowResult")(w =>

@@ -1,16 +1,21 @@
 package io.jetspark.engine.spark
 
 import io.jetspark.core.Processor
+import io.jetspark.core.aggregate.AnyOrdering
 import io.jetspark.core.processor._
 import io.jetspark.core.snapshot.JavaSerialization
-import io.jetspark.pipeline.{Extractor, PythonAggregateSpec}
+import com.fasterxml.jackson.databind.JsonNode
+import com.fasterxml.jackson.databind.node.JsonNodeFactory
+import io.jetspark.core.processor.SortDefinition
+import io.jetspark.pipeline.{Extractor, PythonAggregateSpec, PythonRef}
 import io.jetspark.pipeline.transform.StatelessTransform
 import io.jetspark.plan.VertexDescription._
+import io.jetspark.plan.VertexDescription.SortPhase
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.jetspark.SqlBridge
-import org.apache.spark.sql.types.{ArrayType, BinaryType, StringType, StructField, StructType}
+import org.apache.spark.sql.types.{ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType}
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.storage.StorageLevel
 import org.apache.spark.util.LongAccumulator
@@ -69,6 +74,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
     case Merge(_, false) | Sink(_) => ()
     case Aggregate(_, Seq(_: PythonAggregateSpec), _) => ()
     case Distinct(_) => ()
+    case Sort(_, _, _) => ()
     case other => throw new UnsupportedOperationException(
       s"vertex '${v.name}' (${other.describe}): the Spark batch engine does not run this yet")
   }
@@ -83,6 +89,18 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
       case Merge(_, _) => dag.edgesInto(v.name).map(input).reduce(_ union _)
       case Sink(_) => singleInput(v)
       case Aggregate(stage, _, keys) => aggregationStage(v.name, stage, keyed = keys.nonEmpty).run(singleInput(v))
+      case Sort(SortPhase.LocalSort, _, reverse) => numberedRuns(ProcessorStage(v.name,
+        () => new SortProcessor(SortDefinition(Some(sortValue), AnyOrdering, reverse)), extracted,
+        e => { val x = e.asInstanceOf[Extracted]; InternalRow(x.key.bytes, rawValues(x), x.item.bytes) }, ExtractedSchema)
+        .run(singleInput(v)))
+      case Sort(SortPhase.MergeSorted, _, reverse) =>
+        // The runs arrive in any order: (value, run, position) gives the k-way merge's order, ties to the
+        // lower run, so the result does not depend on which run Spark delivers first.
+        val byValue = if (reverse) AnyOrdering.reverse else AnyOrdering
+        val order = Ordering.Tuple3(byValue, Ordering.Int, Ordering.Long).asInstanceOf[Ordering[Any]]
+        ProcessorStage(v.name, () => new SortProcessor(SortDefinition(Some(runPosition), order, reverse = false)),
+          row => (extracted(row), row.getInt(0), row.getLong(1)),
+          r => InternalRow(r.asInstanceOf[(Extracted, Int, Long)]._1.item.bytes), ItemSchema).run(singleInput(v))
       case Distinct(_) => ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[Extracted].key), extracted,
         e => InternalRow(e.asInstanceOf[Extracted].item.bytes), ItemSchema).run(singleInput(v))
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
@@ -118,7 +136,10 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
       case None => sender
     }
     val receiver = dag.vertex(edge.to)
-    val consumesKeys = aggregations.contains(receiver.name) || receiver.description.isInstanceOf[Distinct]
+    val consumesKeys = aggregations.contains(receiver.name) || (receiver.description match {
+      case Distinct(_) | Sort(_, _, _) => true
+      case _ => false
+    })
     val extracting = extractingVertices(receiver.name) && (consumesKeys || rebalancedByKey(edge))
     val rows = if (extracting) SqlBridge.mapInArrow(selected, extractionUdfs(receiver.name)) else selected
     val target = receiver.localParallelism
@@ -139,19 +160,19 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
     val op = aggregations(vertex).op.asInstanceOf[io.jetspark.core.aggregate.AggregateOperation[Nothing, Any, Any]]
     val keyOf: Any => Any = _.asInstanceOf[Extracted].key
     val result: Any => InternalRow = r => InternalRow(PythonValues.dumps(r match {
-      case (key: PickledItem, value) if keyed => (key, value)
+      case (key: PickledKey, value) if keyed => (key, value)
       case value => value
     }))
     def stageOf(p: () => Processor, in: InternalRow => Any, out: Any => InternalRow, schema: StructType) =
       ProcessorStage(vertex, p, in, out, schema)
     (stage, keyed) match {
       case (AggregationStage.Accumulate, true) => stageOf(() => new AccumulateByKeyProcessor(IndexedSeq(keyOf), op), extracted,
-        pair => { val (key, acc) = pair.asInstanceOf[(PickledItem, Any)]; InternalRow(key.bytes, JavaSerialization.toBytes(acc)) },
+        pair => { val (key, acc) = pair.asInstanceOf[(PickledKey, Any)]; InternalRow(key.bytes, JavaSerialization.toBytes(acc)) },
         PartialSchema)
       case (AggregationStage.Accumulate, false) => stageOf(() => new AccumulateProcessor(op), extracted,
         acc => InternalRow(Array.emptyByteArray, JavaSerialization.toBytes(acc)), PartialSchema)
       case (AggregationStage.Combine, true) => stageOf(() => new CombineByKeyProcessor(op),
-        row => (new PickledItem(row.getBinary(0)), JavaSerialization.fromBytes(row.getBinary(1))), result, ItemSchema)
+        row => (new PickledKey(row.getBinary(0)), JavaSerialization.fromBytes(row.getBinary(1))), result, ItemSchema)
       case (AggregationStage.Combine, false) => stageOf(() => new CombineProcessor(op),
         row => JavaSerialization.fromBytes(row.getBinary(1)), result, ItemSchema)
       case (AggregationStage.SingleStage, true) => stageOf(() => new AggregateByKeyProcessor(IndexedSeq(keyOf), op), extracted, result, ItemSchema)
@@ -169,6 +190,14 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
       case "noop" => items.write.format("noop").mode("overwrite").save()
       case other => throw new UnsupportedOperationException(s"sink '${v.name}': $other sinks are not run yet")
     }
+  }
+
+  /** Numbers each row of a local sort's output by its run (the partition) and its position in it. */
+  private def numberedRuns(sorted: DataFrame): DataFrame = {
+    val rows = sorted.queryExecution.toRdd.mapPartitionsWithIndex { (run, partition) =>
+      partition.zipWithIndex.map { case (r, position) => InternalRow(run, position.toLong, r.getBinary(0), r.getArray(1), r.getBinary(2)) }
+    }
+    SqlBridge.internalCreateDataFrame(spark, rows, RunSchema)
   }
 
   /** Counts the rows of `df` as they pass (an accumulator per vertex; "<vertex>.errors" for dead letters). */
@@ -201,14 +230,30 @@ object SparkBatchEngine {
     * an aggregation where items enter, the grouping key (None: a global aggregation) and the operation's
     * values in slot order; behind a `rebalance(key)` edge, the key alone (it decides the partition).
     */
-  def pythonExtractions(dag: PhysicalDag): Seq[(Vertex, Option[Extractor], Seq[com.fasterxml.jackson.databind.JsonNode])] =
+  def pythonExtractions(dag: PhysicalDag): Seq[(Vertex, Option[JsonNode], Seq[JsonNode])] =
     dag.vertices.flatMap {
       case v @ Vertex(_, Aggregate(stage, Seq(op: PythonAggregateSpec), keys), _, _, _) =>
-        if (stage == AggregationStage.Combine) None else Some((v, keys.headOption, PythonAggregations.bind(op.json).extractors))
+        if (stage == AggregationStage.Combine) None
+        else Some((v, keys.headOption.map(extractorJson), PythonAggregations.bind(op.json).extractors))
+      case v @ Vertex(_, Sort(SortPhase.LocalSort, key, _), _, _, _) =>
+        Some((v, None, Seq(extractorJson(key.getOrElse(Extractor.WholeItem)))))
       case v => dag.edgesInto(v.name).collectFirst {
-        case e if rebalancedByKey(e) => (v, Some(e.kind.asInstanceOf[EdgeKind.Partitioned].key), Nil)
+        case e if rebalancedByKey(e) => (v, Some(extractorJson(e.kind.asInstanceOf[EdgeKind.Partitioned].key)), Nil)
       }
     }
+
+  /** How Python extracts a key or value: `{"kind": "field", "name"}`, `{"kind": "python", "ref"}` (a
+    * callable the Python layer numbered) or `{"kind": "item"}`.
+    */
+  private def extractorJson(e: Extractor): JsonNode = {
+    val node = JsonNodeFactory.instance.objectNode()
+    e match {
+      case Extractor.FieldName(name) => node.put("kind", "field").put("name", name)
+      case Extractor.PythonFn(PythonRef(ref), _) => node.put("kind", "python").put("ref", ref)
+      case Extractor.WholeItem => node.put("kind", "item")
+      case other => throw new UnsupportedOperationException(s"${other.describe}: keys of Python items are field names or Python functions")
+    }
+  }
 
   /** An edge partitioned by a key that its items do not carry yet. */
   private[spark] def rebalancedByKey(e: Edge): Boolean = e.kind match {
@@ -231,9 +276,21 @@ object SparkBatchEngine {
     case other => other.runsInPython
   }
 
+  private val sortValue: Any => Any = _.asInstanceOf[Extracted].values(0)
+  private val runPosition: Any => Any = r => { val (e, run, position) = r.asInstanceOf[(Extracted, Int, Long)]; (e.values(0), run, position) }
+  private def rawValues(e: Extracted) = org.apache.spark.sql.catalyst.util.ArrayData.toArrayData(e.rawValues)
+
+  /** A sorted run's row: its run, its position in the run, then the extraction (key, values, item). */
+  val RunSchema: StructType = StructType(Seq(StructField("run", IntegerType), StructField("position", LongType)) ++
+    ExtractedSchema.fields)
+
   /** A row of an extraction (key, values, item) as the item a processor takes. */
-  private val extracted: InternalRow => Any = row => new Extracted(new PickledItem(row.getBinary(0)),
-    new PickledItem(row.getBinary(2)), row.getArray(1).toObjectArray(BinaryType).map(b => PythonValues.loads(b.asInstanceOf[Array[Byte]])))
+  private val extracted: InternalRow => Extracted = { row =>
+    // A sorted run's row has its run and position first.
+    val at = if (row.numFields == 5) 2 else 0
+    val raw = row.getArray(at + 1).toObjectArray(BinaryType).map(_.asInstanceOf[Array[Byte]])
+    new Extracted(new PickledKey(row.getBinary(at)), new PickledItem(row.getBinary(at + 2)), raw.map(PythonValues.loads), raw)
+  }
 
   /** The DataFrame sources, with their columns: the Python layer builds, for each, the UDF that turns
     * rows into items.
