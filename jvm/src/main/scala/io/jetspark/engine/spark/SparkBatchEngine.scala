@@ -37,7 +37,7 @@ import scala.collection.mutable
   * A DataFrame source becomes items through one Arrow UDF that turns its rows into pickled PySpark `Row`s
   * (`dataframeSources`).
   *
-  * What this engine does not run yet (windows, joins, stateful mapping, sort, aggregate2, file
+  * What this engine does not run yet (windows, joins, stateful mapping, aggregate2, file
   * sources, JVM functions, typed items kept as columns) fails before any Spark job starts, naming the
   * vertex.
   */
