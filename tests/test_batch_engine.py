@@ -229,3 +229,16 @@ def test_sort_orders_all_items_by_key(run):
     for got, reverse in ((up, False), (down, True)):
         assert [e["k"] for e in got] == sorted((e["k"] for e in items), reverse=reverse)
         assert sorted(got, key=lambda e: e["n"]) == items
+
+
+def test_rolling_aggregate_emits_the_running_result_after_each_item(run):
+    items = [{"k": i % 3, "v": (i * 5) % 11} for i in range(40)]
+    p = Pipeline.create()
+    p.read_from(Sources.items(items)).grouping_key("k").rolling_aggregate(ops.counting()).write_to(Sinks.list("counts"))
+    ordered = Pipeline.create(preserve_order=True)
+    ordered.read_from(Sources.items(items)).rolling_aggregate(ops.summing("v")).write_to(Sinks.list("sums"))
+    counts = run(p, "counts")
+    sums = run(ordered, "sums")
+    # Running counts of a key are 1..n whatever the arrival order; with order kept, running sums are prefix sums.
+    assert sorted(counts) == sorted((k, n) for k in range(3) for n in range(1, sum(1 for e in items if e["k"] == k) + 1))
+    assert sums == [sum(e["v"] for e in items[: i + 1]) for i in range(len(items))]

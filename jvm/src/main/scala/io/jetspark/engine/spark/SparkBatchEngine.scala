@@ -37,7 +37,7 @@ import scala.collection.mutable
   * A DataFrame source becomes items through one Arrow UDF that turns its rows into pickled PySpark `Row`s
   * (`dataframeSources`).
   *
-  * What this engine does not run yet (windows, joins, stateful mapping, aggregate2, file
+  * What this engine does not run yet (windows, joins, map_stateful, aggregate2, file
   * sources, JVM functions, typed items kept as columns) fails before any Spark job starts, naming the
   * vertex.
   */
@@ -64,6 +64,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
 
   private val aggregations: Map[String, BoundAggregation] = dag.vertices.collect {
     case v @ Vertex(_, Aggregate(_, Seq(op: PythonAggregateSpec), _), _, _, _) => v.name -> PythonAggregations.bind(op.json)
+    case v @ Vertex(_, RollingAggregate(_, op: PythonAggregateSpec), _, _, _) => v.name -> PythonAggregations.bind(op.json)
   }.toMap
 
   private val extractingVertices: Set[String] = pythonExtractions(dag).map(_._1.name).toSet
@@ -72,7 +73,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
     case Source(source, _) if source.name == "items" || source.name == "dataframe" => ()
     case StatelessChain(steps) if steps.forall(runsInPythonChain) => ()
     case Merge(_, false) | Sink(_) => ()
-    case Aggregate(_, Seq(_: PythonAggregateSpec), _) => ()
+    case Aggregate(_, Seq(_: PythonAggregateSpec), _) | RollingAggregate(_, _: PythonAggregateSpec) => ()
     case Distinct(_) => ()
     case Sort(_, _, _) => ()
     case other => throw new UnsupportedOperationException(
@@ -89,6 +90,10 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
       case Merge(_, _) => dag.edgesInto(v.name).map(input).reduce(_ union _)
       case Sink(_) => singleInput(v)
       case Aggregate(stage, _, keys) => aggregationStage(v.name, stage, keyed = keys.nonEmpty).run(singleInput(v))
+      case RollingAggregate(key, _) =>
+        val op = aggregations(v.name).op.asInstanceOf[io.jetspark.core.aggregate.AggregateOperation[Nothing, Any, Any]]
+        ProcessorStage(v.name, () => if (key.isDefined) RollingAggregateProcessor.keyed(_.asInstanceOf[Extracted].key, op)
+          else RollingAggregateProcessor.global(op), extracted, resultRow(keyed = key.isDefined), ItemSchema).run(singleInput(v))
       case Sort(SortPhase.LocalSort, _, reverse) => numberedRuns(ProcessorStage(v.name,
         () => new SortProcessor(SortDefinition(Some(sortValue), AnyOrdering, reverse)), extracted,
         e => { val x = e.asInstanceOf[Extracted]; InternalRow(x.key.bytes, rawValues(x), x.item.bytes) }, ExtractedSchema)
@@ -159,10 +164,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
   private def aggregationStage(vertex: String, stage: AggregationStage, keyed: Boolean): ProcessorStage = {
     val op = aggregations(vertex).op.asInstanceOf[io.jetspark.core.aggregate.AggregateOperation[Nothing, Any, Any]]
     val keyOf: Any => Any = _.asInstanceOf[Extracted].key
-    val result: Any => InternalRow = r => InternalRow(PythonValues.dumps(r match {
-      case (key: PickledKey, value) if keyed => (key, value)
-      case value => value
-    }))
+    val result = resultRow(keyed)
     def stageOf(p: () => Processor, in: InternalRow => Any, out: Any => InternalRow, schema: StructType) =
       ProcessorStage(vertex, p, in, out, schema)
     (stage, keyed) match {
@@ -191,6 +193,12 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
       case other => throw new UnsupportedOperationException(s"sink '${v.name}': $other sinks are not run yet")
     }
   }
+
+  /** A result as the row of a pickled item: `(key, result)` when keyed, else the result. */
+  private def resultRow(keyed: Boolean): Any => InternalRow = r => InternalRow(PythonValues.dumps(r match {
+    case (key: PickledKey, value) if keyed => (key, value)
+    case value => value
+  }))
 
   /** Numbers each row of a local sort's output by its run (the partition) and its position in it. */
   private def numberedRuns(sorted: DataFrame): DataFrame = {
@@ -235,6 +243,8 @@ object SparkBatchEngine {
       case v @ Vertex(_, Aggregate(stage, Seq(op: PythonAggregateSpec), keys), _, _, _) =>
         if (stage == AggregationStage.Combine) None
         else Some((v, keys.headOption.map(extractorJson), PythonAggregations.bind(op.json).extractors))
+      case v @ Vertex(_, RollingAggregate(key, op: PythonAggregateSpec), _, _, _) =>
+        Some((v, key.map(extractorJson), PythonAggregations.bind(op.json).extractors))
       case v @ Vertex(_, Sort(SortPhase.LocalSort, key, _), _, _, _) =>
         Some((v, None, Seq(extractorJson(key.getOrElse(Extractor.WholeItem)))))
       case v => dag.edgesInto(v.name).collectFirst {
