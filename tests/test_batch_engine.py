@@ -9,7 +9,8 @@ from collections import Counter
 
 import pytest
 
-from jetspark import (DeadLetter, JobCancelledError, JobConfig, JobFailedError, JobStatus, Pipeline, Sinks, Sources)
+from jetspark import (DeadLetter, JobCancelledError, JobConfig, JobFailedError, JobStatus, JoinClause, Pipeline, Sinks,
+                      Sources)
 from jetspark import AggregateOperations as ops
 
 
@@ -98,7 +99,8 @@ def test_the_console_sink_prints_items_on_the_driver(run, capsys):
 
 def test_a_vertex_the_engine_cannot_run_yet_fails_the_job_naming_it(jet):
     p = Pipeline.create()
-    p.read_from(Sources.items([1])).map_stateful(lambda: 0, lambda s, x: (s + x, s)).write_to(Sinks.noop())
+    left, right = p.read_from(Sources.items([1])), p.read_from(Sources.items([1]))
+    left.hash_join(right, JoinClause.on(lambda x: x, lambda x: x)).write_to(Sinks.noop())
     with pytest.raises(JobFailedError, match="does not run this yet"):
         jet.new_job(p).join(timeout=300)
 
@@ -242,3 +244,28 @@ def test_rolling_aggregate_emits_the_running_result_after_each_item(run):
     # Running counts of a key are 1..n whatever the arrival order; with order kept, running sums are prefix sums.
     assert sorted(counts) == sorted((k, n) for k in range(3) for n in range(1, sum(1 for e in items if e["k"] == k) + 1))
     assert sums == [sum(e["v"] for e in items[: i + 1]) for i in range(len(items))]
+
+
+def test_map_stateful_keeps_state_per_key_or_one_state(run):
+    items = list(range(30))
+    p = Pipeline.create()
+    (p.read_from(Sources.items(items)).grouping_key(lambda x: x % 4)
+     .map_stateful(lambda: 0, lambda seen, key, x: (seen + 1, (key, seen + 1))).write_to(Sinks.list("nth")))
+    ordered = Pipeline.create(preserve_order=True)
+    (ordered.read_from(Sources.items(items))
+     .map_stateful(lambda: None, lambda prev, x: (x, None if prev is None else x - prev)).write_to(Sinks.list("diffs")))
+    nth = run(p, "nth")
+    diffs = run(ordered, "diffs")
+    # The n-th item of a key is numbered n whatever the order; a None output emits nothing.
+    assert sorted(nth) == sorted((k, n) for k in range(4) for n in range(1, sum(1 for x in items if x % 4 == k) + 1))
+    assert diffs == [1] * (len(items) - 1)
+
+
+def test_map_stateful_sends_failing_records_to_its_dead_letter_and_keeps_the_state(run):
+    p = Pipeline.create(preserve_order=True)
+    (p.read_from(Sources.items([1, 2, 0, 3]))
+     .map_stateful(lambda: 0, lambda total, x: (total + 12 // x, total + 12 // x)).set_name("running")
+     .on_error(Sinks.dead_letter("bad")).write_to(Sinks.list("totals")))
+    totals, bad = run(p, "totals", "bad")
+    assert totals == [12, 18, 22]
+    assert bad == [DeadLetter(0, "running", "ZeroDivisionError: integer division or modulo by zero")]

@@ -14,7 +14,7 @@ from strategies import batch_pipelines
 STATELESS = frozenset({"map", "map_to_none", "filter", "flat_map", "peek", "rebalance_map", "failing_map", "to_kv"})
 AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate", "distinct"}
 # Under preserve_order a keyed rebalance needs order restored by sequence ids, which the engine refuses yet.
-ORDERED = (STATELESS - {"rebalance_map"}) | {"rolling"}
+ORDERED = (STATELESS - {"rebalance_map"}) | {"rolling", "map_stateful"}
 
 SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                             HealthCheck.too_slow])

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jetspark._items import canonical_key
+from jetspark._items import canonical_key, loads_key
 from jetspark.errors import DeadLetter
 
 ITEM = "item"
@@ -141,6 +141,47 @@ def extraction_udf_column(key: dict[str, Any] | None, values: list[dict[str, Any
     """The Spark Column of an aggregation's extraction, over the ``item`` column."""
     refs = [s["ref"] for s in ([key] if key else []) + values if s["kind"] == "python"]
     return _arrow_udf(extraction_function(key, values, stage, {r: objects[r] for r in refs}), EXTRACTED_SCHEMA)
+
+
+def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, Any]], keyed: bool, stage: str,
+                      dead_letter: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The Arrow map function of ``map_stateful``: over the extracted rows (key, values, item) of one
+    partition, which holds every item of its keys (or, unkeyed, every item), it keeps a state per key
+    from ``create()`` and emits what ``fn(state, key, item)`` (unkeyed: ``fn(state, item)``) returns
+    besides the new state, unless that is None."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        states: dict[bytes, Any] = {}
+        for batch in batches:
+            out: list[bytes] = []
+            failures: list[str | None] = []
+            for key_bytes, raw in zip(batch.column(0).to_pylist(), batch.column(2).to_pylist()):
+                item = pickle.loads(raw)
+                state = states[key_bytes] if key_bytes in states else create()
+                try:
+                    state, output = fn(state, loads_key(key_bytes), item) if keyed else fn(state, item)
+                except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
+                    if not dead_letter:
+                        raise StepFailedError(f"stage '{stage}' failed on record {item!r}: {type(e).__name__}: {e}") from e
+                    out.append(pickle.dumps(DeadLetter(item, stage, f"{type(e).__name__}: {e}"), protocol=PICKLE_PROTOCOL))
+                    failures.append(stage)
+                    continue
+                states[key_bytes] = state
+                if output is not None:
+                    out.append(pickle.dumps(output, protocol=PICKLE_PROTOCOL))
+                    failures.append(None)
+            yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary()), pa.array(failures, pa.string())],
+                                             names=[ITEM, FAILURE])
+
+    return run
+
+
+def stateful_udf_column(create: Callable[[], Any], fn: Callable[..., tuple[Any, Any]], keyed: bool, stage: str,
+                        dead_letter: bool) -> Any:
+    """The Spark Column of a ``map_stateful`` vertex, over the extracted columns."""
+    return _arrow_udf(stateful_function(create, fn, keyed, stage, dead_letter), CHAIN_SCHEMA, ["key", "values", ITEM])
 
 
 def rows_to_items_function(columns: list[str]) -> Callable[[Iterator[Any]], Iterator[Any]]:

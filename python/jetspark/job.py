@@ -116,10 +116,8 @@ class Job:
         return json.loads(json.dumps(self._metrics))
 
     def _run(self) -> None:
-        from pyspark.errors.exceptions.captured import CapturedException
         from py4j.protocol import Py4JJavaError
-
-        from jetspark._python_steps import Step, chain_udf_column, extraction_udf_column, rows_to_items_udf_column
+        from pyspark.errors.exceptions.captured import CapturedException
 
         spark = self._jet.spark
         try:
@@ -127,18 +125,9 @@ class Job:
             spec, objects = self._pipeline.to_spec()
             prepared = _jvm.call(self._jet._bridge.prepareBatch, spark._jsparkSession, json.dumps(spec),
                                  _jvm_objects(spec, objects), 0)
-            chains = json.loads(prepared.pythonChainsJson())
-            udfs = [chain_udf_column([Step(s["kind"], None if s["ref"] is None else objects[s["ref"]], s["stage"],
-                                           s["dead_letter"]) for s in chain["steps"]])._jc for chain in chains]
-            extractions = json.loads(prepared.pythonExtractionsJson())
-            extraction_udfs = [extraction_udf_column(e["key"], e["values"], e["vertex"], objects)._jc
-                               for e in extractions]
-            frames = json.loads(prepared.dataframeSourcesJson())
-            frame_udfs = [rows_to_items_udf_column(f["columns"])._jc for f in frames]
+            names, udfs = _python_udfs(json.loads(prepared.pythonWorkJson()), objects)
             self._status = JobStatus.RUNNING
-            self._metrics = json.loads(prepared.run([c["vertex"] for c in chains], udfs,
-                                                    [e["vertex"] for e in extractions], extraction_udfs,
-                                                    [f["vertex"] for f in frames], frame_udfs))
+            self._metrics = json.loads(prepared.run(names, udfs))
             self._print_console_sinks()
             self._status = JobStatus.COMPLETED
         except (Py4JJavaError, CapturedException) as e:
@@ -169,6 +158,28 @@ class Job:
 
     def __repr__(self) -> str:
         return f"Job({self.name!r}, {self._status.value})"
+
+
+def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], list[Any]]:
+    """The Arrow UDFs the JVM asked for (``PreparedBatchJob.pythonWorkJson``), named as it expects."""
+    from jetspark._python_steps import (Step, chain_udf_column, extraction_udf_column, rows_to_items_udf_column,
+                                        stateful_udf_column)
+
+    def ref(r: int | None) -> Any:
+        return None if r is None else objects[r]
+
+    udfs: dict[str, Any] = {}
+    for chain in work["chains"]:
+        steps = [Step(s["kind"], ref(s["ref"]), s["stage"], s["dead_letter"]) for s in chain["steps"]]
+        udfs[f"chain:{chain['vertex']}"] = chain_udf_column(steps)
+    for e in work["extractions"]:
+        udfs[f"extract:{e['vertex']}"] = extraction_udf_column(e["key"], e["values"], e["vertex"], objects)
+    for f in work["dataframe_sources"]:
+        udfs[f"rows:{f['vertex']}"] = rows_to_items_udf_column(f["columns"])
+    for m in work["stateful"]:
+        udfs[f"stateful:{m['vertex']}"] = stateful_udf_column(ref(m["create_ref"]), ref(m["fn_ref"]), m["keyed"],
+                                                              m["stage"], m["dead_letter"])
+    return list(udfs), [column._jc for column in udfs.values()]
 
 
 def _jvm_objects(spec: dict[str, Any], objects: list[Any]) -> list[Any]:

@@ -15,35 +15,39 @@ import scala.jdk.CollectionConverters._
   */
 final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
 
-  /** `[{"vertex": name, "steps": [{"kind", "ref", "stage", "dead_letter"}, ...]}, ...]`: `ref` numbers the
-    * Python callable of the step (null for a `peek()` without one).
+  /** Every Arrow UDF the job needs from Python, as JSON:
+    * {{{
+    * {"chains": [{"vertex", "steps": [{"kind", "ref", "stage", "dead_letter"}]}],   // fused steps
+    *  "extractions": [{"vertex", "key": extractor or null, "values": [extractor]}], // keys and values
+    *  "dataframe_sources": [{"vertex", "columns": [...]}],                        // rows to items
+    *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter"}]} // map_stateful
+    * }}}
+    * `ref`s number the Python callables of the pipeline's spec (null: a `peek()` without one). Python
+    * answers with `run`, naming each UDF `chain:`, `extract:`, `rows:` or `stateful:` + the vertex.
     */
-  def pythonChainsJson(): String = {
-    val chains = SparkBatchEngine.pythonChains(dag).map { case (vertex, steps) =>
-      Map[String, AnyRef]("vertex" -> vertex.name, "steps" -> steps.map(stepSpec).asJava).asJava
-    }
-    new ObjectMapper().writeValueAsString(chains.asJava)
-  }
-
-  /** `[{"vertex": name, "key": extractor or null, "values": [extractor, ...]}, ...]`: what Python extracts
-    * from each item entering a vertex that needs keys or values (see `SparkBatchEngine.pythonExtractions`).
-    */
-  def pythonExtractionsJson(): String = {
+  def pythonWorkJson(): String = {
     val mapper = new ObjectMapper()
-    val extractions = SparkBatchEngine.pythonExtractions(dag).map { case (vertex, key, values) =>
-      val node = mapper.createObjectNode()
+    val work = mapper.createObjectNode()
+    work.set[JsonNode]("chains", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonChains(dag).map { case (vertex, steps) =>
+      Map[String, AnyRef]("vertex" -> vertex.name, "steps" -> steps.map(stepSpec).asJava).asJava
+    }.asJava))
+    val extractions = work.putArray("extractions")
+    SparkBatchEngine.pythonExtractions(dag).foreach { case (vertex, key, values) =>
+      val node = extractions.addObject()
       node.put("vertex", vertex.name)
       node.set[JsonNode]("key", key.getOrElse(mapper.nullNode()))
       node.set[JsonNode]("values", mapper.valueToTree[JsonNode](values.asJava))
-      node
     }
-    mapper.writeValueAsString(extractions.asJava)
+    work.set[JsonNode]("dataframe_sources", mapper.valueToTree[JsonNode](SparkBatchEngine.dataframeSources(dag).map {
+      case (vertex, columns) => Map[String, AnyRef]("vertex" -> vertex.name, "columns" -> columns.asJava).asJava
+    }.asJava))
+    work.set[JsonNode]("stateful", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonStateful(dag).map {
+      case (vertex, create, fn, keyed, deadLetter) =>
+        Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "create_ref" -> create, "fn_ref" -> fn,
+          "keyed" -> keyed, "dead_letter" -> deadLetter).asJava
+    }.asJava))
+    mapper.writeValueAsString(work)
   }
-
-  /** `[{"vertex": name, "columns": [...]}, ...]`: the DataFrame sources whose rows Python turns into items. */
-  def dataframeSourcesJson(): String = new ObjectMapper().writeValueAsString(SparkBatchEngine.dataframeSources(dag).map {
-    case (vertex, columns) => Map[String, AnyRef]("vertex" -> vertex.name, "columns" -> columns.asJava).asJava
-  }.asJava)
 
   private def stepSpec(t: StatelessTransform): java.util.Map[String, Any] = {
     val kind = t match {
@@ -59,17 +63,11 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     Map[String, Any]("kind" -> kind, "ref" -> ref, "stage" -> t.name, "dead_letter" -> t.errorSink.isDefined).asJava
   }
 
-  /** Runs the job; `chainUdfs(i)` is the fused chain of vertex `chains(i)`, `extractionUdfs(i)` the
-    * extraction of vertex `extractions(i)`, `rowsToItemsUdfs(i)` the row conversion of DataFrame source
-    * `dataframeSources(i)`. Returns the metrics as JSON:
-    * `{"vertices": {name: {"items_in", "items_out", "dead_letters"}}}`.
+  /** Runs the job with the UDFs Python built for `pythonWorkJson`: `udfs(i)` is named `names(i)`.
+    * Returns the metrics as JSON: `{"vertices": {name: {"items_in", "items_out", "dead_letters"}}}`.
     */
-  def run(chains: java.util.List[String], chainUdfs: java.util.List[Column],
-          extractions: java.util.List[String], extractionUdfs: java.util.List[Column],
-          dataframeSources: java.util.List[String], rowsToItemsUdfs: java.util.List[Column]): String = {
-    def byVertex(names: java.util.List[String], udfs: java.util.List[Column]) = names.asScala.zip(udfs.asScala).toMap
-    val out = new SparkBatchEngine(spark, dag, byVertex(chains, chainUdfs), byVertex(extractions, extractionUdfs),
-      byVertex(dataframeSources, rowsToItemsUdfs)).run().withDefaultValue(0L)
+  def run(names: java.util.List[String], udfs: java.util.List[Column]): String = {
+    val out = new SparkBatchEngine(spark, dag, names.asScala.zip(udfs.asScala).toMap).run().withDefaultValue(0L)
     val perVertex = dag.vertices.map { v =>
       val in = dag.edgesInto(v.name).map(e => out(e.errorsOf.fold(e.from)(_ => s"${e.from}.errors"))).sum
       v.name -> Map[String, Any]("items_in" -> in, "items_out" -> out(v.name), "dead_letters" -> out(s"${v.name}.errors")).asJava

@@ -29,6 +29,9 @@ import scala.collection.mutable
   * see `pythonChains`); their failures of stages routed to a dead-letter sink come out on that stage's
   * error edge.
   *
+  * The Python layer builds every Arrow UDF the job needs (see `pythonWork`) and hands them over by name:
+  * `chain:<vertex>`, `extract:<vertex>`, `rows:<vertex>`, `stateful:<vertex>`.
+  *
   * Aggregations: where items enter one (stage 1 of two, or the single stage), one Arrow UDF per vertex
   * extracts the grouping key and the operation's values (`pythonExtractions`); the core's aggregation
   * processors run in the Spark tasks; partial accumulators cross the shuffle Java-serialized, keyed by
@@ -37,12 +40,11 @@ import scala.collection.mutable
   * A DataFrame source becomes items through one Arrow UDF that turns its rows into pickled PySpark `Row`s
   * (`dataframeSources`).
   *
-  * What this engine does not run yet (windows, joins, map_stateful, aggregate2, file
+  * What this engine does not run yet (windows, joins, aggregate2, file
   * sources, JVM functions, typed items kept as columns) fails before any Spark job starts, naming the
   * vertex.
   */
-final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainUdfs: Map[String, Column],
-    extractionUdfs: Map[String, Column], rowsToItemsUdfs: Map[String, Column]) {
+final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[String, Column]) {
   import SparkBatchEngine._
 
   private val outputs = mutable.Map.empty[String, DataFrame]
@@ -75,6 +77,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
     case Merge(_, false) | Sink(_) => ()
     case Aggregate(_, Seq(_: PythonAggregateSpec), _) | RollingAggregate(_, _: PythonAggregateSpec) => ()
     case Distinct(_) => ()
+    case MapStateful(_, Extractor.PythonFn(_, _), Extractor.PythonFn(_, _)) => ()
     case Sort(_, _, _) => ()
     case other => throw new UnsupportedOperationException(
       s"vertex '${v.name}' (${other.describe}): the Spark batch engine does not run this yet")
@@ -84,9 +87,9 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
   private def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, {
     val df = counted(v.name, v.description match {
       case Source(source, _) if source.name == "dataframe" =>
-        SqlBridge.mapInArrow(source.parameters("dataframe").asInstanceOf[DataFrame], rowsToItemsUdfs(v.name))
+        SqlBridge.mapInArrow(source.parameters("dataframe").asInstanceOf[DataFrame], pythonUdfs(s"rows:${v.name}"))
       case Source(source, _) => itemsFrame(source.parameters("items").asInstanceOf[Seq[Any]], v)
-      case StatelessChain(_) => SqlBridge.mapInArrow(singleInput(v), pythonChainUdfs(v.name))
+      case StatelessChain(_) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"chain:${v.name}"))
       case Merge(_, _) => dag.edgesInto(v.name).map(input).reduce(_ union _)
       case Sink(_) => singleInput(v)
       case Aggregate(stage, _, keys) => aggregationStage(v.name, stage, keyed = keys.nonEmpty).run(singleInput(v))
@@ -106,6 +109,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
         ProcessorStage(v.name, () => new SortProcessor(SortDefinition(Some(runPosition), order, reverse = false)),
           row => (extracted(row), row.getInt(0), row.getLong(1)),
           r => InternalRow(r.asInstanceOf[(Extracted, Int, Long)]._1.item.bytes), ItemSchema).run(singleInput(v))
+      case MapStateful(_, _, _) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"stateful:${v.name}"))
       case Distinct(_) => ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[Extracted].key), extracted,
         e => InternalRow(e.asInstanceOf[Extracted].item.bytes), ItemSchema).run(singleInput(v))
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
@@ -142,11 +146,11 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonChainU
     }
     val receiver = dag.vertex(edge.to)
     val consumesKeys = aggregations.contains(receiver.name) || (receiver.description match {
-      case Distinct(_) | Sort(_, _, _) => true
+      case Distinct(_) | Sort(_, _, _) | MapStateful(_, _, _) => true
       case _ => false
     })
     val extracting = extractingVertices(receiver.name) && (consumesKeys || rebalancedByKey(edge))
-    val rows = if (extracting) SqlBridge.mapInArrow(selected, extractionUdfs(receiver.name)) else selected
+    val rows = if (extracting) SqlBridge.mapInArrow(selected, pythonUdfs(s"extract:${receiver.name}")) else selected
     val target = receiver.localParallelism
     val moved = edge.kind match {
       case EdgeKind.Isolated => rows
@@ -245,6 +249,7 @@ object SparkBatchEngine {
         else Some((v, keys.headOption.map(extractorJson), PythonAggregations.bind(op.json).extractors))
       case v @ Vertex(_, RollingAggregate(key, op: PythonAggregateSpec), _, _, _) =>
         Some((v, key.map(extractorJson), PythonAggregations.bind(op.json).extractors))
+      case v @ Vertex(_, MapStateful(key, _, _), _, _, _) => Some((v, key.map(extractorJson), Nil))
       case v @ Vertex(_, Sort(SortPhase.LocalSort, key, _), _, _, _) =>
         Some((v, None, Seq(extractorJson(key.getOrElse(Extractor.WholeItem)))))
       case v => dag.edgesInto(v.name).collectFirst {
@@ -300,6 +305,14 @@ object SparkBatchEngine {
     val at = if (row.numFields == 5) 2 else 0
     val raw = row.getArray(at + 1).toObjectArray(BinaryType).map(_.asInstanceOf[Array[Byte]])
     new Extracted(new PickledKey(row.getBinary(at)), new PickledItem(row.getBinary(at + 2)), raw.map(PythonValues.loads), raw)
+  }
+
+  /** The `map_stateful` vertices whose functions run in Python: state per key (or one state) kept across
+    * the items of a partition by a Python UDF, after a shuffle by key (or to one partition).
+    */
+  def pythonStateful(dag: PhysicalDag): Seq[(Vertex, Int, Int, Boolean, Boolean)] = dag.vertices.collect {
+    case v @ Vertex(_, MapStateful(key, Extractor.PythonFn(PythonRef(create), _), Extractor.PythonFn(PythonRef(fn), _)), _, _, _) =>
+      (v, create, fn, key.isDefined, dag.edgesFrom(v.name).exists(_.errorsOf.isDefined))
   }
 
   /** The DataFrame sources, with their columns: the Python layer builds, for each, the UDF that turns
