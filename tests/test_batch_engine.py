@@ -269,3 +269,13 @@ def test_map_stateful_sends_failing_records_to_its_dead_letter_and_keeps_the_sta
     totals, bad = run(p, "totals", "bad")
     assert totals == [12, 18, 22]
     assert bad == [DeadLetter(0, "running", "ZeroDivisionError: integer division or modulo by zero")]
+
+
+def test_a_job_cancelled_right_after_it_starts_ends_cancelled(jet):
+    p = Pipeline.create()
+    p.read_from(Sources.items(range(4))).map(lambda x: time.sleep(30) or x).write_to(Sinks.list("never"))
+    job = jet.new_job(p)
+    job.cancel()
+    with pytest.raises(JobCancelledError):
+        job.join(timeout=120)
+    assert job.status is JobStatus.CANCELLED and jet.get_list("never") == []

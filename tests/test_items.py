@@ -31,3 +31,11 @@ def test_a_key_comes_back_as_it_was(key):
 
 def test_different_keys_give_different_bytes():
     assert canonical_key((1, 2)) != canonical_key((2, 1)) and canonical_key({"a": 1}) != canonical_key({"a": 2})
+
+
+def test_a_key_with_a_shared_object_equals_one_built_from_equal_copies():
+    shared = "hello world"
+    copy = "".join(["hello", " world"])
+    assert shared == copy and shared is not copy
+    assert canonical_key((shared, shared)) == canonical_key((shared, copy))
+    assert canonical_key({"a": shared, "b": shared}) == canonical_key({"b": copy, "a": shared})

@@ -62,3 +62,25 @@ def test_with_a_dead_letter_stage_the_bad_record_is_kept_with_its_error_and_the_
     assert good == sorted(10 // (x + 1 - 3) for x in [1, 3, 4])
     # The record as it entered the failing stage: 2 + 1.
     assert bad == [(DeadLetter(3, "divide", "ZeroDivisionError: integer division or modulo by zero"), "divide")]
+
+
+def test_a_flat_map_that_fails_half_way_emits_nothing_for_that_record():
+    from jetspark._python_steps import run_steps
+
+    def two_then_fail(x):
+        yield x
+        yield x + 1
+        raise ValueError("late")
+
+    results, letters = run_steps([Step("flat_map", two_then_fail, "explode", dead_letter=True)], 5)
+    assert results == [] and letters == [DeadLetter(5, "explode", "ValueError: late")]
+
+
+def test_a_field_of_a_row_is_its_column_even_when_named_like_a_tuple_method():
+    from pyspark.sql import Row
+
+    from jetspark._python_steps import extract
+
+    row = Row(count=3, index=7)
+    assert extract({"kind": "field", "name": "count"}, row, {}) == 3
+    assert extract({"kind": "field", "name": "index"}, row, {}) == 7

@@ -49,3 +49,11 @@ def test_wrapping_a_session_without_the_jar_says_how_to_add_it():
     assert done.returncode == 0, done.stderr
     message = done.stdout.split("MESSAGE:", 1)[1]
     assert "spark.jars" in message and "--jars" in message and jetspark.jar_path() in message
+
+
+def test_session_wraps_a_running_spark_without_changing_or_owning_it(jet):
+    before = jet.spark.conf.get("spark.sql.shuffle.partitions")
+    again = jetspark.session(conf={"spark.sql.shuffle.partitions": "7"})
+    assert again.spark.conf.get("spark.sql.shuffle.partitions") == before
+    again.stop()
+    assert jet.spark.range(2).count() == 2

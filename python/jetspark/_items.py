@@ -8,6 +8,7 @@ JVM can compare them as bytes, and come back as ``jetspark._items.loads_key(<byt
 
 from __future__ import annotations
 
+import io
 import pickle
 from collections.abc import Mapping
 from typing import Any
@@ -22,9 +23,18 @@ def loads(data: bytes) -> Any:
 
 
 def canonical_key(key: Any) -> bytes:
-    """Bytes that are equal exactly when the keys are equal. A pickle alone is not: two equal dicts built
-    in another order pickle differently, so mappings and sets are written sorted first."""
-    return pickle.dumps(_canonical(key), protocol=PICKLE_PROTOCOL)
+    """Bytes that are equal when the keys are equal. A plain pickle is not: two equal dicts built in
+    another order pickle differently, and pickle's memo writes a repeated object as a back-reference, so
+    ``(s, s)`` and an equal pair of distinct strings differ. So mappings and sets are written sorted, and
+    nothing is memoized.
+
+    Limits: values that Python equates across types (``1``, ``1.0``, ``True``) stay different keys, and
+    mappings inside tuple subclasses (namedtuples, Rows) are not sorted."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, PICKLE_PROTOCOL)
+    pickler.fast = True  # no memo: the bytes depend on values only, not on which objects are shared
+    pickler.dump(_canonical(key))
+    return buffer.getvalue()
 
 
 def loads_key(data: bytes) -> Any:

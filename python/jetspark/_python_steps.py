@@ -59,7 +59,8 @@ def run_steps(steps: list[Step], item: Any) -> tuple[list[Any], list[DeadLetter]
                     if step.fn(x):  # type: ignore[misc]
                         produced.append(x)
                 elif step.kind == "flat_map":
-                    produced.extend(step.fn(x))  # type: ignore[misc]
+                    # Whole or not at all: a generator that fails half-way must not leave half its output.
+                    produced.extend(list(step.fn(x)))  # type: ignore[misc]
                 elif step.kind == "peek":
                     print(f"[{step.stage}] {step.fn(x) if step.fn else x}", file=sys.stderr)
                     produced.append(x)
@@ -98,13 +99,15 @@ def chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Iterator[Any]
 
 
 def extract(spec: dict[str, Any], item: Any, functions: dict[int, Callable[[Any], Any]]) -> Any:
-    """One key or value of ``item``: a field (a mapping's key, else an attribute), a function's result,
-    or the item itself."""
+    """One key or value of ``item``: a field (a mapping's key or a Row's column, else an attribute), a
+    function's result, or the item itself. Rows are indexed by name: as attributes, tuple methods such as
+    ``count`` and ``index`` would hide columns of those names."""
     kind = spec["kind"]
     if kind == "item":
         return item
     if kind == "field":
-        return item[spec["name"]] if isinstance(item, Mapping) else getattr(item, spec["name"])
+        by_name = isinstance(item, Mapping) or hasattr(item, "__fields__")
+        return item[spec["name"]] if by_name else getattr(item, spec["name"])
     if kind == "python":
         return functions[spec["ref"]](item)
     raise ValueError(f"unknown extractor kind {kind!r}")

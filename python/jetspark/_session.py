@@ -159,10 +159,13 @@ def session(
     user_jars = settings.get("spark.jars")
     settings["spark.jars"] = ",".join(filter(None, [_jvm.jar_path(), user_jars]))
 
-    # A session already running in this process is reused as it is (Spark allows one per JVM); it is not
-    # ours to stop, and it must already have the jar.
-    started_here = SparkSession.getActiveSession() is None
+    # Spark allows one context per JVM. One already running in this process (started on any thread) is
+    # wrapped as it is: the builder would change its settings, and it is not ours to stop.
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:
+        return JetSession(SparkSession.builder.getOrCreate(), owns_spark=False)
     builder = SparkSession.builder.master(master).appName(settings.pop("spark.app.name", "jetspark"))
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return JetSession(builder.getOrCreate(), owns_spark=started_here)
+    return JetSession(builder.getOrCreate(), owns_spark=True)

@@ -120,21 +120,30 @@ class Job:
         from pyspark.errors.exceptions.captured import CapturedException
 
         spark = self._jet.spark
+        prepared = None
         try:
             spark.sparkContext.setJobGroup(self._group, self.name, interruptOnCancel=True)
             spec, objects = self._pipeline.to_spec()
             prepared = _jvm.call(self._jet._bridge.prepareBatch, spark._jsparkSession, json.dumps(spec),
                                  _jvm_objects(spec, objects), 0)
             names, udfs = _python_udfs(json.loads(prepared.pythonWorkJson()), objects)
+            # cancelJobGroup reaches only Spark jobs already running: a cancel before them is checked here.
+            if self._cancelled:
+                self._status = JobStatus.CANCELLED
+                return
             self._status = JobStatus.RUNNING
-            self._metrics = json.loads(prepared.run(names, udfs))
-            self._print_console_sinks()
-            self._status = JobStatus.COMPLETED
+            self._metrics = json.loads(prepared.run(names, udfs, self._group))
+            self._print_console_sinks(prepared)
+            self._status = JobStatus.CANCELLED if self._cancelled else JobStatus.COMPLETED
         except (Py4JJavaError, CapturedException) as e:
             self._finish_failed(e)
         except BaseException as e:  # noqa: BLE001 - every failure must reach join()
             self._error = e
             self._status = JobStatus.FAILED
+        finally:
+            if prepared is not None:
+                for name in prepared.consoleLists(self._group):
+                    self._jet.clear_list(name)
 
     def _finish_failed(self, e: BaseException) -> None:
         if self._cancelled:
@@ -149,12 +158,10 @@ class Job:
         self._error.__cause__ = e
         self._status = JobStatus.FAILED
 
-    def _print_console_sinks(self) -> None:
-        for vertex, stats in self._metrics.get("vertices", {}).items():
-            name = f"__console__/{vertex}"
+    def _print_console_sinks(self, prepared: Any) -> None:
+        for name in prepared.consoleLists(self._group):
             for item in self._jet.get_list(name):
                 print(item)
-            self._jet.clear_list(name)
 
     def __repr__(self) -> str:
         return f"Job({self.name!r}, {self._status.value})"

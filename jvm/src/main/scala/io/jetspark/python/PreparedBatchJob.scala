@@ -49,6 +49,12 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     mapper.writeValueAsString(work)
   }
 
+  /** The registry lists of this job's console sinks, for Python to print and clear. */
+  def consoleLists(jobId: String): java.util.List[String] = dag.vertices.collect {
+    case v @ io.jetspark.plan.Vertex(_, io.jetspark.plan.VertexDescription.Sink(sink), _, _, _) if sink.name == "console" =>
+      SparkBatchEngine.consoleList(jobId, v.name)
+  }.asJava
+
   private def stepSpec(t: StatelessTransform): java.util.Map[String, Any] = {
     val kind = t match {
       case _: MapTransform => "map"
@@ -63,11 +69,12 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     Map[String, Any]("kind" -> kind, "ref" -> ref, "stage" -> t.name, "dead_letter" -> t.errorSink.isDefined).asJava
   }
 
-  /** Runs the job with the UDFs Python built for `pythonWorkJson`: `udfs(i)` is named `names(i)`.
+  /** Runs the job with the UDFs Python built for `pythonWorkJson`: `udfs(i)` is named `names(i)`;
+    * `jobId` scopes what the job's console sinks collect (`SparkBatchEngine.consoleList`).
     * Returns the metrics as JSON: `{"vertices": {name: {"items_in", "items_out", "dead_letters"}}}`.
     */
-  def run(names: java.util.List[String], udfs: java.util.List[Column]): String = {
-    val out = new SparkBatchEngine(spark, dag, names.asScala.zip(udfs.asScala).toMap).run().withDefaultValue(0L)
+  def run(names: java.util.List[String], udfs: java.util.List[Column], jobId: String): String = {
+    val out = new SparkBatchEngine(spark, dag, names.asScala.zip(udfs.asScala).toMap, jobId).run().withDefaultValue(0L)
     val perVertex = dag.vertices.map { v =>
       val in = dag.edgesInto(v.name).map(e => out(e.errorsOf.fold(e.from)(_ => s"${e.from}.errors"))).sum
       v.name -> Map[String, Any]("items_in" -> in, "items_out" -> out(v.name), "dead_letters" -> out(s"${v.name}.errors")).asJava

@@ -1,5 +1,7 @@
 package io.jetspark.core.aggregate
 
+import scala.jdk.CollectionConverters._
+
 import java.math.{BigDecimal => JBigDecimal, MathContext}
 
 /** Arithmetic over boxed numbers with Python's rules, for the operations that Python users feed with
@@ -119,7 +121,8 @@ object PythonNumbers {
 }
 
 /** A total order over the values Python users aggregate: numbers of any kind compare numerically
-  * ([[PythonNumbers.compare]]), strings lexicographically, tuples and sequences element by element,
+  * ([[PythonNumbers.compare]]), strings by code point (as Python does; Java's UTF-16 order differs beyond
+  * the basic plane), tuples and sequences element by element,
   * and any other values by their own `Comparable` when one's class is an instance of the other's.
   * Values that cannot be ordered against each other (a number and a string, `null`, two unrelated
   * classes) raise an `IllegalArgumentException` that names both.
@@ -128,7 +131,7 @@ object AnyOrdering extends Ordering[Any] {
   override def compare(a: Any, b: Any): Int =
     if (PythonNumbers.isNumber(a) && PythonNumbers.isNumber(b)) PythonNumbers.compare(a, b)
     else (a, b) match {
-      case (x: String, y: String) => x.compareTo(y)
+      case (x: String, y: String) => lexicographic(x.codePoints.iterator.asScala, y.codePoints.iterator.asScala)
       case (x: collection.Seq[_], y: collection.Seq[_]) => lexicographic(x.iterator, y.iterator)
       case (x: Product, y: Product) if isTuple(x) && isTuple(y) => lexicographic(x.productIterator, y.productIterator)
       case (x: Comparable[_], y) if y != null && (x.getClass.isInstance(y) || y.getClass.isInstance(x)) =>

@@ -3,8 +3,9 @@ package io.jetspark.engine.spark
 import java.util.Arrays
 
 /** A key extracted in Python, in its canonical serialized form (`jetspark._items.canonical_key`): keys
-  * compare by it (DESIGN.md "Items"), so equal Python keys are equal here and hash the same on every
-  * executor; results write it back as `jetspark._items.loads_key(bytes)`.
+  * compare by it (DESIGN.md "Items"), so equal Python keys (within the limits that function states) are
+  * equal here and hash the same on every executor; results write it back as
+  * `jetspark._items.loads_key(bytes)`.
   */
 final class PickledKey(val bytes: Array[Byte]) extends Serializable {
   override def equals(other: Any): Boolean = other match {

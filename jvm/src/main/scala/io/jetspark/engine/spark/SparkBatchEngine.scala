@@ -44,7 +44,7 @@ import scala.collection.mutable
   * sources, JVM functions, typed items kept as columns) fails before any Spark job starts, naming the
   * vertex.
   */
-final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[String, Column]) {
+final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[String, Column], jobId: String) {
   import SparkBatchEngine._
 
   private val outputs = mutable.Map.empty[String, DataFrame]
@@ -192,7 +192,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     sink.name match {
       case "list" | "deadLetter" =>
         ListSinkRegistry.append(sink.parameters("name").toString, items.collect().map(_.getAs[Array[Byte]](0)).toSeq)
-      case "console" => ListSinkRegistry.append(consoleList(v.name), items.collect().map(_.getAs[Array[Byte]](0)).toSeq)
+      case "console" => ListSinkRegistry.append(consoleList(jobId, v.name), items.collect().map(_.getAs[Array[Byte]](0)).toSeq)
       case "noop" => items.write.format("noop").mode("overwrite").save()
       case other => throw new UnsupportedOperationException(s"sink '${v.name}': $other sinks are not run yet")
     }
@@ -323,6 +323,8 @@ object SparkBatchEngine {
       v -> source.parameters("dataframe").asInstanceOf[DataFrame].columns.toSeq
   }
 
-  /** The registry list that holds what console sink `vertex` received, for the driver's Python to print. */
-  def consoleList(vertex: String): String = s"__console__/$vertex"
+  /** The registry list that holds what console sink `vertex` of job `jobId` received, for the driver's
+    * Python to print.
+    */
+  def consoleList(jobId: String, vertex: String): String = s"__console__/$jobId/$vertex"
 }

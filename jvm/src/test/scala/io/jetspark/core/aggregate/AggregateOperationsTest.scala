@@ -205,4 +205,10 @@ class AggregateOperationsTest extends AnyFunSuite {
     assert(AggregateOperations.allOf(AggregateOperations.counting(), AggregateOperations.toList[Any]()).isOrderSensitive)
     assert(!AggregateOperations.allOf(AggregateOperations.counting(), AggregateOperations.toSet[Any]()).isOrderSensitive)
   }
+
+  test("strings order by code point, as in Python, also beyond the basic plane") {
+    // Python: "\uff5e" < "\U0001f600" (code points 0xFF5E < 0x1F600); UTF-16 order says the opposite.
+    assert(AnyOrdering.compare("\uff5e", new String(Character.toChars(0x1f600))) < 0)
+    assert(AnyOrdering.compare("abc", "abd") < 0 && AnyOrdering.compare("ab", "abc") < 0)
+  }
 }
