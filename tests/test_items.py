@@ -39,3 +39,10 @@ def test_a_key_with_a_shared_object_equals_one_built_from_equal_copies():
     assert shared == copy and shared is not copy
     assert canonical_key((shared, shared)) == canonical_key((shared, copy))
     assert canonical_key({"a": shared, "b": shared}) == canonical_key({"b": copy, "a": shared})
+
+
+@given(st.lists(st.binary(max_size=40), max_size=20))
+def test_frames_unpack_to_what_was_packed(blobs):
+    from jetspark._items import pack_frames, unpack_frames
+
+    assert unpack_frames(pack_frames(blobs)) == blobs

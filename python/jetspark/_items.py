@@ -10,12 +10,29 @@ from __future__ import annotations
 
 import io
 import pickle
+import struct
 from collections.abc import Mapping
 from typing import Any
 
 
 PICKLE_PROTOCOL = 5
 _MAPPING, _SET = "jetspark:mapping", "jetspark:set"
+
+
+def pack_frames(blobs: list[bytes]) -> bytes:
+    """Many byte strings as one, each behind its 4-byte big-endian length: py4j moves one byte array in
+    one call, but a list element by element."""
+    return b"".join(struct.pack(">I", len(b)) + b for b in blobs)
+
+
+def unpack_frames(data: bytes) -> list[bytes]:
+    """The byte strings that :func:`pack_frames` (or the JVM's ``PythonValues.packFrames``) packed."""
+    blobs, at = [], 0
+    while at < len(data):
+        (size,) = struct.unpack_from(">I", data, at)
+        blobs.append(bytes(data[at + 4: at + 4 + size]))
+        at += 4 + size
+    return blobs
 
 
 def loads(data: bytes) -> Any:

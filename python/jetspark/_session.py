@@ -84,7 +84,9 @@ class JetSession:
     def get_list(self, name: str) -> list[Any]:
         """The items that ``Sinks.list(name)`` (or ``Sinks.dead_letter(name)``) holds: what jobs have
         committed to it so far, in arrival order."""
-        return [pickle.loads(bytes(b)) for b in self._bridge.getList(name)]
+        from jetspark._items import unpack_frames
+
+        return [pickle.loads(b) for b in unpack_frames(bytes(self._bridge.getList(name)))]
 
     def clear_list(self, name: str) -> None:
         """Empties list ``name``."""

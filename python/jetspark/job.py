@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jetspark import _jvm
+from jetspark._items import pack_frames
 from jetspark.errors import JobCancelledError, JobFailedError
 
 if TYPE_CHECKING:
@@ -199,7 +200,7 @@ def _jvm_objects(spec: dict[str, Any], objects: list[Any]) -> list[Any]:
             continue
         refs = source["refs"]
         if "items" in refs:
-            out[refs["items"]] = [pickle.dumps(x, protocol=5) for x in objects[refs["items"]]]
+            out[refs["items"]] = pack_frames([pickle.dumps(x, protocol=5) for x in objects[refs["items"]]])
         if "df" in refs:
             out[refs["df"]] = objects[refs["df"]]._jdf
     return out

@@ -2,6 +2,7 @@ package io.jetspark.python
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.core.aggregate.AggregateOperation
+import io.jetspark.engine.spark.PythonValues
 import io.jetspark.pipeline._
 
 import scala.collection.mutable
@@ -39,7 +40,8 @@ final class PipelineSpecReader private (objects: java.util.List[AnyRef]) {
     def byRef(name: String): AnyRef = if (objects == null || !refs.has(name)) null else objects.get(refs.get(name).asInt)
     spec.get("kind").asText match {
       case "items" =>
-        val items = Option(byRef("items")).map(_.asInstanceOf[java.util.List[_]].asScala.toSeq)
+        // Python sends the items' pickles packed in one byte array (see jetspark._items.pack_frames).
+        val items = Option(byRef("items")).map(packed => PythonValues.unpackFrames(packed.asInstanceOf[Array[Byte]]))
         Sources.items(items.getOrElse(Seq.fill(params.get("count").asInt)(null)))
       case "dataframe" if spec.get("stream").asBoolean => Sources.streamingDataframe(byRef("df"))
       case "dataframe" => Sources.dataframe(byRef("df"))

@@ -1,7 +1,9 @@
 package io.jetspark.python
 
 import io.jetspark.JetSparkVersion
-import io.jetspark.engine.spark.ListSinkRegistry
+import io.jetspark.engine.spark.{ListSinkRegistry, PythonValues}
+
+import scala.jdk.CollectionConverters._
 import org.apache.spark.sql.SparkSession
 
 /** The one JVM surface that the Python package calls through py4j. Everything Python needs goes
@@ -32,8 +34,8 @@ object PythonBridge {
     new PreparedBatchJob(spark, PipelineSpecReader.read(spec, objects).plan(p))
   }
 
-  /** What list sink `name` holds so far (pickles), and clearing it. */
-  def getList(name: String): java.util.List[Array[Byte]] = ListSinkRegistry.get(name)
+  /** What list sink `name` holds so far: its items' pickles, packed in one byte array. */
+  def getList(name: String): Array[Byte] = PythonValues.packFrames(ListSinkRegistry.get(name).asScala)
   def clearList(name: String): Unit = ListSinkRegistry.clear(name)
 
   private def plan(spec: String, parallelism: Int) = {

@@ -39,6 +39,23 @@ object PythonValues {
   writeAsCall(classOf[KeyedWindowResult[Any, Any]], "jetspark.window", "KeyedWindowResult")(w =>
     Array(Long.box(w.start), Long.box(w.end), toJava(w.key), toJava(w.result), Boolean.box(w.isEarly)))
 
+  /** Byte strings behind their 4-byte big-endian lengths (`jetspark._items.pack_frames`): py4j moves one
+    * byte array in one call, but a list element by element.
+    */
+  def packFrames(blobs: Iterable[Array[Byte]]): Array[Byte] = {
+    val out = new java.io.ByteArrayOutputStream()
+    val data = new java.io.DataOutputStream(out)
+    blobs.foreach { b => data.writeInt(b.length); data.write(b) }
+    out.toByteArray
+  }
+
+  def unpackFrames(packed: Array[Byte]): Vector[Array[Byte]] = {
+    val buffer = java.nio.ByteBuffer.wrap(packed)
+    Iterator.continually(buffer).takeWhile(_.hasRemaining).map { b =>
+      val blob = new Array[Byte](b.getInt); b.get(blob); blob
+    }.toVector
+  }
+
   def loads(bytes: Array[Byte]): Any = fromJava(new Unpickler().loads(bytes))
 
   /** Pyrolite gives tuples as `Object[]` and lists as `java.util.List`; as Scala sequences they order
