@@ -279,3 +279,19 @@ def test_a_job_cancelled_right_after_it_starts_ends_cancelled(jet):
     with pytest.raises(JobCancelledError):
         job.join(timeout=120)
     assert job.status is JobStatus.CANCELLED and jet.get_list("never") == []
+
+
+def test_dataframe_items_equal_the_rows_spark_itself_collects(run, jet):
+    import datetime
+
+    df = jet.spark.createDataFrame(
+        [(1, {"a": 1}, (2, "x"), [1, 2], datetime.datetime(2026, 1, 2, 3, 4, 5)),
+         (2, {}, (3, "y"), [], None)],
+        "id INT, props MAP<STRING, INT>, inner STRUCT<n: INT, s: STRING>, xs ARRAY<INT>, at TIMESTAMP")
+    p = Pipeline.create()
+    p.read_from(Sources.dataframe(df)).write_to(Sinks.list("rows"))
+    p.read_from(Sources.dataframe(df)).map(lambda r: (r.props.get("a"), r.inner.s, r["count"] if "count" in r else None)) \
+        .write_to(Sinks.list("fields"))
+    rows, fields = run(p, "rows", "fields")
+    assert sorted(rows, key=lambda r: r.id) == sorted(df.collect(), key=lambda r: r.id)
+    assert sorted(fields, key=repr) == sorted([(1, "x", None), (None, "y", None)], key=repr)

@@ -187,23 +187,33 @@ def stateful_udf_column(create: Callable[[], Any], fn: Callable[..., tuple[Any, 
     return _arrow_udf(stateful_function(create, fn, keyed, stage, dead_letter), CHAIN_SCHEMA, ["key", "values", ITEM])
 
 
-def rows_to_items_function(columns: list[str]) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The Arrow map function that turns a DataFrame's rows into items: pickled PySpark ``Row``s."""
+def rows_to_items_function(schema_json: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The Arrow map function that turns a DataFrame's rows into items: pickled PySpark ``Row``s, made by
+    Spark's own Arrow-to-Row conversion, so that they equal what ``df.collect()`` gives (maps, nested
+    structs, timestamps and all)."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-        from pyspark.sql import Row
+        import json
 
+        import pyarrow as pa
+        from pyspark.sql.conversion import ArrowTableToRowsConversion
+        from pyspark.sql.types import StructType
+
+        schema = StructType.fromJson(json.loads(schema_json))
         for batch in batches:
-            rows = [pickle.dumps(Row(**values), protocol=PICKLE_PROTOCOL) for values in batch.to_pylist()]
-            yield pa.RecordBatch.from_arrays([pa.array(rows, pa.binary())], names=[ITEM])
+            rows = ArrowTableToRowsConversion.convert(pa.Table.from_batches([batch]), schema)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array([pickle.dumps(r, protocol=PICKLE_PROTOCOL) for r in rows], pa.binary())], names=[ITEM])
 
     return run
 
 
-def rows_to_items_udf_column(columns: list[str]) -> Any:
-    """The Spark Column that turns the rows of a DataFrame with ``columns`` into items."""
-    return _arrow_udf(rows_to_items_function(columns), OPAQUE_SCHEMA, columns)
+def rows_to_items_udf_column(schema_json: str) -> Any:
+    """The Spark Column that turns the rows of a DataFrame with this schema into items."""
+    import json
+
+    columns = [field["name"] for field in json.loads(schema_json)["fields"]]
+    return _arrow_udf(rows_to_items_function(schema_json), OPAQUE_SCHEMA, columns)
 
 
 def _arrow_udf(fn: Callable[[Iterator[Any]], Iterator[Any]], schema: str, columns: list[str] | None = None) -> Any:

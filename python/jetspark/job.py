@@ -183,7 +183,7 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
     for e in work["extractions"]:
         udfs[f"extract:{e['vertex']}"] = extraction_udf_column(e["key"], e["values"], e["vertex"], objects)
     for f in work["dataframe_sources"]:
-        udfs[f"rows:{f['vertex']}"] = rows_to_items_udf_column(f["columns"])
+        udfs[f"rows:{f['vertex']}"] = rows_to_items_udf_column(f["schema"])
     for m in work["stateful"]:
         udfs[f"stateful:{m['vertex']}"] = stateful_udf_column(ref(m["create_ref"]), ref(m["fn_ref"]), m["keyed"],
                                                               m["stage"], m["dead_letter"])

@@ -19,7 +19,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     * {{{
     * {"chains": [{"vertex", "steps": [{"kind", "ref", "stage", "dead_letter"}]}],   // fused steps
     *  "extractions": [{"vertex", "key": extractor or null, "values": [extractor]}], // keys and values
-    *  "dataframe_sources": [{"vertex", "columns": [...]}],                        // rows to items
+    *  "dataframe_sources": [{"vertex", "schema": Spark's schema JSON}],             // rows to items
     *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter"}]} // map_stateful
     * }}}
     * `ref`s number the Python callables of the pipeline's spec (null: a `peek()` without one). Python
@@ -39,7 +39,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       node.set[JsonNode]("values", mapper.valueToTree[JsonNode](values.asJava))
     }
     work.set[JsonNode]("dataframe_sources", mapper.valueToTree[JsonNode](SparkBatchEngine.dataframeSources(dag).map {
-      case (vertex, columns) => Map[String, AnyRef]("vertex" -> vertex.name, "columns" -> columns.asJava).asJava
+      case (vertex, schema) => Map[String, AnyRef]("vertex" -> vertex.name, "schema" -> schema.json).asJava
     }.asJava))
     work.set[JsonNode]("stateful", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonStateful(dag).map {
       case (vertex, create, fn, keyed, deadLetter) =>

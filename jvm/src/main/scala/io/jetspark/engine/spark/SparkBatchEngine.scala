@@ -315,12 +315,12 @@ object SparkBatchEngine {
       (v, create, fn, key.isDefined, dag.edgesFrom(v.name).exists(_.errorsOf.isDefined))
   }
 
-  /** The DataFrame sources, with their columns: the Python layer builds, for each, the UDF that turns
+  /** The DataFrame sources, with their schemas: the Python layer builds, for each, the UDF that turns
     * rows into items.
     */
-  def dataframeSources(dag: PhysicalDag): Seq[(Vertex, Seq[String])] = dag.vertices.collect {
+  def dataframeSources(dag: PhysicalDag): Seq[(Vertex, StructType)] = dag.vertices.collect {
     case v @ Vertex(_, Source(source, _), _, _, _) if source.name == "dataframe" =>
-      v -> source.parameters("dataframe").asInstanceOf[DataFrame].columns.toSeq
+      v -> source.parameters("dataframe").asInstanceOf[DataFrame].schema
   }
 
   /** The registry list that holds what console sink `vertex` of job `jobId` received, for the driver's
