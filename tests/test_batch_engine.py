@@ -99,8 +99,8 @@ def test_the_console_sink_prints_items_on_the_driver(run, capsys):
 
 def test_a_vertex_the_engine_cannot_run_yet_fails_the_job_naming_it(jet):
     p = Pipeline.create()
-    left, right = p.read_from(Sources.items([1])), p.read_from(Sources.items([1]))
-    left.hash_join(right, JoinClause.on(lambda x: x, lambda x: x)).write_to(Sinks.noop())
+    p.read_from(Sources.items([1])).aggregate2(p.read_from(Sources.items([2])), ops.counting(), ops.counting()) \
+        .write_to(Sinks.noop())
     with pytest.raises(JobFailedError, match="does not run this yet"):
         jet.new_job(p).join(timeout=300)
 
@@ -295,3 +295,34 @@ def test_dataframe_items_equal_the_rows_spark_itself_collects(run, jet):
     rows, fields = run(p, "rows", "fields")
     assert sorted(rows, key=lambda r: r.id) == sorted(df.collect(), key=lambda r: r.id)
     assert sorted(fields, key=repr) == sorted([(1, "x", None), (None, "y", None)], key=repr)
+
+
+def test_hash_join_matches_a_nested_loop_join(run):
+    orders = [{"id": i, "user": i % 5} for i in range(25)]
+    users = [{"uid": u, "name": f"u{u}"} for u in (0, 1, 1, 3)]  # user 1 twice, users 2 and 4 missing
+    p = Pipeline.create()
+    left = p.read_from(Sources.items(orders))
+    right = p.read_from(Sources.items(users))
+    left.hash_join(right, JoinClause.on("user", "uid")).write_to(Sinks.list("outer"))
+    left.inner_hash_join(right, JoinClause.on(lambda o: o["user"], lambda u: u["uid"]),
+                         mapper=lambda o, u: (o["id"], u["name"])).write_to(Sinks.list("inner"))
+    outer, inner = run(p, "outer", "inner")
+    # Every left item with each match (one output per match), or with None when nothing matches.
+    expected_outer = []
+    for o in orders:
+        matches = [u for u in users if u["uid"] == o["user"]]
+        expected_outer += [(o, u) for u in matches] or [(o, None)]
+    expected_inner = [(o["id"], u["name"]) for o in orders for u in users if u["uid"] == o["user"]]
+    assert sorted(outer, key=repr) == sorted(expected_outer, key=repr)
+    assert sorted(inner) == sorted(expected_inner)
+
+
+def test_a_failing_join_mapper_sends_the_pair_to_its_dead_letter(run):
+    p = Pipeline.create()
+    left = p.read_from(Sources.items([1, 2, 3]))
+    right = p.read_from(Sources.items([2]))
+    (left.hash_join(right, JoinClause.on(lambda x: x, lambda x: x), mapper=lambda l, r: l // (r - 2 if r else 1))
+     .set_name("divide").on_error(Sinks.dead_letter("bad")).write_to(Sinks.list("ok")))
+    ok, bad = run(p, "ok", "bad")
+    assert sorted(ok) == [1, 3]
+    assert bad == [DeadLetter((2, 2), "divide", "ZeroDivisionError: integer division or modulo by zero")]

@@ -181,13 +181,22 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
         steps = [Step(s["kind"], ref(s["ref"]), s["stage"], s["dead_letter"]) for s in chain["steps"]]
         udfs[f"chain:{chain['vertex']}"] = chain_udf_column(steps)
     for e in work["extractions"]:
-        udfs[f"extract:{e['vertex']}"] = extraction_udf_column(e["key"], e["values"], e["vertex"], objects)
+        udfs[f"extract:{e['vertex']}:{e['ordinal']}"] = extraction_udf_column(e["key"], e["values"], e["vertex"], objects)
     for f in work["dataframe_sources"]:
         udfs[f"rows:{f['vertex']}"] = rows_to_items_udf_column(f["schema"])
     for m in work["stateful"]:
         udfs[f"stateful:{m['vertex']}"] = stateful_udf_column(ref(m["create_ref"]), ref(m["fn_ref"]), m["keyed"],
                                                               m["stage"], m["dead_letter"])
+    for j in work["joins"]:
+        mapper = ref(j["mapper_ref"])
+        pair_mapper = _pair_mapper(mapper)
+        udfs[f"join:{j['vertex']}"] = chain_udf_column([Step("map", pair_mapper, j["stage"], j["dead_letter"])])
     return list(udfs), [column._jc for column in udfs.values()]
+
+
+def _pair_mapper(mapper: Any) -> Any:
+    """The join's mapper over the engine's ``(left, right)`` pairs."""
+    return lambda pair: mapper(*pair)
 
 
 def _jvm_objects(spec: dict[str, Any], objects: list[Any]) -> list[Any]:

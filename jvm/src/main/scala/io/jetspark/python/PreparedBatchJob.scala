@@ -18,12 +18,14 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
   /** Every Arrow UDF the job needs from Python, as JSON:
     * {{{
     * {"chains": [{"vertex", "steps": [{"kind", "ref", "stage", "dead_letter"}]}],   // fused steps
-    *  "extractions": [{"vertex", "key": extractor or null, "values": [extractor]}], // keys and values
+    *  "extractions": [{"vertex", "ordinal", "key": extractor or null, "values": [extractor]}], // keys, values
     *  "dataframe_sources": [{"vertex", "schema": Spark's schema JSON}],             // rows to items
-    *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter"}]} // map_stateful
+    *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter"}], // map_stateful
+    *  "joins": [{"vertex", "stage", "mapper_ref", "dead_letter"}]}                 // hash join mappers
     * }}}
     * `ref`s number the Python callables of the pipeline's spec (null: a `peek()` without one). Python
-    * answers with `run`, naming each UDF `chain:`, `extract:`, `rows:` or `stateful:` + the vertex.
+    * answers with `run`, naming each UDF `chain:`, `rows:`, `stateful:` or `join:` + the vertex, or
+    * `extract:` + the vertex + `:` + the input ordinal.
     */
   def pythonWorkJson(): String = {
     val mapper = new ObjectMapper()
@@ -32,9 +34,10 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       Map[String, AnyRef]("vertex" -> vertex.name, "steps" -> steps.map(stepSpec).asJava).asJava
     }.asJava))
     val extractions = work.putArray("extractions")
-    SparkBatchEngine.pythonExtractions(dag).foreach { case (vertex, key, values) =>
+    SparkBatchEngine.pythonExtractions(dag).foreach { case (vertex, ordinal, key, values) =>
       val node = extractions.addObject()
       node.put("vertex", vertex.name)
+      node.put("ordinal", ordinal)
       node.set[JsonNode]("key", key.getOrElse(mapper.nullNode()))
       node.set[JsonNode]("values", mapper.valueToTree[JsonNode](values.asJava))
     }
@@ -45,6 +48,11 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       case (vertex, create, fn, keyed, deadLetter) =>
         Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "create_ref" -> create, "fn_ref" -> fn,
           "keyed" -> keyed, "dead_letter" -> deadLetter).asJava
+    }.asJava))
+    work.set[JsonNode]("joins", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonJoins(dag).map {
+      case (vertex, mapperRef, deadLetter) =>
+        Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "mapper_ref" -> mapperRef,
+          "dead_letter" -> deadLetter).asJava
     }.asJava))
     mapper.writeValueAsString(work)
   }

@@ -1,6 +1,7 @@
 package io.jetspark.engine.spark
 
 import io.jetspark.core.Processor
+import io.jetspark.core.execution.ProcessorTasklet
 import io.jetspark.core.aggregate.AnyOrdering
 import io.jetspark.core.processor._
 import io.jetspark.core.snapshot.JavaSerialization
@@ -30,7 +31,7 @@ import scala.collection.mutable
   * error edge.
   *
   * The Python layer builds every Arrow UDF the job needs (see `pythonWork`) and hands them over by name:
-  * `chain:<vertex>`, `extract:<vertex>`, `rows:<vertex>`, `stateful:<vertex>`.
+  * `chain:<vertex>`, `extract:<vertex>:<input ordinal>`, `rows:<vertex>`, `stateful:<vertex>`, `join:<vertex>`.
   *
   * Aggregations: where items enter one (stage 1 of two, or the single stage), one Arrow UDF per vertex
   * extracts the grouping key and the operation's values (`pythonExtractions`); the core's aggregation
@@ -40,7 +41,7 @@ import scala.collection.mutable
   * A DataFrame source becomes items through one Arrow UDF that turns its rows into pickled PySpark `Row`s
   * (`dataframeSources`).
   *
-  * What this engine does not run yet (windows, joins, aggregate2, file
+  * What this engine does not run yet (windows, joins of several enriching sides, aggregate2, file
   * sources, JVM functions, typed items kept as columns) fails before any Spark job starts, naming the
   * vertex.
   */
@@ -69,7 +70,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     case v @ Vertex(_, RollingAggregate(_, op: PythonAggregateSpec), _, _, _) => v.name -> PythonAggregations.bind(op.json)
   }.toMap
 
-  private val extractingVertices: Set[String] = pythonExtractions(dag).map(_._1.name).toSet
+  private val extractingInputs: Set[(String, Int)] = pythonExtractions(dag).map(e => (e._1.name, e._2)).toSet
 
   private def requireSupported(v: Vertex): Unit = v.description match {
     case Source(source, _) if source.name == "items" || source.name == "dataframe" => ()
@@ -78,6 +79,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     case Aggregate(_, Seq(_: PythonAggregateSpec), _) | RollingAggregate(_, _: PythonAggregateSpec) => ()
     case Distinct(_) => ()
     case MapStateful(_, Extractor.PythonFn(_, _), Extractor.PythonFn(_, _)) => ()
+    case HashJoin(Seq(_), Some(Extractor.PythonFn(_, _)), _) => ()
     case Sort(_, _, _) => ()
     case other => throw new UnsupportedOperationException(
       s"vertex '${v.name}' (${other.describe}): the Spark batch engine does not run this yet")
@@ -110,6 +112,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
           row => (extracted(row), row.getInt(0), row.getLong(1)),
           r => InternalRow(r.asInstanceOf[(Extracted, Int, Long)]._1.item.bytes), ItemSchema).run(singleInput(v))
       case MapStateful(_, _, _) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"stateful:${v.name}"))
+      case HashJoin(_, _, inner) => SqlBridge.mapInArrow(hashJoin(v, inner), pythonUdfs(s"join:${v.name}"))
       case Distinct(_) => ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[Extracted].key), extracted,
         e => InternalRow(e.asInstanceOf[Extracted].item.bytes), ItemSchema).run(singleInput(v))
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
@@ -146,11 +149,11 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     }
     val receiver = dag.vertex(edge.to)
     val consumesKeys = aggregations.contains(receiver.name) || (receiver.description match {
-      case Distinct(_) | Sort(_, _, _) | MapStateful(_, _, _) => true
+      case Distinct(_) | Sort(_, _, _) | MapStateful(_, _, _) | HashJoin(_, _, _) => true
       case _ => false
     })
-    val extracting = extractingVertices(receiver.name) && (consumesKeys || rebalancedByKey(edge))
-    val rows = if (extracting) SqlBridge.mapInArrow(selected, pythonUdfs(s"extract:${receiver.name}")) else selected
+    val extracting = extractingInputs((receiver.name, edge.toOrdinal))
+    val rows = if (extracting) SqlBridge.mapInArrow(selected, pythonUdfs(s"extract:${receiver.name}:${edge.toOrdinal}")) else selected
     val target = receiver.localParallelism
     val moved = edge.kind match {
       case EdgeKind.Isolated => rows
@@ -158,6 +161,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case EdgeKind.RoundRobin => rows.repartition(target)
       case EdgeKind.AllToOne => rows.repartition(1)
       case EdgeKind.Partitioned(_, _) => rows.repartition(target, col(Key))
+      case EdgeKind.Broadcast => rows // the receiver collects and broadcasts it (see hashJoin)
       case other => throw new UnsupportedOperationException(s"edge ${edge.from} -> ${edge.to}: ${other.describe} edges are not run yet")
     }
     // Only aggregations and distinct read the extracted key and values; a rebalanced stage gets its items back.
@@ -196,6 +200,28 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case "noop" => items.write.format("noop").mode("overwrite").save()
       case other => throw new UnsupportedOperationException(s"sink '${v.name}': $other sinks are not run yet")
     }
+  }
+
+  /** Every item of input 0 with its matches on input 1 (collected and broadcast), as pickled pairs
+    * `(left, right)` (`right` None where nothing matches, unless `inner`), for the mapper's Python UDF.
+    */
+  private def hashJoin(v: Vertex, inner: Boolean): DataFrame = {
+    val inputs = dag.edgesInto(v.name).map(input)
+    val (streamed, enriching) = (inputs(0), inputs(1))
+    val table = spark.sparkContext.broadcast(enriching.queryExecution.toRdd.map(r => (r.getBinary(0), r.getBinary(2))).collect())
+    val (name, toItem) = (v.name, extracted)
+    val rows = streamed.queryExecution.toRdd.mapPartitionsWithIndex { (index, partition) =>
+      val builds = table.value.iterator.map { case (key, item) =>
+        new Extracted(new PickledKey(key), new PickledItem(item), Array.empty, Array.empty)
+      }
+      val keyOf: Any => Any = _.asInstanceOf[Extracted].key
+      val pair: (Any, Seq[Option[Any]]) => Any = (left, rights) =>
+        (left.asInstanceOf[Extracted].item, rights.head.map(_.asInstanceOf[Extracted].item))
+      val join = new HashJoinProcessor(Seq(io.jetspark.core.processor.JoinClause(keyOf, keyOf)), pair, outer = !inner)
+      new ProcessorTasklet(join, io.jetspark.core.ProcessorContext(name, index, 1), IndexedSeq(partition.map(toItem), builds),
+        Seq(Seq(1), Seq(0))).map(p => InternalRow(PythonValues.dumps(p)): InternalRow)
+    }
+    SqlBridge.internalCreateDataFrame(spark, rows, ItemSchema)
   }
 
   /** A result as the row of a pickled item: `(key, result)` when keyed, else the result. */
@@ -242,18 +268,20 @@ object SparkBatchEngine {
     * an aggregation where items enter, the grouping key (None: a global aggregation) and the operation's
     * values in slot order; behind a `rebalance(key)` edge, the key alone (it decides the partition).
     */
-  def pythonExtractions(dag: PhysicalDag): Seq[(Vertex, Option[JsonNode], Seq[JsonNode])] =
+  def pythonExtractions(dag: PhysicalDag): Seq[(Vertex, Int, Option[JsonNode], Seq[JsonNode])] =
     dag.vertices.flatMap {
       case v @ Vertex(_, Aggregate(stage, Seq(op: PythonAggregateSpec), keys), _, _, _) =>
-        if (stage == AggregationStage.Combine) None
-        else Some((v, keys.headOption.map(extractorJson), PythonAggregations.bind(op.json).extractors))
+        if (stage == AggregationStage.Combine) Nil
+        else Seq((v, 0, keys.headOption.map(extractorJson), PythonAggregations.bind(op.json).extractors))
       case v @ Vertex(_, RollingAggregate(key, op: PythonAggregateSpec), _, _, _) =>
-        Some((v, key.map(extractorJson), PythonAggregations.bind(op.json).extractors))
-      case v @ Vertex(_, MapStateful(key, _, _), _, _, _) => Some((v, key.map(extractorJson), Nil))
+        Seq((v, 0, key.map(extractorJson), PythonAggregations.bind(op.json).extractors))
+      case v @ Vertex(_, MapStateful(key, _, _), _, _, _) => Seq((v, 0, key.map(extractorJson), Nil))
       case v @ Vertex(_, Sort(SortPhase.LocalSort, key, _), _, _, _) =>
-        Some((v, None, Seq(extractorJson(key.getOrElse(Extractor.WholeItem)))))
-      case v => dag.edgesInto(v.name).collectFirst {
-        case e if rebalancedByKey(e) => (v, Some(extractorJson(e.kind.asInstanceOf[EdgeKind.Partitioned].key)), Nil)
+        Seq((v, 0, None, Seq(extractorJson(key.getOrElse(Extractor.WholeItem)))))
+      case v @ Vertex(_, HashJoin(Seq(clause), _, _), _, _, _) =>
+        Seq((v, 0, Some(extractorJson(clause.leftKey)), Nil), (v, 1, Some(extractorJson(clause.rightKey)), Nil))
+      case v => dag.edgesInto(v.name).collect {
+        case e if rebalancedByKey(e) => (v, e.toOrdinal, Some(extractorJson(e.kind.asInstanceOf[EdgeKind.Partitioned].key)), Nil)
       }
     }
 
@@ -313,6 +341,14 @@ object SparkBatchEngine {
   def pythonStateful(dag: PhysicalDag): Seq[(Vertex, Int, Int, Boolean, Boolean)] = dag.vertices.collect {
     case v @ Vertex(_, MapStateful(key, Extractor.PythonFn(PythonRef(create), _), Extractor.PythonFn(PythonRef(fn), _)), _, _, _) =>
       (v, create, fn, key.isDefined, dag.edgesFrom(v.name).exists(_.errorsOf.isDefined))
+  }
+
+  /** The hash joins, with their mapper (the number of its Python callable) and whether its failures go
+    * to a dead-letter sink: Python applies the mapper to each `(left, right)` pair.
+    */
+  def pythonJoins(dag: PhysicalDag): Seq[(Vertex, Int, Boolean)] = dag.vertices.collect {
+    case v @ Vertex(_, HashJoin(_, Some(Extractor.PythonFn(PythonRef(mapper), _)), _), _, _, _) =>
+      (v, mapper, dag.edgesFrom(v.name).exists(_.errorsOf.isDefined))
   }
 
   /** The DataFrame sources, with their schemas: the Python layer builds, for each, the UDF that turns
