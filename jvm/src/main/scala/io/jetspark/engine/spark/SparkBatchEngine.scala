@@ -16,7 +16,7 @@ import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.jetspark.SqlBridge
-import org.apache.spark.sql.types.{ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType}
+import org.apache.spark.sql.types.{ArrayType, BinaryType, IntegerType, LongType, StructField, StructType}
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.storage.StorageLevel
 import org.apache.spark.util.LongAccumulator
@@ -109,7 +109,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
         val byValue = if (reverse) AnyOrdering.reverse else AnyOrdering
         val order = Ordering.Tuple3(byValue, Ordering.Int, Ordering.Long).asInstanceOf[Ordering[Any]]
         ProcessorStage(v.name, () => new SortProcessor(SortDefinition(Some(runPosition), order, reverse = false)),
-          row => (extracted(row), row.getInt(0), row.getLong(1)),
+          row => (extractedFromRun(row), row.getInt(0), row.getLong(1)),
           r => InternalRow(r.asInstanceOf[(Extracted, Int, Long)]._1.item.bytes), ItemSchema).run(singleInput(v))
       case MapStateful(_, _, _) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"stateful:${v.name}"))
       case HashJoin(_, _, inner) => SqlBridge.mapInArrow(hashJoin(v, inner), pythonUdfs(s"join:${v.name}"))
@@ -164,7 +164,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case EdgeKind.Broadcast => rows // the receiver collects and broadcasts it (see hashJoin)
       case other => throw new UnsupportedOperationException(s"edge ${edge.from} -> ${edge.to}: ${other.describe} edges are not run yet")
     }
-    // Only aggregations and distinct read the extracted key and values; a rebalanced stage gets its items back.
+    // Only vertices that consume keys read the extracted columns; a rebalanced stage gets its items back.
     if (extracting && !consumesKeys) moved.select(Item) else moved
   }
 
@@ -257,7 +257,6 @@ object SparkBatchEngine {
   val Failure = "failure"
   val Key = "key"
   val ItemSchema: StructType = StructType(Seq(StructField(Item, BinaryType, nullable = false)))
-  val ChainSchema: StructType = ItemSchema.add(StructField(Failure, StringType, nullable = true))
   /** What an extraction UDF gives per item: the key's pickle, the values' pickles, the item's pickle. */
   val ExtractedSchema: StructType = StructType(Seq(StructField(Key, BinaryType), StructField("values", ArrayType(BinaryType)),
     StructField(Item, BinaryType)))
@@ -328,9 +327,12 @@ object SparkBatchEngine {
     ExtractedSchema.fields)
 
   /** A row of an extraction (key, values, item) as the item a processor takes. */
-  private val extracted: InternalRow => Extracted = { row =>
-    // A sorted run's row has its run and position first.
-    val at = if (row.numFields == 5) 2 else 0
+  private val extracted: InternalRow => Extracted = extractedAt(0)
+
+  /** The same for a sorted run's row ([[RunSchema]]), whose run and position come first. */
+  private val extractedFromRun: InternalRow => Extracted = extractedAt(2)
+
+  private def extractedAt(at: Int): InternalRow => Extracted = { row =>
     val raw = row.getArray(at + 1).toObjectArray(BinaryType).map(_.asInstanceOf[Array[Byte]])
     new Extracted(new PickledKey(row.getBinary(at)), new PickledItem(row.getBinary(at + 2)), raw.map(PythonValues.loads), raw)
   }

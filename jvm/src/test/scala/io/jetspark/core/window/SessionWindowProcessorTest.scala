@@ -76,15 +76,7 @@ class SessionWindowProcessorTest extends AnyFunSuite {
   }
 
   test("an operation without combineFn is refused: bridging events must merge accumulators") {
-    val noCombine = new AggregateOperation[Ev, TestOps.LongAcc, Long] {
-      override def arity = 1
-      override def create() = TestOps.LongAcc(0)
-      override def accumulate(acc: TestOps.LongAcc, ordinal: Int, item: Ev) = acc
-      override def combineFn = None
-      override def deductFn = None
-      override def exportResult(acc: TestOps.LongAcc) = acc.value
-      override def finishResult(acc: TestOps.LongAcc) = acc.value
-    }
+    val noCombine = TestOps.withoutCombine[Ev]
     val ex = intercept[IllegalArgumentException](new SessionWindowProcessor(10, (e: Ev) => e.key, (e: Ev) => e.ts, noCombine))
     assert(ex.getMessage.contains("combineFn") && ex.getMessage.contains("merge"))
     intercept[IllegalArgumentException](new SessionWindowProcessor(0, (e: Ev) => e.key, (e: Ev) => e.ts, counting))

@@ -288,15 +288,7 @@ class SlidingWindowProcessorTest extends AnyFunSuite {
   }
 
   test("an operation without combineFn is refused with a message that says why") {
-    val noCombine = new AggregateOperation[Ev, TestOps.LongAcc, Long] {
-      override def arity = 1
-      override def create() = TestOps.LongAcc(0)
-      override def accumulate(acc: TestOps.LongAcc, ordinal: Int, item: Ev) = acc
-      override def combineFn = None
-      override def deductFn = None
-      override def exportResult(acc: TestOps.LongAcc) = acc.value
-      override def finishResult(acc: TestOps.LongAcc) = acc.value
-    }
+    val noCombine = TestOps.withoutCombine[Ev]
     val ex = intercept[IllegalArgumentException](SlidingWindowProcessor.singleStageNonKeyed(SlidingWindowPolicy(2, 1), (e: Ev) => e.ts, noCombine))
     assert(ex.getMessage.contains("combineFn"))
   }

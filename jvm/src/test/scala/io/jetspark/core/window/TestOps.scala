@@ -7,6 +7,17 @@ import io.jetspark.core.aggregate.AggregateOperation
   */
 object TestOps {
   final case class LongAcc(var value: Long)
+
+  /** An operation that cannot combine (windows must refuse it). */
+  def withoutCombine[T]: AggregateOperation[T, LongAcc, Long] = new AggregateOperation[T, LongAcc, Long] {
+    override def arity = 1
+    override def create() = LongAcc(0)
+    override def accumulate(acc: LongAcc, ordinal: Int, item: T) = acc
+    override def combineFn = None
+    override def deductFn = None
+    override def exportResult(acc: LongAcc) = acc.value
+    override def finishResult(acc: LongAcc) = acc.value
+  }
   final case class ListAcc[T](var items: Vector[T])
 
   /** An operation built from functions; `combine` folds right into left. */
