@@ -388,11 +388,17 @@ def _custom_op(name: str, m: int) -> AggregateOperation:
 
 def _int_custom_aggregate(b: _Builder, c: _Current) -> Result:
     name, m = b.draw(st.sampled_from(["squares", "sorted", "failing"])), b.draw(st.integers(3, 5))
-    if b.draw(st.booleans()):
+    shape = b.draw(st.sampled_from(["global", "keyed", "aggregate2"]))
+    if shape == "global":
         stage, text, order = c.stage.aggregate(_custom_op(name, m)), f"aggregate(custom {name})", restart(b)
-    else:
+    elif shape == "keyed":
         stage = c.stage.grouping_key(lambda x: x % 3).aggregate(_custom_op(name, m))
         text, order = f"grouping_key(x%3).aggregate(custom {name})", unordered(b)
+    else:
+        other = b.source(INT)
+        stage = c.stage.grouping_key(lambda x: x % 3).aggregate2(
+            other.stage.grouping_key(lambda x: x % 3), _custom_op(name, m), _custom_op("squares", m))
+        text, order = f"grouping_key(x%3).aggregate2({other.label} by x%3, custom {name}, custom squares)", unordered(b)
     if name == "failing":
         stage, text = stage.on_error(b.dead_letter()), f"{text} x%{m}==0 fails, on_error(dead_letter)"
     return stage, ANY, order, text

@@ -219,10 +219,31 @@ def test_a_failing_accumulate_goes_to_the_dead_letter_and_leaves_the_accumulator
     assert metrics["vertices"]["collect-dead-letter"]["items_in"] == 4
 
 
+@pytest.mark.parametrize("keyed", [False, True])
+def test_aggregate2_of_two_custom_operations_pairs_their_results(jet, keyed):
+    p = Pipeline.create()
+    left = p.read_from(Sources.items(list(range(25))))
+    right = p.read_from(Sources.items([x * 3 for x in range(12)]))
+    if keyed:
+        # MEAN combines, DISTINCT_SORTED does not: one stage; keys 0..3 left, 0..4 right
+        left.grouping_key(lambda x: x % 4).aggregate2(right.grouping_key(lambda x: x % 5), MEAN, DISTINCT_SORTED) \
+            .write_to(Sinks.list("pairs"))
+        left.grouping_key(lambda x: x % 4).aggregate2(right.grouping_key(lambda x: x % 5), MEAN, MEAN) \
+            .write_to(Sinks.list("means"))  # both combine: two stages
+    else:
+        left.aggregate2(right, MEAN, DISTINCT_SORTED).write_to(Sinks.list("pairs"))
+        left.filter(lambda x: x < 0).aggregate2(right, MEAN, MEAN).write_to(Sinks.list("means"))
+    actual = assert_matches_reference(jet, p, ["pairs", "means"])
+    if keyed:
+        assert dict(actual["pairs"])[4] == (None, sorted(x * 3 for x in range(12) if x * 3 % 5 == 4))
+    else:
+        assert actual["means"] == [(None, sum(x * 3 for x in range(12)) / 12)]
+
+
 def test_a_custom_operation_where_the_engine_cannot_run_it_fails_before_any_spark_job_naming_the_vertex(jet):
     p = Pipeline.create()
     left, right = p.read_from(Sources.items([1, 2])), p.read_from(Sources.items([3]))
-    left.aggregate2(right, MEAN, ops.counting()).set_name("co-mean").write_to(Sinks.noop())
+    left.aggregate2(right, MEAN, ops.counting()).set_name("co-mean").write_to(Sinks.noop())  # a mix: not yet
     with pytest.raises(JobFailedError, match="co-mean"):
         jet.new_job(p).join(timeout=300)
 

@@ -22,7 +22,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     *  "dataframe_sources": [{"vertex", "schema": Spark's schema JSON}],             // rows to items
     *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter"}], // map_stateful
     *  "joins": [{"vertex", "stage", "mapper_ref", "dead_letter"}],                // hash join mappers
-    *  "custom_aggregations": [{"vertex", "stage", "mode", "functions_ref", "keyed", "dead_letter"}]} // AggregateOperation.of
+    *  "custom_aggregations": [{"vertex", "stage", "mode", "functions_refs", "keyed", "dead_letter"}]} // AggregateOperation.of
     * }}}
     * `ref`s number the Python callables of the pipeline's spec (null: a `peek()` without one). Python
     * answers with `run`, naming each UDF `chain:`, `rows:`, `stateful:`, `join:` or `custom:` + the vertex, or
@@ -57,7 +57,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     }.asJava))
     work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregations.work(dag).map { w =>
       Map[String, Any]("vertex" -> w.vertex.name, "stage" -> w.vertex.fusedChain.head, "mode" -> w.mode,
-        "functions_ref" -> w.functionsRef, "keyed" -> w.keyed, "dead_letter" -> w.deadLetter).asJava
+        "functions_refs" -> w.functionsRefs.asJava, "keyed" -> w.keyed, "dead_letter" -> w.deadLetter).asJava
     }.asJava))
     mapper.writeValueAsString(work)
   }

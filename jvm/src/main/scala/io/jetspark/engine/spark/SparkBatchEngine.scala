@@ -2,7 +2,7 @@ package io.jetspark.engine.spark
 
 import io.jetspark.core.Processor
 import io.jetspark.core.execution.ProcessorTasklet
-import io.jetspark.core.aggregate.AnyOrdering
+import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
 import io.jetspark.core.processor._
 import io.jetspark.core.snapshot.JavaSerialization
 import com.fasterxml.jackson.databind.JsonNode
@@ -44,9 +44,9 @@ import scala.collection.mutable
   * A DataFrame source becomes items through one Arrow UDF that turns its rows into pickled PySpark `Row`s
   * (`dataframeSources`).
   *
-  * What this engine does not run yet (windows, `aggregate2` with a user-defined operation, a user-defined
-  * operation inside `all_of`, file sources, JVM functions, typed items kept as columns) fails before any Spark job starts, naming the
-  * vertex.
+  * What this engine does not run yet (windows, `aggregate2` mixing a user-defined operation with a
+  * built-in one, a user-defined operation inside `all_of`, file sources, JVM functions, typed items kept as columns) fails before any
+  * Spark job starts, naming the vertex.
   */
 final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[String, Column], jobId: String) {
   import SparkBatchEngine._
@@ -69,7 +69,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   }
 
   /** The core operation of each aggregating vertex whose operations the JVM runs (built-in ones). */
-  private val aggregations: Map[String, io.jetspark.core.aggregate.AggregateOperation[Extracted, Any, Any]] = dag.vertices.collect {
+  private val aggregations: Map[String, AggregateOperation[Extracted, Any, Any]] = dag.vertices.collect {
     case v @ Vertex(_, Aggregate(_, PythonOps(ops), _), _, _, _) if ops.forall(PythonAggregations.bindable) =>
       v.name -> PythonAggregations.bindInputs(ops)
     case v @ Vertex(_, RollingAggregate(_, op: PythonAggregateSpec), _, _, _) if PythonAggregations.bindable(op) =>
@@ -102,13 +102,15 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case StatelessChain(_) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"chain:${v.name}"))
       case Merge(_, _) => dag.edgesInto(v.name).map(input).reduce(_ union _)
       case Sink(_) => singleInput(v)
-      case _ if CustomAggregations.runsCustom(v) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"custom:${v.name}"))
+      case _ if CustomAggregations.runsCustom(v) =>
+        val inputs = dag.edgesInto(v.name).sortBy(_.toOrdinal).map(input)
+        SqlBridge.mapInArrow(CustomAggregations.input(v, inputs), pythonUdfs(s"custom:${v.name}"))
       case Aggregate(stage, ops, keys) if ops.size == 2 && stage != AggregationStage.Combine =>
         val Seq(first, second) = dag.edgesInto(v.name).sortBy(_.toOrdinal).map(input): @unchecked
         CoGroupStages.run(aggregationStage(v.name, stage, keyed = keys.nonEmpty, inputs = 2), first, second)
       case Aggregate(stage, _, keys) => aggregationStage(v.name, stage, keyed = keys.nonEmpty, inputs = 1).run(singleInput(v))
       case RollingAggregate(key, _) =>
-        val op = aggregations(v.name).asInstanceOf[io.jetspark.core.aggregate.AggregateOperation[Nothing, Any, Any]]
+        val op = aggregations(v.name).asInstanceOf[AggregateOperation[Nothing, Any, Any]]
         ProcessorStage(v.name, () => if (key.isDefined) RollingAggregateProcessor.keyed(_.asInstanceOf[Extracted].key, op)
           else RollingAggregateProcessor.global(op), extracted, resultRow(keyed = key.isDefined), ItemSchema).run(singleInput(v))
       case Sort(SortPhase.LocalSort, _, reverse) => numberedRuns(ProcessorStage(v.name,
@@ -184,7 +186,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
 
   /** The processors of one aggregation vertex, with how rows become their items and back. */
   private def aggregationStage(vertex: String, stage: AggregationStage, keyed: Boolean, inputs: Int): ProcessorStage = {
-    val op = aggregations(vertex).asInstanceOf[io.jetspark.core.aggregate.AggregateOperation[Nothing, Any, Any]]
+    val op = aggregations(vertex).asInstanceOf[AggregateOperation[Nothing, Any, Any]]
     val keyOf: Any => Any = _.asInstanceOf[Extracted].key
     val keyFns = IndexedSeq.fill(inputs)(keyOf)
     val result = resultRow(keyed)
@@ -266,9 +268,12 @@ object SparkBatchEngine {
   /** A partial accumulator on its way to the combining stage. */
   val PartialSchema: StructType = StructType(Seq(StructField(Key, BinaryType), StructField("acc", BinaryType)))
 
-  /** The vertices whose input items Python must first take apart, with what it extracts from each: at
-    * an aggregation where items enter, the grouping key (None: a global aggregation) and the operation's
-    * values in slot order; behind a `rebalance(key)` edge, the key alone (it decides the partition).
+  /** The inputs (vertex, ordinal) whose items Python must first take apart, with what it extracts from
+    * each: at an aggregation where items enter, per input, the grouping key (None: a global aggregation)
+    * and that input's operation's values in slot order; at a hash join, each side's key of its clause
+    * (the streamed side's other clauses' keys as values); behind a `rebalance(key)` edge, that key,
+    * which decides the partition (also where the vertex has no key of its own: a global aggregation, a
+    * sort).
     */
   def pythonExtractions(dag: PhysicalDag): Seq[(Vertex, Int, Option[JsonNode], Seq[JsonNode])] =
     dag.vertices.flatMap {
@@ -314,7 +319,7 @@ object SparkBatchEngine {
 
   /** The operations of an aggregation when every one is defined in Python. */
   private[spark] object PythonOps {
-    def unapply(ops: Seq[io.jetspark.core.aggregate.AggregateOperation[_, _, _]]): Option[Seq[PythonAggregateSpec]] =
+    def unapply(ops: Seq[AggregateOperation[_, _, _]]): Option[Seq[PythonAggregateSpec]] =
       if (ops.forall(_.isInstanceOf[PythonAggregateSpec])) Some(ops.map(_.asInstanceOf[PythonAggregateSpec])) else None
   }
 
