@@ -170,10 +170,9 @@ class Job:
 
 def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], list[Any]]:
     """The Arrow UDFs the JVM asked for (``PreparedBatchJob.pythonWorkJson``), named as it expects."""
+    from jetspark._custom_ops import custom_aggregation_udf_column
     from jetspark._python_steps import (Step, chain_udf_column, extraction_udf_column, rows_to_items_udf_column,
                                         stateful_udf_column)
-
-    from jetspark._custom_ops import custom_aggregation_udf_column
 
     def ref(r: int | None) -> Any:
         return None if r is None else objects[r]
