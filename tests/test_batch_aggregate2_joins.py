@@ -96,6 +96,7 @@ def test_keyed_aggregate2_co_groups_both_inputs_also_keys_of_one_side_only(jet, 
 @pytest.mark.parametrize("inner", [False, True])
 def test_hash_join2_matches_the_reference(jet, inner):
     p = two_sided_join(inner)
+    assert "(enriching inputs 1..2)" in p.explain(2)
     assert_matches_reference(jet, p, ["joined"])
 
 

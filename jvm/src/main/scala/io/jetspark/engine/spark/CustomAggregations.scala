@@ -14,9 +14,9 @@ import org.apache.spark.sql.functions.{col, lit}
   * extraction gave their key; the JVM only moves rows between them, as for built-in operations:
   *
   * {{{
-  *   two stages:   accumulate (per partition, pickled accumulators per key) ──partitioned by key──▶ combine ──▶ results
-  *   one stage:    ──items partitioned by key (or all to one)──▶ single (accumulate, then finish)  ──▶ results
-  *   rolling:      ──items partitioned by key (or all to one)──▶ rolling (export after each item)  ──▶ results
+  *   two stages:  accumulate (pickled accumulator per key and partition) ──by key──▶ combine ──▶ results
+  *   one stage:   ──items by key (or all to one)──▶ single (accumulate, then finish) ──▶ results
+  *   rolling:     ──items by key (or all to one)──▶ rolling (export after each item) ──▶ results
   * }}}
   *
   * `aggregate2` with two user-defined operations reads both inputs as one, each row tagged with its input
@@ -40,7 +40,8 @@ object CustomAggregations {
 
   def work(dag: PhysicalDag): Seq[Work] = dag.vertices.flatMap { v =>
     def of(mode: String, ops: Seq[PythonAggregateSpec], keyed: Boolean) =
-      Work(v, mode, ops.map(op => mapper.readTree(op.json).get("ref").asInt), keyed, dag.edgesFrom(v.name).exists(_.errorsOf.isDefined))
+      Work(v, mode, ops.map(op => mapper.readTree(op.json).get("ref").asInt), keyed,
+        deadLetter = dag.edgesFrom(v.name).exists(_.errorsOf.isDefined))
     v.description match {
       case Aggregate(stage, PythonOps(ops), keys) if ops.forall(PythonAggregations.isCustom) =>
         val mode = stage match {
@@ -49,7 +50,8 @@ object CustomAggregations {
           case AggregationStage.SingleStage => "single"
         }
         Seq(of(mode, ops, keys.nonEmpty))
-      case RollingAggregate(key, op: PythonAggregateSpec) if PythonAggregations.isCustom(op) => Seq(of("rolling", Seq(op), key.isDefined))
+      case RollingAggregate(key, op: PythonAggregateSpec) if PythonAggregations.isCustom(op) =>
+        Seq(of("rolling", Seq(op), key.isDefined))
       case _ => Nil
     }
   }
@@ -70,10 +72,11 @@ object CustomAggregations {
   def input(v: Vertex, inputs: Seq[DataFrame]): DataFrame = (inputs, v.description) match {
     case (Seq(one), _) => one
     case (several, Aggregate(stage, _, keys)) =>
-      val union = several.zipWithIndex.map { case (df, ordinal) => df.withColumn(Ordinal, lit(ordinal)) }.reduce(_ union _)
+      val union = several.zipWithIndex.map { case (df, i) => df.withColumn(Ordinal, lit(i)) }.reduce(_ union _)
       if (stage != AggregationStage.SingleStage) union
       else if (keys.nonEmpty) union.repartition(v.localParallelism, col(Key))
       else union.repartition(1)
-    case (several, other) => throw new IllegalStateException(s"vertex '${v.name}' (${other.describe}) has ${several.size} inputs")
+    case (several, other) =>
+      throw new IllegalStateException(s"vertex '${v.name}' (${other.describe}) has ${several.size} inputs")
   }
 }

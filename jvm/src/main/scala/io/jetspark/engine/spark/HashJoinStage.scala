@@ -40,8 +40,9 @@ object HashJoinStage {
         (left.asInstanceOf[Extracted].item +: rights.map(_.map(_.asInstanceOf[Extracted].item))).toArray[Any]
       val join = new HashJoinProcessor(clauses, tuple, outer = !inner)
       // Every enriching side is complete before the first streamed item.
-      new ProcessorTasklet(join, ProcessorContext(vertexName, index, total), (partition.map(toItem): Iterator[Any]) +: builds.toIndexedSeq,
-        Seq(1 to sides, Seq(0))).map(t => InternalRow(PythonValues.dumps(t)): InternalRow)
+      val inputs = (partition.map(toItem): Iterator[Any]) +: builds.toIndexedSeq
+      new ProcessorTasklet(join, ProcessorContext(vertexName, index, total), inputs, Seq(1 to sides, Seq(0)))
+        .map(t => InternalRow(PythonValues.dumps(t)): InternalRow)
     }
     SqlBridge.internalCreateDataFrame(spark, rows, SparkBatchEngine.ItemSchema)
   }

@@ -241,7 +241,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     val items = counter(vertex)
     val hasFailures = df.columns.contains(Failure)
     val errors = if (hasFailures) counter(s"$vertex.errors") else null
-    val perStage = if (hasFailures) dag.edgesFrom(vertex).flatMap(_.errorsOf).map(stage => stage -> counter(deadLettersOf(vertex, stage))).toMap
+    val perStage =
+      if (hasFailures) dag.edgesFrom(vertex).flatMap(_.errorsOf).map(stage => stage -> counter(deadLettersOf(vertex, stage))).toMap
       else Map.empty[String, LongAccumulator]
     val rows = df.queryExecution.toRdd.mapPartitions(_.map { row =>
       if (hasFailures && !row.isNullAt(1)) {
@@ -279,7 +280,9 @@ object SparkBatchEngine {
     dag.vertices.flatMap {
       case v @ Vertex(_, Aggregate(stage, PythonOps(ops), keys), _, _, _) =>
         if (stage == AggregationStage.Combine) Nil
-        else ops.indices.map(i => (v, i, keys.lift(i).orElse(rebalanceKey(dag, v, i)).map(extractorJson), PythonAggregations.extractors(ops(i))))
+        else ops.indices.map { i =>
+          (v, i, keys.lift(i).orElse(rebalanceKey(dag, v, i)).map(extractorJson), PythonAggregations.extractors(ops(i)))
+        }
       case v @ Vertex(_, RollingAggregate(key, op: PythonAggregateSpec), _, _, _) =>
         Seq((v, 0, key.map(extractorJson), PythonAggregations.extractors(op)))
       case v @ Vertex(_, MapStateful(key, _, _), _, _, _) => Seq((v, 0, key.map(extractorJson), Nil))
