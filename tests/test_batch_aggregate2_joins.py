@@ -265,20 +265,33 @@ def test_a_dead_letter_sink_counts_only_the_dead_letters_of_its_own_stage(jet):
     assert vertices["fused(threes, fives)"]["dead_letters"] == 14
 
 
-def test_a_sort_after_a_keyed_rebalance_sorts_its_runs_at_the_stage_parallelism(jet):
+def extraction_key(jet, p: Pipeline, vertex: str) -> dict | None:
+    """The key that the engine has Python extract from the items entering ``vertex`` (None: none)."""
     from jetspark import _jvm
     from jetspark.job import _jvm_objects
 
-    p = Pipeline.create(preserve_order=True)  # the sorted order reaches the sink
-    items = [(x * 37) % 101 for x in range(200)]
-    p.read_from(Sources.items(items)).rebalance(lambda x: x % 7).sort().write_to(Sinks.list("sorted"))
-    # The local sort's input is spread by the rebalance key: its extraction gives that key, not one
-    # empty key that would send every item to one partition.
     spec, objects = p.to_spec()
     prepared = _jvm.call(_jvm.bridge(jet.spark).prepareBatch, jet.spark._jsparkSession, json.dumps(spec),
                          _jvm_objects(spec, objects), 2)
-    extraction = next(e for e in json.loads(prepared.pythonWorkJson())["extractions"] if e["vertex"] == "sort-local")
-    assert extraction["key"] is not None and extraction["key"]["kind"] == "python"
+    return next(e["key"] for e in json.loads(prepared.pythonWorkJson())["extractions"] if e["vertex"] == vertex)
+
+
+def test_a_global_aggregation_after_a_keyed_rebalance_spreads_its_first_stage_by_that_key(jet):
+    p = Pipeline.create()
+    p.read_from(Sources.items(list(range(50)))).rebalance(lambda x: x % 7).aggregate(ops.summing(lambda x: x)) \
+        .write_to(Sinks.list("total"))
+    assert (extraction_key(jet, p, "aggregate-accumulate") or {}).get("kind") == "python"
+    assert run_on_engine(jet, p, ["total"])[0]["total"] == [sum(range(50))]
+
+
+def test_a_sort_after_a_keyed_rebalance_sorts_its_runs_at_the_stage_parallelism(jet):
+    p = Pipeline.create(preserve_order=True)  # the sorted order reaches the sink
+    items = [(x * 37) % 101 for x in range(200)]
+    p.read_from(Sources.items(items)).rebalance(lambda x: x % 7).sort().write_to(Sinks.list("sorted"))
+    assert "sort-local  [parallelism 2]" in p.explain(2)
+    # The local sort's input is spread by the rebalance key: its extraction gives that key, not one
+    # empty key that would send every item to one partition.
+    assert (extraction_key(jet, p, "sort-local") or {}).get("kind") == "python"
     actual, metrics = run_on_engine(jet, p, ["sorted"])
     assert actual["sorted"] == sorted(items)
     assert metrics["vertices"]["sort-local"]["items_out"] == 200
