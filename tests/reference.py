@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 import math
 from collections.abc import Callable, Iterable
 from fractions import Fraction
@@ -254,29 +255,50 @@ class _Run:
 
     def _hash_join(self, node: dict[str, Any], args: dict[str, Any], left: Stream, right: Stream,
                    inner: bool = False) -> Stream:
-        left_key, right_key = self.extractor(args["clause"]["left_key"]), self.extractor(args["clause"]["right_key"])
+        return self.join(node, args, left, [(args["clause"], right)], inner)
+
+    def join(self, node: dict[str, Any], args: dict[str, Any], left: Stream, sides: list[tuple[dict[str, Any], Stream]],
+             inner: bool) -> Stream:
+        """Each left item with every combination of its matches, one per enriching side (``sides``: the
+        clause and the stream of each): ``mapper(left, right_1, ..., right_n)``, ``None`` for a side
+        without a match; ``inner`` drops a left item that lacks a match on some side."""
         mapper = self.fn(args["mapper"])
-        enriching = []  # (group, item) of the right side, in its encounter order
-        for _, item in right:
-            ok, key = self.call(node, item, right_key, item)
-            if ok:
-                enriching.append((_group(key), item))
+        tables = []  # per side: the left key function and the side's (group, item), in its encounter order
+        for clause, stream in sides:
+            right_key, enriching = self.extractor(clause["right_key"]), []
+            for _, item in stream:
+                ok, key = self.call(node, item, right_key, item)
+                if ok:
+                    enriching.append((_group(key), item))
+            tables.append((self.extractor(clause["left_key"]), enriching))
         out = []
         for seq, item in left:
-            ok, key = self.call(node, item, left_key, item)
-            if not ok:
+            matches = []  # per side
+            for left_key, enriching in tables:
+                ok, key = self.call(node, item, left_key, item)
+                if not ok:
+                    break
+                matches.append([r for group, r in enriching if group == _group(key)])
+            if len(matches) < len(tables) or (inner and not all(matches)):
                 continue
-            matches = [r for group, r in enriching if group == _group(key)]
-            if not matches and inner:
-                continue
-            for j, match in enumerate(matches or [None]):  # hash_join: one output with None when unmatched
-                ok, result = self.call(node, item, mapper, item, match)
+            # hash_join: a side without a match gives one None. A failing mapper's record is what it was
+            # given, the tuple (left, right_1, ..., right_n): it tells which match failed.
+            for j, rights in enumerate(itertools.product(*(m or [None] for m in matches))):
+                ok, result = self.call(node, (item, *rights), mapper, item, *rights)
                 if ok and result is not None:  # like map: a None result emits nothing
                     out.append((seq + (j,), result))
         return out
 
     def _inner_hash_join(self, node: dict[str, Any], args: dict[str, Any], left: Stream, right: Stream) -> Stream:
         return self._hash_join(node, args, left, right, inner=True)
+
+    def _hash_join2(self, node: dict[str, Any], args: dict[str, Any], left: Stream, right1: Stream, right2: Stream,
+                    inner: bool = False) -> Stream:
+        return self.join(node, args, left, [(args["clause1"], right1), (args["clause2"], right2)], inner)
+
+    def _inner_hash_join2(self, node: dict[str, Any], args: dict[str, Any], left: Stream, right1: Stream,
+                          right2: Stream) -> Stream:
+        return self._hash_join2(node, args, left, right1, right2, inner=True)
 
     # -- order producers: their output starts a new ordered stream ---------------------------------
 

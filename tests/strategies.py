@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from reference import as_multiset, as_sequence, run_reference
 
 from jetspark import AggregateOperations as ops
-from jetspark import JoinClause, Pipeline, Sinks, Sources
+from jetspark import AggregateOperation, JoinClause, Pipeline, Sinks, Sources
 
 __all__ = ["GeneratedPipeline", "batch_pipelines", "int_items", "kv_items"]
 
@@ -361,14 +361,65 @@ def _kv_merge(b: _Builder, c: _Current) -> Result:
     return c.stage.merge(other.stage), KV, unordered(b), f"merge({other.label})"
 
 
+def _int_join2(b: _Builder, c: _Current) -> Result:
+    # hash_join2: two enriching sides, so a left item may get every combination of its matches
+    right1, right2 = b.source(KV), b.source(KV)
+    clause1, clause2 = JoinClause.on(lambda x: x % 4, "k"), JoinClause.on(lambda x: x % 3, "k")
+    if b.draw(st.booleans()):
+        stage = c.stage.hash_join2(right1.stage, clause1, right2.stage, clause2,
+                                   lambda x, r1, r2: x + (0 if r1 is None else r1["v"]) * 10 + (0 if r2 is None else r2["v"]))
+        return stage, INT, unordered(b), f"hash_join2({right1.label} x%4=k, {right2.label} x%3=k)"
+    stage = c.stage.inner_hash_join2(right1.stage, clause1, right2.stage, clause2,
+                                     lambda x, r1, r2: (x, r1["v"], r2["v"]))
+    return stage, ANY, unordered(b), f"inner_hash_join2({right1.label} x%4=k, {right2.label} x%3=k)"
+
+
+def _custom_op(name: str, m: int) -> AggregateOperation:
+    """User-defined operations over ints whose results do not depend on the order of their items:
+    ``squares`` combines (two stages), ``sorted`` cannot (one stage), ``failing`` raises on items with
+    ``x % m == 0`` (drawn only with a dead-letter sink)."""
+    if name == "squares":
+        return AggregateOperation.of(lambda: 0, lambda a, x: a + x * x, combine=lambda a, b: a + b)
+    if name == "sorted":
+        return AggregateOperation.of(lambda: [], lambda a, x: a + [x], export=lambda a: sorted(a))
+    return AggregateOperation.of(lambda: [0], lambda a, x: [a[0] + 60 // (x % m)],
+                                 combine=lambda a, b: [a[0] + b[0]], finish=lambda a: a[0])
+
+
+def _int_custom_aggregate(b: _Builder, c: _Current) -> Result:
+    name, m = b.draw(st.sampled_from(["squares", "sorted", "failing"])), b.draw(st.integers(3, 5))
+    shape = b.draw(st.sampled_from(["global", "keyed", "aggregate2"]))
+    if shape == "global":
+        stage, text, order = c.stage.aggregate(_custom_op(name, m)), f"aggregate(custom {name})", restart(b)
+    elif shape == "keyed":
+        stage = c.stage.grouping_key(lambda x: x % 3).aggregate(_custom_op(name, m))
+        text, order = f"grouping_key(x%3).aggregate(custom {name})", unordered(b)
+    else:
+        other = b.source(INT)
+        stage = c.stage.grouping_key(lambda x: x % 3).aggregate2(
+            other.stage.grouping_key(lambda x: x % 3), _custom_op(name, m), _custom_op("squares", m))
+        text, order = f"grouping_key(x%3).aggregate2({other.label} by x%3, custom {name}, custom squares)", unordered(b)
+    if name == "failing":
+        stage, text = stage.on_error(b.dead_letter()), f"{text} x%{m}==0 fails, on_error(dead_letter)"
+    return stage, ANY, order, text
+
+
+def _int_custom_rolling(b: _Builder, c: _Current) -> Result:
+    name = b.draw(st.sampled_from(["squares", "sorted"]))
+    if b.draw(st.booleans()):
+        return c.stage.rolling_aggregate(_custom_op(name, 3)), ANY, keep(c), f"rolling_aggregate(custom {name})"
+    return (c.stage.grouping_key(lambda x: x % 2).rolling_aggregate(_custom_op(name, 3)), ANY, unordered(b),
+            f"grouping_key(x%2).rolling_aggregate(custom {name})")
+
+
 #: Transforms by the item type they take; the second list needs its input order promised. Hypothesis
 #: leans towards the first entries of a list, so the branching and stateful ones come first.
 Transform = Callable[[_Builder, _Current], Result]
 _TRANSFORMS: dict[str, tuple[list[Transform], list[Transform]]] = {
     INT: ([_int_merge, _int_join, _int_aggregate2, _int_flat_map, _int_failing_map, _int_keyed_aggregate,
            _int_aggregate, _int_sort, _int_distinct, _int_map, _int_map_to_none, _int_filter, _int_peek,
-           _int_rebalance_map, _int_to_kv],
-          [_int_map_stateful, _int_rolling]),
+           _int_rebalance_map, _int_to_kv, _int_join2, _int_custom_aggregate],
+          [_int_map_stateful, _int_rolling, _int_custom_rolling]),
     KV: ([_kv_merge, _kv_keyed_aggregate, _kv_aggregate, _kv_sort, _kv_distinct, _kv_map, _kv_filter],
          [_kv_stateful]),
 }

@@ -98,10 +98,11 @@ def test_the_console_sink_prints_items_on_the_driver(run, capsys):
 
 
 def test_a_vertex_the_engine_cannot_run_yet_fails_the_job_naming_it(jet):
+    custom = AggregateOperation.of(create=lambda: 0, accumulate=lambda a, x: a + 1, combine=lambda a, b: a + b)
     p = Pipeline.create()
-    p.read_from(Sources.items([1])).aggregate2(p.read_from(Sources.items([2])), ops.counting(), ops.counting()) \
+    p.read_from(Sources.items([1])).aggregate(ops.all_of(ops.counting(), custom)).set_name("mixed") \
         .write_to(Sinks.noop())
-    with pytest.raises(JobFailedError, match="does not run this yet"):
+    with pytest.raises(JobFailedError, match="vertex 'mixed.*does not run this yet"):
         jet.new_job(p).join(timeout=300)
 
 
@@ -185,14 +186,6 @@ def test_a_key_function_that_fails_fails_the_job_naming_the_aggregation(jet):
     with pytest.raises(JobFailedError, match="KeyError") as e:
         jet.new_job(p).join(timeout=300)
     assert e.value.stage is not None and "aggregate" in e.value.stage
-
-
-def test_a_python_defined_operation_is_refused_until_the_engine_runs_it(jet):
-    op = AggregateOperation.of(create=lambda: 0, accumulate=lambda a, x: a + 1, combine=lambda a, b: a + b)
-    p = Pipeline.create()
-    p.read_from(Sources.items([1])).aggregate(op).write_to(Sinks.noop())
-    with pytest.raises(JobFailedError, match="AggregateOperation.of"):
-        jet.new_job(p).join(timeout=300)
 
 
 def test_a_dataframe_source_gives_its_rows_as_items(run, jet):

@@ -100,11 +100,14 @@ def chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Iterator[Any]
 
 def extract(spec: dict[str, Any], item: Any, functions: dict[int, Callable[[Any], Any]]) -> Any:
     """One key or value of ``item``: a field (a mapping's key or a Row's column, else an attribute), a
-    function's result, or the item itself. Rows are indexed by name: as attributes, tuple methods such as
-    ``count`` and ``index`` would hide columns of those names."""
+    function's result, the item itself, or (``{"kind": "key", "of": spec}``) the canonical key bytes of
+    what ``of`` extracts. Rows are indexed by name: as attributes, tuple methods such as ``count`` and
+    ``index`` would hide columns of those names."""
     kind = spec["kind"]
     if kind == "item":
         return item
+    if kind == "key":
+        return canonical_key(extract(spec["of"], item, functions))
     if kind == "field":
         by_name = isinstance(item, Mapping) or hasattr(item, "__fields__")
         return item[spec["name"]] if by_name else getattr(item, spec["name"])
@@ -142,8 +145,11 @@ def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]]
 def extraction_udf_column(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
                           objects: list[Any]) -> Any:
     """The Spark Column of an aggregation's extraction, over the ``item`` column."""
-    refs = [s["ref"] for s in ([key] if key else []) + values if s["kind"] == "python"]
-    return _arrow_udf(extraction_function(key, values, stage, {r: objects[r] for r in refs}), EXTRACTED_SCHEMA)
+    def refs(spec: dict[str, Any]) -> list[int]:
+        return [spec["ref"]] if spec["kind"] == "python" else refs(spec["of"]) if spec["kind"] == "key" else []
+
+    used = [r for s in ([key] if key else []) + values for r in refs(s)]
+    return _arrow_udf(extraction_function(key, values, stage, {r: objects[r] for r in used}), EXTRACTED_SCHEMA)
 
 
 def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, Any]], keyed: bool, stage: str,

@@ -170,6 +170,7 @@ class Job:
 
 def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], list[Any]]:
     """The Arrow UDFs the JVM asked for (``PreparedBatchJob.pythonWorkJson``), named as it expects."""
+    from jetspark._custom_ops import custom_aggregation_udf_column
     from jetspark._python_steps import (Step, chain_udf_column, extraction_udf_column, rows_to_items_udf_column,
                                         stateful_udf_column)
 
@@ -187,6 +188,9 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
     for m in work["stateful"]:
         udfs[f"stateful:{m['vertex']}"] = stateful_udf_column(ref(m["create_ref"]), ref(m["fn_ref"]), m["keyed"],
                                                               m["stage"], m["dead_letter"])
+    for c in work["custom_aggregations"]:
+        udfs[f"custom:{c['vertex']}"] = custom_aggregation_udf_column([ref(r) for r in c["functions_refs"]], c["mode"],
+                                                                      c["keyed"], c["stage"], c["dead_letter"])
     for j in work["joins"]:
         mapper = ref(j["mapper_ref"])
         pair_mapper = _pair_mapper(mapper)
@@ -195,7 +199,7 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
 
 
 def _pair_mapper(mapper: Any) -> Any:
-    """The join's mapper over the engine's ``(left, right)`` pairs."""
+    """The join's mapper over the engine's tuples ``(left, right_1, ..., right_n)``."""
     return lambda pair: mapper(*pair)
 
 

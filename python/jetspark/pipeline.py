@@ -290,19 +290,54 @@ class _ComputeStage(_Stage):
                   mapper: Callable[[Any, Any], Any] = lambda left, right: (left, right)) -> Any:
         """Every item with its match from ``other`` (a batch stage, broadcast to every instance):
         ``mapper(left, right)``, with ``right`` None where nothing matches."""
-        return self._join("hash_join", other, join_clause, mapper)
+        return self._join("hash_join", [(other, join_clause)], mapper)
 
     def inner_hash_join(self, other: BatchStage, join_clause: JoinClause,
                         mapper: Callable[[Any, Any], Any] = lambda left, right: (left, right)) -> Any:
         """Like :meth:`hash_join`, dropping items that have no match."""
-        return self._join("inner_hash_join", other, join_clause, mapper)
+        return self._join("inner_hash_join", [(other, join_clause)], mapper)
 
-    def _join(self, transform: str, other: Any, join_clause: Any, mapper: Any) -> Any:
-        if not isinstance(other, BatchStage):
-            raise TypeError(f"{transform}(other): the enriching side must be a BatchStage, not {type(other).__name__}")
-        if not isinstance(join_clause, JoinClause):
-            raise TypeError(f"{transform}(join_clause): expected JoinClause.on(left_key, right_key)")
-        return self._next(transform, upstream=[self, other], clause=join_clause,
+    def hash_join2(self, other1: BatchStage, join_clause1: JoinClause, other2: BatchStage, join_clause2: JoinClause,
+                   mapper: Callable[[Any, Any, Any], Any] = lambda left, right1, right2: (left, right1, right2)) -> Any:
+        """Every item with its matches from two enriching batch stages (Jet's ``hashJoin2``):
+        ``mapper(left, right1, right2)``, a right side None where it has no match. An item matching
+        several items of a side gives one output per combination of matches.
+
+        Examples
+        --------
+        >>> from jetspark import Pipeline, Sources, Sinks, JoinClause
+        >>> p = Pipeline.create()
+        >>> users = p.read_from(Sources.items([{"id": 1, "name": "ann"}]))
+        >>> shops = p.read_from(Sources.items([{"id": 7, "city": "Oslo"}]))
+        >>> orders = p.read_from(Sources.items([{"user": 1, "shop": 7}, {"user": 2, "shop": 7}]))
+        >>> joined = orders.hash_join2(users, JoinClause.on("user", "id"), shops, JoinClause.on("shop", "id"),
+        ...                            lambda o, u, s: (u and u["name"], s["city"]))
+        >>> joined.write_to(Sinks.list("enriched"))  # gives ('ann', 'Oslo') and (None, 'Oslo')
+        SinkStage(list(name='enriched'))
+        """
+        return self._join("hash_join2", [(other1, join_clause1), (other2, join_clause2)], mapper)
+
+    def inner_hash_join2(self, other1: BatchStage, join_clause1: JoinClause, other2: BatchStage,
+                         join_clause2: JoinClause,
+                         mapper: Callable[[Any, Any, Any], Any] = lambda left, right1, right2: (left, right1, right2)
+                         ) -> Any:
+        """Like :meth:`hash_join2`, dropping items that lack a match on some side (Jet's
+        ``innerHashJoin2``)."""
+        return self._join("inner_hash_join2", [(other1, join_clause1), (other2, join_clause2)], mapper)
+
+    def _join(self, transform: str, sides: list[tuple[Any, Any]], mapper: Any) -> Any:
+        """A join with the enriching ``sides`` (stage, clause); the spec names the clause ``clause`` for
+        one side, ``clause1``, ``clause2``, ... for several."""
+        clauses: dict[str, JoinClause] = {}
+        for i, (other, clause) in enumerate(sides, start=1):
+            suffix = "" if len(sides) == 1 else str(i)
+            if not isinstance(other, BatchStage):
+                raise TypeError(f"{transform}(other{suffix}): the enriching side must be a BatchStage, "
+                                f"not {type(other).__name__}")
+            if not isinstance(clause, JoinClause):
+                raise TypeError(f"{transform}(join_clause{suffix}): expected JoinClause.on(left_key, right_key)")
+            clauses[f"clause{suffix}"] = clause
+        return self._next(transform, upstream=[self] + [other for other, _ in sides], **clauses,
                           mapper=_callable(mapper, f"{transform}(mapper)"))
 
     def write_to(self, sink: Sink) -> SinkStage:

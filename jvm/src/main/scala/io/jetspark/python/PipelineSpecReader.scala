@@ -132,11 +132,13 @@ final class PipelineSpecReader private (objects: java.util.List[AnyRef]) {
       case "rolling_aggregate" if hasKey(node) =>
         keyed(node, in0, 0).asInstanceOf[GeneralStageWithKey[_ <: AnyRef]].rollingAggregate(op(args.get("op")))
       case "rolling_aggregate" => general.rollingAggregate(op(args.get("op")))
-      case "hash_join" | "inner_hash_join" =>
-        val clause = args.get("clause")
-        general.hashJoin(Seq(input(node, 1).asInstanceOf[BatchStage] ->
-          JoinClause(extractor(clause.get("left_key")), extractor(clause.get("right_key")))),
-          Some(fn("mapper")), inner = node.get("op").asText == "inner_hash_join")
+      case "hash_join" | "inner_hash_join" | "hash_join2" | "inner_hash_join2" =>
+        // `clause` for one enriching side; `clause1`, `clause2` for hash_join2 (Jet's hashJoin2).
+        val clauses = Seq("clause", "clause1", "clause2").flatMap(name => optional(args.get(name)))
+        val sides = clauses.zipWithIndex.map { case (clause, i) =>
+          input(node, i + 1).asInstanceOf[BatchStage] -> JoinClause(extractor(clause.get("left_key")), extractor(clause.get("right_key")))
+        }
+        general.hashJoin(sides, Some(fn("mapper")), inner = node.get("op").asText.startsWith("inner_"))
       case "aggregate" if hasKey(node) => keyed(node, in0, 0) match {
         case k: BatchStageWithKey => k.aggregate(op(args.get("op")))
         case other => throw new IllegalArgumentException(s"aggregate of $other")

@@ -1,7 +1,7 @@
 package io.jetspark.python
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import io.jetspark.engine.spark.SparkBatchEngine
+import io.jetspark.engine.spark.{CustomAggregations, SparkBatchEngine}
 import io.jetspark.pipeline.{Extractor, PythonRef}
 import io.jetspark.pipeline.transform._
 import io.jetspark.plan.PhysicalDag
@@ -21,10 +21,11 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     *  "extractions": [{"vertex", "ordinal", "key": extractor or null, "values": [extractor]}], // keys, values
     *  "dataframe_sources": [{"vertex", "schema": Spark's schema JSON}],             // rows to items
     *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter"}], // map_stateful
-    *  "joins": [{"vertex", "stage", "mapper_ref", "dead_letter"}]}                 // hash join mappers
+    *  "joins": [{"vertex", "stage", "mapper_ref", "dead_letter"}],                // hash join mappers
+    *  "custom_aggregations": [{"vertex", "stage", "mode", "functions_refs", "keyed", "dead_letter"}]} // AggregateOperation.of
     * }}}
     * `ref`s number the Python callables of the pipeline's spec (null: a `peek()` without one). Python
-    * answers with `run`, naming each UDF `chain:`, `rows:`, `stateful:` or `join:` + the vertex, or
+    * answers with `run`, naming each UDF `chain:`, `rows:`, `stateful:`, `join:` or `custom:` + the vertex, or
     * `extract:` + the vertex + `:` + the input ordinal.
     */
   def pythonWorkJson(): String = {
@@ -53,6 +54,10 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       case (vertex, mapperRef, deadLetter) =>
         Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "mapper_ref" -> mapperRef,
           "dead_letter" -> deadLetter).asJava
+    }.asJava))
+    work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregations.work(dag).map { w =>
+      Map[String, Any]("vertex" -> w.vertex.name, "stage" -> w.vertex.fusedChain.head, "mode" -> w.mode,
+        "functions_refs" -> w.functionsRefs.asJava, "keyed" -> w.keyed, "dead_letter" -> w.deadLetter).asJava
     }.asJava))
     mapper.writeValueAsString(work)
   }
@@ -84,7 +89,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
   def run(names: java.util.List[String], udfs: java.util.List[Column], jobId: String): String = {
     val out = new SparkBatchEngine(spark, dag, names.asScala.zip(udfs.asScala).toMap, jobId).run().withDefaultValue(0L)
     val perVertex = dag.vertices.map { v =>
-      val in = dag.edgesInto(v.name).map(e => out(e.errorsOf.fold(e.from)(_ => s"${e.from}.errors"))).sum
+      val in = dag.edgesInto(v.name).map(e => out(e.errorsOf.fold(e.from)(SparkBatchEngine.deadLettersOf(e.from, _)))).sum
       v.name -> Map[String, Any]("items_in" -> in, "items_out" -> out(v.name), "dead_letters" -> out(s"${v.name}.errors")).asJava
     }
     new ObjectMapper().writeValueAsString(Map("vertices" -> perVertex.toMap.asJava).asJava)

@@ -2,6 +2,7 @@ package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.core.aggregate.{AggregateOperation, AggregateOperations, AnyOrdering}
+import io.jetspark.pipeline.PythonAggregateSpec
 
 import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
@@ -30,6 +31,33 @@ final case class BoundAggregation(op: AggregateOperation[Extracted, Any, Any], e
 object PythonAggregations {
   private val mapper = new ObjectMapper()
   private val wholeItem: JsonNode = mapper.readTree("""{"kind": "item"}""")
+
+  /** A user-defined `AggregateOperation.of(...)`: its functions run in Python (see [[CustomAggregations]]). */
+  def isCustom(op: PythonAggregateSpec): Boolean = op.name == "custom"
+
+  /** Whether the JVM binds `op`'s built-in parts: true unless a custom operation hides inside (an
+    * `all_of` part), which neither the JVM nor the Python aggregation UDFs run.
+    */
+  def bindable(op: PythonAggregateSpec): Boolean = !containsCustom(mapper.readTree(op.json))
+
+  private def containsCustom(spec: JsonNode): Boolean =
+    spec.get("name").asText == "custom" || Option(spec.get("parts")).exists(_.elements().asScala.exists(containsCustom))
+
+  /** What Python extracts from an item for `op`, in slot order: nothing for a custom operation (it takes
+    * whole items) or one that cannot be bound (the engine refuses it, naming the vertex).
+    */
+  def extractors(op: PythonAggregateSpec): Seq[JsonNode] = if (bindable(op)) bind(op.json).extractors else Nil
+
+  /** The core operation of an aggregation with one operation per input: the operation itself for one
+    * input, `aggregateOperation2` for two (each input's values extracted by that input's own extraction,
+    * so each part binds its slots from 0).
+    */
+  def bindInputs(ops: Seq[PythonAggregateSpec]): AggregateOperation[Extracted, Any, Any] = ops match {
+    case Seq(op) => bind(op.json).op
+    case Seq(op0, op1) => AggregateOperations.aggregateOperation2(bind(op0.json).op, bind(op1.json).op)
+      .asInstanceOf[AggregateOperation[Extracted, Any, Any]]
+    case _ => throw new IllegalArgumentException(s"an aggregation of ${ops.size} inputs")
+  }
 
   def bind(json: String): BoundAggregation = {
     val slots = ArrayBuffer.empty[JsonNode]
@@ -63,7 +91,7 @@ object PythonAggregations {
         val parts = spec.get("parts").elements().asScala.map(bind(_, slots)).toSeq
         AggregateOperations.andThen(AggregateOperations.allOf(parts: _*))(_.toArray[Any])
       case "custom" => throw new UnsupportedOperationException(
-        "an AggregateOperation.of(...) with Python functions does not run on the Spark batch engine yet")
+        "an AggregateOperation.of(...) runs in Python as a whole operation, not as a part of all_of")
       case other => throw new IllegalArgumentException(s"unknown aggregate operation '$other'")
     }
     op.asInstanceOf[AggregateOperation[Extracted, Any, Any]]

@@ -2,7 +2,7 @@ package io.jetspark.engine.spark
 
 import io.jetspark.core.Processor
 import io.jetspark.core.execution.ProcessorTasklet
-import io.jetspark.core.aggregate.AnyOrdering
+import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
 import io.jetspark.core.processor._
 import io.jetspark.core.snapshot.JavaSerialization
 import com.fasterxml.jackson.databind.JsonNode
@@ -31,19 +31,22 @@ import scala.collection.mutable
   * error edge.
   *
   * The Python layer builds every Arrow UDF the job needs (see `pythonWork`) and hands them over by name:
-  * `chain:<vertex>`, `extract:<vertex>:<input ordinal>`, `rows:<vertex>`, `stateful:<vertex>`, `join:<vertex>`.
+  * `chain:<vertex>`, `extract:<vertex>:<input ordinal>`, `rows:<vertex>`, `stateful:<vertex>`, `join:<vertex>`,
+  * `custom:<vertex>`.
   *
   * Aggregations: where items enter one (stage 1 of two, or the single stage), one Arrow UDF per vertex
   * extracts the grouping key and the operation's values (`pythonExtractions`); the core's aggregation
   * processors run in the Spark tasks; partial accumulators cross the shuffle Java-serialized, keyed by
-  * the key's pickle; results go back to Python as pickles ([[PythonValues]]).
+  * the key's pickle; results go back to Python as pickles ([[PythonValues]]). `aggregate2` extracts per
+  * input and reads both inputs partition by partition ([[CoGroupStages]]). User-defined operations run
+  * in Python ([[CustomAggregations]]). Hash joins broadcast every enriching side ([[HashJoinStage]]).
   *
   * A DataFrame source becomes items through one Arrow UDF that turns its rows into pickled PySpark `Row`s
   * (`dataframeSources`).
   *
-  * What this engine does not run yet (windows, joins of several enriching sides, aggregate2, file
-  * sources, JVM functions, typed items kept as columns) fails before any Spark job starts, naming the
-  * vertex.
+  * What this engine does not run yet (windows, `aggregate2` mixing a user-defined operation with a
+  * built-in one, a user-defined operation inside `all_of`, file sources, JVM functions, typed items kept as columns) fails before any
+  * Spark job starts, naming the vertex.
   */
 final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[String, Column], jobId: String) {
   import SparkBatchEngine._
@@ -65,9 +68,12 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     counters.map { case (name, acc) => name -> acc.sum }.toMap
   }
 
-  private val aggregations: Map[String, BoundAggregation] = dag.vertices.collect {
-    case v @ Vertex(_, Aggregate(_, Seq(op: PythonAggregateSpec), _), _, _, _) => v.name -> PythonAggregations.bind(op.json)
-    case v @ Vertex(_, RollingAggregate(_, op: PythonAggregateSpec), _, _, _) => v.name -> PythonAggregations.bind(op.json)
+  /** The core operation of each aggregating vertex whose operations the JVM runs (built-in ones). */
+  private val aggregations: Map[String, AggregateOperation[Extracted, Any, Any]] = dag.vertices.collect {
+    case v @ Vertex(_, Aggregate(_, PythonOps(ops), _), _, _, _) if ops.forall(PythonAggregations.bindable) =>
+      v.name -> PythonAggregations.bindInputs(ops)
+    case v @ Vertex(_, RollingAggregate(_, op: PythonAggregateSpec), _, _, _) if PythonAggregations.bindable(op) =>
+      v.name -> PythonAggregations.bindInputs(Seq(op))
   }.toMap
 
   private val extractingInputs: Set[(String, Int)] = pythonExtractions(dag).map(e => (e._1.name, e._2)).toSet
@@ -76,10 +82,12 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     case Source(source, _) if source.name == "items" || source.name == "dataframe" => ()
     case StatelessChain(steps) if steps.forall(runsInPythonChain) => ()
     case Merge(_, false) | Sink(_) => ()
-    case Aggregate(_, Seq(_: PythonAggregateSpec), _) | RollingAggregate(_, _: PythonAggregateSpec) => ()
+    case Aggregate(_, PythonOps(ops), _) if ops.forall(PythonAggregations.bindable) => ()
+    case RollingAggregate(_, op: PythonAggregateSpec) if PythonAggregations.bindable(op) => ()
+    case _ if CustomAggregations.runsCustom(v) => ()
     case Distinct(_) => ()
     case MapStateful(_, Extractor.PythonFn(_, _), Extractor.PythonFn(_, _)) => ()
-    case HashJoin(Seq(_), Some(Extractor.PythonFn(_, _)), _) => ()
+    case HashJoin(_, Some(Extractor.PythonFn(_, _)), _) => ()
     case Sort(_, _, _) => ()
     case other => throw new UnsupportedOperationException(
       s"vertex '${v.name}' (${other.describe}): the Spark batch engine does not run this yet")
@@ -94,9 +102,15 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case StatelessChain(_) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"chain:${v.name}"))
       case Merge(_, _) => dag.edgesInto(v.name).map(input).reduce(_ union _)
       case Sink(_) => singleInput(v)
-      case Aggregate(stage, _, keys) => aggregationStage(v.name, stage, keyed = keys.nonEmpty).run(singleInput(v))
+      case _ if CustomAggregations.runsCustom(v) =>
+        val inputs = dag.edgesInto(v.name).sortBy(_.toOrdinal).map(input)
+        SqlBridge.mapInArrow(CustomAggregations.input(v, inputs), pythonUdfs(s"custom:${v.name}"))
+      case Aggregate(stage, ops, keys) if ops.size == 2 && stage != AggregationStage.Combine =>
+        val Seq(first, second) = dag.edgesInto(v.name).sortBy(_.toOrdinal).map(input): @unchecked
+        CoGroupStages.run(aggregationStage(v.name, stage, keyed = keys.nonEmpty, inputs = 2), first, second)
+      case Aggregate(stage, _, keys) => aggregationStage(v.name, stage, keyed = keys.nonEmpty, inputs = 1).run(singleInput(v))
       case RollingAggregate(key, _) =>
-        val op = aggregations(v.name).op.asInstanceOf[io.jetspark.core.aggregate.AggregateOperation[Nothing, Any, Any]]
+        val op = aggregations(v.name).asInstanceOf[AggregateOperation[Nothing, Any, Any]]
         ProcessorStage(v.name, () => if (key.isDefined) RollingAggregateProcessor.keyed(_.asInstanceOf[Extracted].key, op)
           else RollingAggregateProcessor.global(op), extracted, resultRow(keyed = key.isDefined), ItemSchema).run(singleInput(v))
       case Sort(SortPhase.LocalSort, _, reverse) => numberedRuns(ProcessorStage(v.name,
@@ -112,7 +126,9 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
           row => (extractedFromRun(row), row.getInt(0), row.getLong(1)),
           r => InternalRow(r.asInstanceOf[(Extracted, Int, Long)]._1.item.bytes), ItemSchema).run(singleInput(v))
       case MapStateful(_, _, _) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"stateful:${v.name}"))
-      case HashJoin(_, _, inner) => SqlBridge.mapInArrow(hashJoin(v, inner), pythonUdfs(s"join:${v.name}"))
+      case HashJoin(_, _, inner) =>
+        val streamed +: enriching = dag.edgesInto(v.name).sortBy(_.toOrdinal).map(input): @unchecked
+        SqlBridge.mapInArrow(HashJoinStage.run(spark, v.name, streamed, enriching, inner), pythonUdfs(s"join:${v.name}"))
       case Distinct(_) => ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[Extracted].key), extracted,
         e => InternalRow(e.asInstanceOf[Extracted].item.bytes), ItemSchema).run(singleInput(v))
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
@@ -144,14 +160,14 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     val sender = output(dag.vertex(edge.from))
     val selected = edge.errorsOf match {
       case Some(stage) => sender.where(col(Failure) === stage).select(Item)
-      case None if sender.columns.contains(Failure) => sender.where(col(Failure).isNull).select(Item)
+      case None if sender.columns.contains(Failure) => sender.where(col(Failure).isNull).drop(Failure)
       case None => sender
     }
     val receiver = dag.vertex(edge.to)
-    val consumesKeys = aggregations.contains(receiver.name) || (receiver.description match {
-      case Distinct(_) | Sort(_, _, _) | MapStateful(_, _, _) | HashJoin(_, _, _) => true
+    val consumesKeys = receiver.description match {
+      case Aggregate(_, _, _) | RollingAggregate(_, _) | Distinct(_) | Sort(_, _, _) | MapStateful(_, _, _) | HashJoin(_, _, _) => true
       case _ => false
-    })
+    }
     val extracting = extractingInputs((receiver.name, edge.toOrdinal))
     val rows = if (extracting) SqlBridge.mapInArrow(selected, pythonUdfs(s"extract:${receiver.name}:${edge.toOrdinal}")) else selected
     val target = receiver.localParallelism
@@ -169,14 +185,15 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   }
 
   /** The processors of one aggregation vertex, with how rows become their items and back. */
-  private def aggregationStage(vertex: String, stage: AggregationStage, keyed: Boolean): ProcessorStage = {
-    val op = aggregations(vertex).op.asInstanceOf[io.jetspark.core.aggregate.AggregateOperation[Nothing, Any, Any]]
+  private def aggregationStage(vertex: String, stage: AggregationStage, keyed: Boolean, inputs: Int): ProcessorStage = {
+    val op = aggregations(vertex).asInstanceOf[AggregateOperation[Nothing, Any, Any]]
     val keyOf: Any => Any = _.asInstanceOf[Extracted].key
+    val keyFns = IndexedSeq.fill(inputs)(keyOf)
     val result = resultRow(keyed)
     def stageOf(p: () => Processor, in: InternalRow => Any, out: Any => InternalRow, schema: StructType) =
       ProcessorStage(vertex, p, in, out, schema)
     (stage, keyed) match {
-      case (AggregationStage.Accumulate, true) => stageOf(() => new AccumulateByKeyProcessor(IndexedSeq(keyOf), op), extracted,
+      case (AggregationStage.Accumulate, true) => stageOf(() => new AccumulateByKeyProcessor(keyFns, op), extracted,
         pair => { val (key, acc) = pair.asInstanceOf[(PickledKey, Any)]; InternalRow(key.bytes, JavaSerialization.toBytes(acc)) },
         PartialSchema)
       case (AggregationStage.Accumulate, false) => stageOf(() => new AccumulateProcessor(op), extracted,
@@ -185,7 +202,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
         row => (new PickledKey(row.getBinary(0)), JavaSerialization.fromBytes(row.getBinary(1))), result, ItemSchema)
       case (AggregationStage.Combine, false) => stageOf(() => new CombineProcessor(op),
         row => JavaSerialization.fromBytes(row.getBinary(1)), result, ItemSchema)
-      case (AggregationStage.SingleStage, true) => stageOf(() => new AggregateByKeyProcessor(IndexedSeq(keyOf), op), extracted, result, ItemSchema)
+      case (AggregationStage.SingleStage, true) => stageOf(() => new AggregateByKeyProcessor(keyFns, op), extracted, result, ItemSchema)
       case (AggregationStage.SingleStage, false) => stageOf(() => new AggregateProcessor(op), extracted, result, ItemSchema)
     }
   }
@@ -202,28 +219,6 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     }
   }
 
-  /** Every item of input 0 with its matches on input 1 (collected and broadcast), as pickled pairs
-    * `(left, right)` (`right` None where nothing matches, unless `inner`), for the mapper's Python UDF.
-    */
-  private def hashJoin(v: Vertex, inner: Boolean): DataFrame = {
-    val inputs = dag.edgesInto(v.name).map(input)
-    val (streamed, enriching) = (inputs(0), inputs(1))
-    val table = spark.sparkContext.broadcast(enriching.queryExecution.toRdd.map(r => (r.getBinary(0), r.getBinary(2))).collect())
-    val (name, toItem) = (v.name, extracted)
-    val rows = streamed.queryExecution.toRdd.mapPartitionsWithIndex { (index, partition) =>
-      val builds = table.value.iterator.map { case (key, item) =>
-        new Extracted(new PickledKey(key), new PickledItem(item), Array.empty, Array.empty)
-      }
-      val keyOf: Any => Any = _.asInstanceOf[Extracted].key
-      val pair: (Any, Seq[Option[Any]]) => Any = (left, rights) =>
-        (left.asInstanceOf[Extracted].item, rights.head.map(_.asInstanceOf[Extracted].item))
-      val join = new HashJoinProcessor(Seq(io.jetspark.core.processor.JoinClause(keyOf, keyOf)), pair, outer = !inner)
-      new ProcessorTasklet(join, io.jetspark.core.ProcessorContext(name, index, 1), IndexedSeq(partition.map(toItem), builds),
-        Seq(Seq(1), Seq(0))).map(p => InternalRow(PythonValues.dumps(p)): InternalRow)
-    }
-    SqlBridge.internalCreateDataFrame(spark, rows, ItemSchema)
-  }
-
   /** A result as the row of a pickled item: `(key, result)` when keyed, else the result. */
   private def resultRow(keyed: Boolean): Any => InternalRow = r => InternalRow(PythonValues.dumps(r match {
     case (key: PickledKey, value) if keyed => (key, value)
@@ -238,14 +233,22 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     SqlBridge.internalCreateDataFrame(spark, rows, RunSchema)
   }
 
-  /** Counts the rows of `df` as they pass (an accumulator per vertex; "<vertex>.errors" for dead letters). */
+  /** Counts the rows of `df` as they pass: an accumulator per vertex, "<vertex>.errors" for all its dead
+    * letters and [[deadLettersOf]] for those of one of its stages (what that stage's dead-letter sink gets).
+    */
   private def counted(vertex: String, df: DataFrame): DataFrame = {
-    val items = spark.sparkContext.longAccumulator(vertex)
-    counters(vertex) = items
+    def counter(name: String) = { val a = spark.sparkContext.longAccumulator(name); counters(name) = a; a }
+    val items = counter(vertex)
     val hasFailures = df.columns.contains(Failure)
-    val errors = if (hasFailures) { val a = spark.sparkContext.longAccumulator(s"$vertex.errors"); counters(s"$vertex.errors") = a; a } else null
+    val errors = if (hasFailures) counter(s"$vertex.errors") else null
+    val perStage =
+      if (hasFailures) dag.edgesFrom(vertex).flatMap(_.errorsOf).map(stage => stage -> counter(deadLettersOf(vertex, stage))).toMap
+      else Map.empty[String, LongAccumulator]
     val rows = df.queryExecution.toRdd.mapPartitions(_.map { row =>
-      if (hasFailures && !row.isNullAt(1)) errors.add(1) else items.add(1)
+      if (hasFailures && !row.isNullAt(1)) {
+        errors.add(1)
+        perStage.get(row.getUTF8String(1).toString).foreach(_.add(1))
+      } else items.add(1)
       row
     })
     SqlBridge.internalCreateDataFrame(spark, rows, df.schema)
@@ -260,25 +263,35 @@ object SparkBatchEngine {
   /** What an extraction UDF gives per item: the key's pickle, the values' pickles, the item's pickle. */
   val ExtractedSchema: StructType = StructType(Seq(StructField(Key, BinaryType), StructField("values", ArrayType(BinaryType)),
     StructField(Item, BinaryType)))
+  /** The counter of the dead letters that `stage`, fused into `vertex`, routes to its dead-letter sink. */
+  def deadLettersOf(vertex: String, stage: String): String = s"$vertex.errors/$stage"
+
   /** A partial accumulator on its way to the combining stage. */
   val PartialSchema: StructType = StructType(Seq(StructField(Key, BinaryType), StructField("acc", BinaryType)))
 
-  /** The vertices whose input items Python must first take apart, with what it extracts from each: at
-    * an aggregation where items enter, the grouping key (None: a global aggregation) and the operation's
-    * values in slot order; behind a `rebalance(key)` edge, the key alone (it decides the partition).
+  /** The inputs (vertex, ordinal) whose items Python must first take apart, with what it extracts from
+    * each: at an aggregation where items enter, per input, the grouping key (None: a global aggregation)
+    * and that input's operation's values in slot order; at a hash join, each side's key of its clause
+    * (the streamed side's other clauses' keys as values); behind a `rebalance(key)` edge, that key,
+    * which decides the partition (also where the vertex has no key of its own: a global aggregation, a
+    * sort).
     */
   def pythonExtractions(dag: PhysicalDag): Seq[(Vertex, Int, Option[JsonNode], Seq[JsonNode])] =
     dag.vertices.flatMap {
-      case v @ Vertex(_, Aggregate(stage, Seq(op: PythonAggregateSpec), keys), _, _, _) =>
+      case v @ Vertex(_, Aggregate(stage, PythonOps(ops), keys), _, _, _) =>
         if (stage == AggregationStage.Combine) Nil
-        else Seq((v, 0, keys.headOption.map(extractorJson), PythonAggregations.bind(op.json).extractors))
+        else ops.indices.map { i =>
+          (v, i, keys.lift(i).orElse(rebalanceKey(dag, v, i)).map(extractorJson), PythonAggregations.extractors(ops(i)))
+        }
       case v @ Vertex(_, RollingAggregate(key, op: PythonAggregateSpec), _, _, _) =>
-        Seq((v, 0, key.map(extractorJson), PythonAggregations.bind(op.json).extractors))
+        Seq((v, 0, key.map(extractorJson), PythonAggregations.extractors(op)))
       case v @ Vertex(_, MapStateful(key, _, _), _, _, _) => Seq((v, 0, key.map(extractorJson), Nil))
       case v @ Vertex(_, Sort(SortPhase.LocalSort, key, _), _, _, _) =>
-        Seq((v, 0, None, Seq(extractorJson(key.getOrElse(Extractor.WholeItem)))))
-      case v @ Vertex(_, HashJoin(Seq(clause), _, _), _, _, _) =>
-        Seq((v, 0, Some(extractorJson(clause.leftKey)), Nil), (v, 1, Some(extractorJson(clause.rightKey)), Nil))
+        Seq((v, 0, rebalanceKey(dag, v, 0).map(extractorJson), Seq(extractorJson(key.getOrElse(Extractor.WholeItem)))))
+      case v @ Vertex(_, HashJoin(clauses, _, _), _, _, _) =>
+        // The streamed item's other left keys ride along as values, in the canonical form keys compare in.
+        (v, 0, Some(extractorJson(clauses.head.leftKey)), clauses.tail.map(c => canonicalKeyJson(c.leftKey))) +:
+          clauses.zipWithIndex.map { case (c, i) => (v, i + 1, Some(extractorJson(c.rightKey)), Nil) }
       case v => dag.edgesInto(v.name).collect {
         case e if rebalancedByKey(e) => (v, e.toOrdinal, Some(extractorJson(e.kind.asInstanceOf[EdgeKind.Partitioned].key)), Nil)
       }
@@ -295,6 +308,22 @@ object SparkBatchEngine {
       case Extractor.WholeItem => node.put("kind", "item")
       case other => throw new UnsupportedOperationException(s"${other.describe}: keys of Python items are field names or Python functions")
     }
+  }
+
+  /** A value that Python gives as the canonical bytes of the key `e` extracts (`{"kind": "key", "of"}`). */
+  private def canonicalKeyJson(e: Extractor): JsonNode =
+    JsonNodeFactory.instance.objectNode().put("kind", "key").set[JsonNode]("of", extractorJson(e))
+
+  /** The key of a `rebalance(key)` into input `ordinal` of `v`: where `v` has no key of its own there, the
+    * extraction gives it this one, so that the edge spreads the items by it (not all into one partition).
+    */
+  private def rebalanceKey(dag: PhysicalDag, v: Vertex, ordinal: Int): Option[Extractor] =
+    dag.edgesInto(v.name).find(e => e.toOrdinal == ordinal && rebalancedByKey(e)).map(_.kind.asInstanceOf[EdgeKind.Partitioned].key)
+
+  /** The operations of an aggregation when every one is defined in Python. */
+  private[spark] object PythonOps {
+    def unapply(ops: Seq[AggregateOperation[_, _, _]]): Option[Seq[PythonAggregateSpec]] =
+      if (ops.forall(_.isInstanceOf[PythonAggregateSpec])) Some(ops.map(_.asInstanceOf[PythonAggregateSpec])) else None
   }
 
   /** An edge partitioned by a key that its items do not carry yet. */
@@ -327,7 +356,7 @@ object SparkBatchEngine {
     ExtractedSchema.fields)
 
   /** A row of an extraction (key, values, item) as the item a processor takes. */
-  private val extracted: InternalRow => Extracted = extractedAt(0)
+  private[spark] val extracted: InternalRow => Extracted = extractedAt(0)
 
   /** The same for a sorted run's row ([[RunSchema]]), whose run and position come first. */
   private val extractedFromRun: InternalRow => Extracted = extractedAt(2)
@@ -346,7 +375,7 @@ object SparkBatchEngine {
   }
 
   /** The hash joins, with their mapper (the number of its Python callable) and whether its failures go
-    * to a dead-letter sink: Python applies the mapper to each `(left, right)` pair.
+    * to a dead-letter sink: Python applies the mapper to each tuple `(left, right_1, ..., right_n)`.
     */
   def pythonJoins(dag: PhysicalDag): Seq[(Vertex, Int, Boolean)] = dag.vertices.collect {
     case v @ Vertex(_, HashJoin(_, Some(Extractor.PythonFn(PythonRef(mapper), _)), _), _, _, _) =>

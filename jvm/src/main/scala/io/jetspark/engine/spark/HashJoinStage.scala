@@ -1,0 +1,49 @@
+package io.jetspark.engine.spark
+
+import io.jetspark.core.ProcessorContext
+import io.jetspark.core.execution.ProcessorTasklet
+import io.jetspark.core.processor.{HashJoinProcessor, JoinClause}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.jetspark.SqlBridge
+import org.apache.spark.sql.{DataFrame, SparkSession}
+
+/** `hash_join` / `inner_hash_join` (and their forms with several enriching sides) on Spark: every
+  * enriching side is collected and broadcast, and the core's [[HashJoinProcessor]] joins each partition
+  * of the streamed side with them. The output is the pickled tuple `(left, right_1, ..., right_n)` of
+  * each combination of matches (`None` for a side without a match, unless `inner`), for the mapper's
+  * Python UDF.
+  *
+  * Keys are extracted per input: an enriching side's rows carry their clause's right key as the key; a
+  * streamed row carries the first clause's left key as the key and the other clauses' left keys, as
+  * canonical key bytes, as its values (see `SparkBatchEngine.pythonExtractions`).
+  */
+object HashJoinStage {
+
+  def run(spark: SparkSession, vertexName: String, streamed: DataFrame, enriching: Seq[DataFrame], inner: Boolean): DataFrame = {
+    val tables = enriching.map(side =>
+      spark.sparkContext.broadcast(side.queryExecution.toRdd.map(r => (r.getBinary(0), r.getBinary(2))).collect()))
+    val sides = enriching.size
+    val toItem = SparkBatchEngine.extracted
+    val total = streamed.queryExecution.toRdd.getNumPartitions
+    val rows = streamed.queryExecution.toRdd.mapPartitionsWithIndex { (index, partition) =>
+      val builds = tables.map(_.value.iterator.map { case (key, item) =>
+        new Extracted(new PickledKey(key), new PickledItem(item), Array.empty, Array.empty): Any
+      })
+      val rightKey: Any => Any = _.asInstanceOf[Extracted].key
+      val clauses = (0 until sides).map { side =>
+        val leftKey: Any => Any =
+          if (side == 0) _.asInstanceOf[Extracted].key
+          else e => new PickledKey(e.asInstanceOf[Extracted].values(side - 1).asInstanceOf[Array[Byte]])
+        JoinClause(leftKey, rightKey)
+      }
+      val tuple: (Any, Seq[Option[Any]]) => Any = (left, rights) =>
+        (left.asInstanceOf[Extracted].item +: rights.map(_.map(_.asInstanceOf[Extracted].item))).toArray[Any]
+      val join = new HashJoinProcessor(clauses, tuple, outer = !inner)
+      // Every enriching side is complete before the first streamed item.
+      val inputs = (partition.map(toItem): Iterator[Any]) +: builds.toIndexedSeq
+      new ProcessorTasklet(join, ProcessorContext(vertexName, index, total), inputs, Seq(1 to sides, Seq(0)))
+        .map(t => InternalRow(PythonValues.dumps(t)): InternalRow)
+    }
+    SqlBridge.internalCreateDataFrame(spark, rows, SparkBatchEngine.ItemSchema)
+  }
+}
