@@ -272,9 +272,7 @@ class _ComputeStage(_Stage):
     def on_error(self, sink: Sink) -> Any:
         """Sends records that this stage's user function fails on to ``sink`` (``Sinks.dead_letter``)
         with the error, instead of failing the job."""
-        if not isinstance(sink, Sink) or sink.kind != "dead_letter":
-            raise TypeError("on_error(sink): sink must be Sinks.dead_letter(name)")
-        self._node.on_error = sink
+        self._node.on_error = _dead_letter_sink(sink)
         return self
 
     def map_stateful(self, create_fn: Callable[[], Any], fn: Callable[[Any, Any], tuple[Any, Any]]) -> Any:
@@ -466,8 +464,20 @@ class StageWithKeyAndWindow:
 class SinkStage(_Stage):
     """The end of a branch: a sink."""
 
+    def on_error(self, sink: Sink) -> SinkStage:
+        """Sends items that a files or foreach-batch sink cannot turn into rows of its schema to ``sink``
+        (``Sinks.dead_letter``) with the error, instead of failing the job."""
+        self._node.on_error = _dead_letter_sink(sink)
+        return self
+
     def __repr__(self) -> str:
         return f"SinkStage({self._node.args['sink'].describe()})"
+
+
+def _dead_letter_sink(sink: Any) -> Sink:
+    if not isinstance(sink, Sink) or sink.kind != "dead_letter":
+        raise TypeError("on_error(sink): sink must be Sinks.dead_letter(name)")
+    return sink
 
 
 def _window(w: Any) -> WindowDefinition:

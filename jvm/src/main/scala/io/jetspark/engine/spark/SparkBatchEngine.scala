@@ -41,9 +41,11 @@ import scala.collection.mutable
   * A DataFrame source becomes items through one Arrow UDF that turns its rows into pickled PySpark `Row`s
   * (`dataframeSources`).
   *
-  * What this engine does not run yet (windows, joins of several enriching sides, aggregate2, file
-  * sources, JVM functions, typed items kept as columns) fails before any Spark job starts, naming the
-  * vertex.
+  * Files and foreach-batch sinks take the items as rows of a schema ([[RowSinks]]); a files source is
+  * the DataFrame source of what it reads ([[FileSources]]).
+  *
+  * What this engine does not run yet (windows, joins of several enriching sides, aggregate2, JVM
+  * functions, typed items kept as columns) fails before any Spark job starts, naming the vertex.
   */
 final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[String, Column], jobId: String) {
   import SparkBatchEngine._
@@ -51,6 +53,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private val outputs = mutable.Map.empty[String, DataFrame]
   private val counters = mutable.LinkedHashMap.empty[String, LongAccumulator]
   private val fanOut: Map[String, Int] = dag.edges.groupBy(_.from).view.mapValues(_.size).toMap
+  private lazy val rowSinks = new RowSinks(spark, dag, jobId)
 
   dag.vertices.foreach(requireSupported)
   dag.edges.filter(e => e.restoresSequence || e.carriesSequence).foreach { e =>
@@ -93,6 +96,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case Source(source, _) => itemsFrame(source.parameters("items").asInstanceOf[Seq[Any]], v)
       case StatelessChain(_) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"chain:${v.name}"))
       case Merge(_, _) => dag.edgesInto(v.name).map(input).reduce(_ union _)
+      case Sink(sink) if sink.takesRows => rowSinks.rows(v, singleInput(v))
       case Sink(_) => singleInput(v)
       case Aggregate(stage, _, keys) => aggregationStage(v.name, stage, keyed = keys.nonEmpty).run(singleInput(v))
       case RollingAggregate(key, _) =>
@@ -118,7 +122,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
     })
     // Read by several edges: computed once.
-    if (fanOut.getOrElse(v.name, 0) > 1) df.persist(StorageLevel.MEMORY_AND_DISK) else df
+    if (fanOut.getOrElse(v.name, 0) > 1 || RowSinks.keepsOutput(v)) df.persist(StorageLevel.MEMORY_AND_DISK) else df
   })
 
   private def itemsFrame(items: Seq[Any], v: Vertex): DataFrame = {
@@ -198,6 +202,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
         ListSinkRegistry.append(sink.parameters("name").toString, items.collect().map(_.getAs[Array[Byte]](0)).toSeq)
       case "console" => ListSinkRegistry.append(consoleList(jobId, v.name), items.collect().map(_.getAs[Array[Byte]](0)).toSeq)
       case "noop" => items.write.format("noop").mode("overwrite").save()
+      case "files" | "foreachBatch" => rowSinks.write(v, items)
       case other => throw new UnsupportedOperationException(s"sink '${v.name}': $other sinks are not run yet")
     }
   }
