@@ -218,6 +218,20 @@ class _Stage:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name})"
 
+    def set_local_parallelism(self, n: int) -> Any:
+        """How many parallel instances run this stage on each executor."""
+        if not isinstance(n, int) or n <= 0:
+            raise ValueError(f"set_local_parallelism(n): n must be a positive int, not {n!r}")
+        self._node.local_parallelism = n
+        return self
+
+    def set_name(self, name: str) -> Any:
+        """Names the stage in plans, metrics and errors."""
+        if not isinstance(name, str) or not name:
+            raise ValueError("set_name(name): name must be a non-empty string")
+        self._node.name = name
+        return self
+
 
 class _ComputeStage(_Stage):
     """Transforms shared by batch and stream stages (Jet's ``GeneralStage``)."""
@@ -254,20 +268,6 @@ class _ComputeStage(_Stage):
         ``key`` (design doc 008). Breaks fusion; before a stateful stage it is a definition error."""
         return type(self)(self._pipeline, self._node,
                           "round_robin" if key is None else extractor(key, "rebalance(key)"))
-
-    def set_local_parallelism(self, n: int) -> Any:
-        """How many parallel instances run this stage on each executor."""
-        if not isinstance(n, int) or n <= 0:
-            raise ValueError(f"set_local_parallelism(n): n must be a positive int, not {n!r}")
-        self._node.local_parallelism = n
-        return self
-
-    def set_name(self, name: str) -> Any:
-        """Names the stage in plans, metrics and errors."""
-        if not isinstance(name, str) or not name:
-            raise ValueError("set_name(name): name must be a non-empty string")
-        self._node.name = name
-        return self
 
     def on_error(self, sink: Sink) -> Any:
         """Sends records that this stage's user function fails on to ``sink`` (``Sinks.dead_letter``)

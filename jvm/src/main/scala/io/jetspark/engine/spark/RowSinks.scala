@@ -3,8 +3,8 @@ package io.jetspark.engine.spark
 import io.jetspark.pipeline.{PythonRef, SinkDefinition}
 import io.jetspark.plan.{PhysicalDag, Vertex}
 import io.jetspark.plan.VertexDescription.Sink
-import org.apache.spark.SparkException
 import org.apache.spark.sql.functions.col
+import org.apache.spark.sql.types.BinaryType
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.storage.StorageLevel
 
@@ -115,22 +115,22 @@ object RowSinks {
     case other => throw new IllegalStateException(s"vertex '${v.name}' (${other.describe}) is not a rows sink")
   }
 
-  private def isOpaque(df: DataFrame): Boolean = df.schema == SparkBatchEngine.ItemSchema ||
-    df.columns.sameElements(Array(SparkBatchEngine.Item, SparkBatchEngine.Failure))
+  /** Opaque items: one binary column `item` (whatever its nullability), as every vertex of Python items gives. */
+  private def isOpaque(df: DataFrame): Boolean =
+    df.schema.fields.toSeq.map(f => f.name -> f.dataType) == Seq(SparkBatchEngine.Item -> BinaryType)
 
   private def options(sink: SinkDefinition): Map[String, String] = sink.parameters.get("options") match {
     case Some(m: Map[_, _]) => m.map { case (k, v) => k.toString -> v.toString }
     case _ => Map.empty
   }
 
-  /** Runs a driver-side action of `stage`: a failure of Spark's jobs keeps its own message (it names the
-    * stage whose records failed, which may be upstream); anything else is this stage's failure.
+  /** Runs an action of `stage`: a failure that already names a stage (a record failed, here or upstream)
+    * keeps its message; anything else is this stage's failure.
     */
   private def named[T](stage: String, what: String)(body: => T): T =
     try body
     catch {
-      case e: SparkException => throw e
-      case e: StageFailedException => throw e
+      case NonFatal(e) if StageFailedException.namesAStage(e) => throw e
       case NonFatal(e) => throw new StageFailedException(stage, s"$what: ${StageFailedException.firstLine(e)}", e)
     }
 

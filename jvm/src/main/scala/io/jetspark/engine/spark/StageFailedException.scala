@@ -26,6 +26,14 @@ object StageFailedException {
     override def next(): T = named(rows.next())
   }
 
+  /** Whether `e` (or a cause) is a failure that names its stage: this one, or Python's `StepFailedError`
+    * of a record that failed in a Spark task.
+    */
+  def namesAStage(e: Throwable): Boolean =
+    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(20).exists { t =>
+      t.isInstanceOf[StageFailedException] || Option(t.getMessage).exists(_.contains("StepFailedError: stage '"))
+    }
+
   /** An error's message without what Python tracebacks and Spark plans add after the first line. */
   def firstLine(e: Throwable): String = Option(e.getMessage).map(_.linesIterator.next()).getOrElse(e.getClass.getName)
 }
