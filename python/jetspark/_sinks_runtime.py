@@ -105,7 +105,8 @@ def is_record(item: Any) -> bool:
     return isinstance(item, (Mapping, tuple, list)) or dataclasses.is_dataclass(item) or hasattr(item, "__dict__")
 
 
-def infer_schema(items: list[Any], *, infer_dict_as_struct: bool = False, prefer_timestamp_ntz: bool = False) -> StructType:
+def infer_schema(items: list[Any], *, infer_dict_as_struct: bool = False,
+                 prefer_timestamp_ntz: bool = False) -> StructType:
     """The schema ``createDataFrame`` infers from ``items`` (see the module); no items: no columns.
 
     >>> infer_schema([{"b": 1, "a": "x"}, {"a": None, "b": 2, "c": 1.5}]).simpleString()
@@ -118,9 +119,10 @@ def infer_schema(items: list[Any], *, infer_dict_as_struct: bool = False, prefer
     def of(item: Any) -> StructType:
         if is_record(item):
             record = _fields_of(item) if _is_slotted_dataclass(item) else item
-            return _infer_schema(record, infer_dict_as_struct=infer_dict_as_struct, prefer_timestamp_ntz=prefer_timestamp_ntz)
-        return StructType([StructField(VALUE, _infer_type(item, infer_dict_as_struct, prefer_timestamp_ntz=prefer_timestamp_ntz),
-                                       True)])
+            return _infer_schema(record, infer_dict_as_struct=infer_dict_as_struct,
+                                 prefer_timestamp_ntz=prefer_timestamp_ntz)
+        value_type = _infer_type(item, infer_dict_as_struct, prefer_timestamp_ntz=prefer_timestamp_ntz)
+        return StructType([StructField(VALUE, value_type, True)])
 
     schema: StructType | None = None
     first_error: Exception | None = None

@@ -65,7 +65,8 @@ class Sinks:
         >>> Sinks.files("/tmp/out", schema="id INT").params["schema"]
         'id INT'
         """
-        params: dict[str, Any] = {"path": _name(path, "Sinks.files(path)"), "format": _name(format, "Sinks.files(format)"),
+        params: dict[str, Any] = {"path": _name(path, "Sinks.files(path)"),
+                                  "format": _name(format, "Sinks.files(format)"),
                                   "mode": _name(mode, "Sinks.files(mode)"), "options": dict(options)}
         return Sink("files", {**params, **_schema(schema, "Sinks.files(schema)")})
 

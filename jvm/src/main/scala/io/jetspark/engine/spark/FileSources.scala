@@ -31,7 +31,8 @@ object FileSources {
     val format = files.parameters("format").toString
     val options = files.parameters.collect { case (k, v) if k != "path" && k != "format" => k -> v.toString }
     val what = s"reading $format files at $path"
-    val df = try spark.read.format(format).options(options).load(path)
+    val df =
+      try spark.read.format(format).options(options).load(path)
       catch { case NonFatal(e) => throw new StageFailedException(stage, s"$what: ${StageFailedException.firstLine(e)}", e) }
     // Files that turn out unreadable only when scanned (a corrupt file) fail naming the stage as well.
     val rows = df.queryExecution.toRdd.mapPartitions(StageFailedException.namingReadErrors(stage, what, _))

@@ -44,7 +44,7 @@ object PythonRowSinks {
   */
 private[spark] final class RowSinks(spark: SparkSession, dag: PhysicalDag, jobId: String) {
   import RowSinks._
-  import SparkBatchEngine.{Failure, Item}
+  import SparkBatchEngine.Failure
 
   /** Opaque items whose schema Python infers from them are read twice (inferring, converting): they
     * are kept until the sink has written, so that the pipeline upstream runs, and is counted, once.
@@ -58,42 +58,47 @@ private[spark] final class RowSinks(spark: SparkSession, dag: PhysicalDag, jobId
       val sink = definition(v)
       val stage = v.fusedChain.head
       val schema = sink.parameters.get("schema").map(_.toString)
-      val input = if (schema.isDefined) items else {
-        val kept = items.persist(StorageLevel.MEMORY_AND_DISK)
-        inferredFrom(v.name) = kept
-        // Computed here: a failure upstream fails the job as itself, not as this sink's inference.
-        kept.count()
-        kept
-      }
       val deadLetter = dag.edgesFrom(v.name).exists(_.errorsOf.isDefined)
-      callingPython(stage, "turning items into rows")(python(stage).rows(stage, schema.orNull, deadLetter, input))
+      try {
+        val input = if (schema.isDefined) items else {
+          val kept = items.persist(StorageLevel.MEMORY_AND_DISK)
+          inferredFrom(v.name) = kept
+          // Computed here: a failure upstream fails the job as itself, not as this sink's inference.
+          kept.count()
+          kept
+        }
+        callingPython(stage, "turning items into rows")(python(stage).rows(stage, schema.orNull, deadLetter, input))
+      } catch {
+        case NonFatal(e) => release(v); throw e
+      }
     }
 
   /** Writes the sink's rows (`output` is [[rows]] as the engine counted and keeps it). */
   def write(v: Vertex, output: DataFrame): Unit = try {
     val sink = definition(v)
     val stage = v.fusedChain.head
-    val good = if (output.columns.contains(Failure)) output.where(col(Failure).isNull).select(col(s"$RowColumn.*")) else output
+    val good =
+      if (output.columns.contains(Failure)) output.where(col(Failure).isNull).select(col(s"$RowColumn.*")) else output
     sink.name match {
       case "files" =>
-        val (path, format, mode) = (sink.parameters("path").toString, sink.parameters("format").toString, sink.parameters("mode").toString)
+        val (path, format, mode) = (param(sink, "path"), param(sink, "format"), param(sink, "mode"))
         // No items and no schema: nothing to infer columns from, and no format writes a row without columns.
-        if (good.schema.nonEmpty) {
-          val writer = try good.write.format(format).mode(mode).options(options(sink))
-            catch { case NonFatal(e) => throw new StageFailedException(stage, s"writing $format files: ${StageFailedException.firstLine(e)}", e) }
-          named(stage, s"writing $format files to $path")(writer.save(path))
-        }
+        if (good.schema.nonEmpty)
+          named(stage, s"writing $format files to $path")(good.write.format(format).mode(mode).options(options(sink)).save(path))
       case "foreachBatch" =>
         val PythonRef(fnRef) = sink.parameters("fn"): @unchecked
         // Computed before the function runs: a failure upstream (or of a record that does not fit) is
         // not the function's, and the function's actions read the kept rows instead of rerunning the job.
         output.count()
-        callingPython(stage, "the foreach_batch function raised")(python(stage).foreachBatch(stage, fnRef, good, BatchId))
+        callingPython(stage, "the foreach_batch function raised")(
+          python(stage).foreachBatch(stage, fnRef, good, BatchId))
     }
-  } finally inferredFrom.remove(v.name).foreach(_.unpersist())
+  } finally release(v)
+
+  private def release(v: Vertex): Unit = inferredFrom.remove(v.name).foreach(_.unpersist())
 
   private def python(stage: String): PythonRowSinks = PythonRowSinks.of(jobId).getOrElse(
-    throw new StageFailedException(stage, s"the Python side of job $jobId registered no row sinks (PythonRowSinks.register)"))
+    throw new StageFailedException(stage, s"job $jobId has no Python side for its rows sinks (PythonRowSinks.register)"))
 }
 
 object RowSinks {
@@ -118,6 +123,8 @@ object RowSinks {
   /** Opaque items: one binary column `item` (whatever its nullability), as every vertex of Python items gives. */
   private def isOpaque(df: DataFrame): Boolean =
     df.schema.fields.toSeq.map(f => f.name -> f.dataType) == Seq(SparkBatchEngine.Item -> BinaryType)
+
+  private def param(sink: SinkDefinition, name: String): String = sink.parameters(name).toString
 
   private def options(sink: SinkDefinition): Map[String, String] = sink.parameters.get("options") match {
     case Some(m: Map[_, _]) => m.map { case (k, v) => k.toString -> v.toString }
