@@ -103,6 +103,17 @@ def test_a_files_source_that_cannot_be_read_fails_the_job_naming_the_stage(jet, 
     assert e.stage == "files-source" and "no-such-format" in str(e)
 
 
+def test_a_file_that_fails_only_when_scanned_fails_the_job_naming_the_source(jet, tmp_path):
+    # Opening reads the header alone; the malformed line is met while the job reads the rows.
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("id,name\n1,ann\n2,bob,extra\n")
+    p = Pipeline.create()
+    p.read_from(Sources.files(str(tmp_path / "in"), format="csv", header=True, mode="FAILFAST")).set_name("people") \
+        .write_to(Sinks.noop())
+    e = failure(jet, p)
+    assert e.stage == "people" and "reading csv files" in str(e)
+
+
 # ---- files sinks ----------------------------------------------------------------------------------
 
 #: Items of each kind, with the rows createDataFrame's rules give them (the spec; columns in order).
