@@ -261,6 +261,18 @@ def test_records_that_do_not_fit_go_to_the_sinks_dead_letters(jet, tmp_path):
     assert vertices["files-sink-dead-letter"]["items_in"] == 3
 
 
+@pytest.mark.parametrize("items, schema, message", [
+    ([{"a": 1, "b": None}, {"a": 2, "b": None}], None, "a field is None in all of them"),
+    ([1, 2], "id INTEGR", "INTEGR"),
+])
+def test_a_sink_without_a_usable_schema_fails_the_job_naming_it(jet, tmp_path, items, schema, message):
+    p = Pipeline.create()
+    p.read_from(Sources.items(items)).write_to(Sinks.files(str(tmp_path / "out"), schema=schema)).set_name("archive")
+    e = failure(jet, p)
+    assert e.stage == "archive" and message in str(e)
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("schema", [None, "value INT"])  # inferring reads the items before the writing does
 def test_a_failure_upstream_of_a_sink_names_the_failing_stage_not_the_sink(jet, tmp_path, schema):
     p = Pipeline.create()

@@ -141,14 +141,23 @@ object RowSinks {
       case NonFatal(e) => throw new StageFailedException(stage, s"$what: ${StageFailedException.firstLine(e)}", e)
     }
 
-  /** Calls into Python: a Python error comes back as py4j's message holding the traceback, whose last
-    * line is the exception (`ValueError: ...`).
+  /** Calls into Python: a Python error comes back as py4j's message holding the traceback; the failure
+    * names the stage and what Python raised (`ValueError: ...`, its lines joined).
     */
   private def callingPython[T](stage: String, what: String)(body: => T): T =
     try body
     catch {
-      case e: py4j.Py4JException =>
-        val raised = Option(e.getMessage).toSeq.flatMap(_.linesIterator).map(_.trim).filter(_.nonEmpty).lastOption
-        throw new StageFailedException(stage, s"$what: ${raised.getOrElse(e.toString)}", e)
+      case e: py4j.Py4JException => throw new StageFailedException(stage, s"$what: ${raisedInPython(e)}", e)
     }
+
+  /** The exception at the end of the last traceback in `e`'s message: the lines after its frames (which
+    * are indented).
+    */
+  private[spark] def raisedInPython(e: Throwable): String = {
+    val message = Option(e.getMessage).getOrElse("")
+    val traceback = message.lastIndexOf("Traceback (most recent call last):")
+    if (traceback < 0) StageFailedException.firstLine(e)
+    else message.substring(traceback).linesIterator.drop(1).dropWhile(_.startsWith(" "))
+      .map(_.trim).filter(_.nonEmpty).mkString(" ")
+  }
 }
