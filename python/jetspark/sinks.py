@@ -79,7 +79,8 @@ class Sinks:
     def foreach_batch(fn: Callable[[Any, int], None], schema: DataTypeLike | None = None) -> Sink:
         """Calls ``fn(dataframe, batch_id)`` on the driver for each micro-batch; a batch job is one batch,
         id 0. ``dataframe`` holds the items as rows, made as :meth:`files` makes them (``schema`` the
-        same); ``fn`` may run any Spark actions on it. An exception from ``fn`` fails the job naming the sink.
+        same); ``fn`` may run any Spark actions on it while it runs (the rows are computed once, before the
+        call, and kept until it returns). An exception from ``fn`` fails the job naming the sink.
 
         Examples
         --------
