@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from jetspark import _jvm
 from jetspark._items import pack_frames
+from jetspark._sinks_runtime import attach as attach_row_sinks
 from jetspark.errors import JobCancelledError, JobFailedError
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ class JobConfig:
                 raise ValueError(f"JobConfig({name}): must be positive, not {value!r}")
 
 
-_STEP_FAILED = re.compile(r"StepFailedError: stage '(?P<stage>[^']*)' failed on record (?P<rest>.*)")
+_STEP_FAILED = re.compile(r"(?:StepFailedError|StageFailedException): stage '(?P<stage>[^']*)' failed(?P<rest>.*)")
 
 
 class Job:
@@ -122,12 +123,14 @@ class Job:
 
         spark = self._jet.spark
         prepared = None
+        detach_row_sinks = None
         try:
             spark.sparkContext.setJobGroup(self._group, self.name, interruptOnCancel=True)
             spec, objects = self._pipeline.to_spec()
             prepared = _jvm.call(self._jet._bridge.prepareBatch, spark._jsparkSession, json.dumps(spec),
                                  _jvm_objects(spec, objects), 0)
             names, udfs = _python_udfs(json.loads(prepared.pythonWorkJson()), objects)
+            detach_row_sinks = attach_row_sinks(self._jet, spec, objects, self._group)
             # cancelJobGroup reaches only Spark jobs already running: a cancel before them is checked here.
             if self._cancelled:
                 self._status = JobStatus.CANCELLED
@@ -142,6 +145,8 @@ class Job:
             self._error = e
             self._status = JobStatus.FAILED
         finally:
+            if detach_row_sinks is not None:
+                detach_row_sinks()
             if prepared is not None:
                 for name in prepared.consoleLists(self._group):
                     self._jet.clear_list(name)

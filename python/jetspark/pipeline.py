@@ -218,6 +218,20 @@ class _Stage:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name})"
 
+    def set_local_parallelism(self, n: int) -> Any:
+        """How many parallel instances run this stage on each executor."""
+        if not isinstance(n, int) or n <= 0:
+            raise ValueError(f"set_local_parallelism(n): n must be a positive int, not {n!r}")
+        self._node.local_parallelism = n
+        return self
+
+    def set_name(self, name: str) -> Any:
+        """Names the stage in plans, metrics and errors."""
+        if not isinstance(name, str) or not name:
+            raise ValueError("set_name(name): name must be a non-empty string")
+        self._node.name = name
+        return self
+
 
 class _ComputeStage(_Stage):
     """Transforms shared by batch and stream stages (Jet's ``GeneralStage``)."""
@@ -255,26 +269,10 @@ class _ComputeStage(_Stage):
         return type(self)(self._pipeline, self._node,
                           "round_robin" if key is None else extractor(key, "rebalance(key)"))
 
-    def set_local_parallelism(self, n: int) -> Any:
-        """How many parallel instances run this stage on each executor."""
-        if not isinstance(n, int) or n <= 0:
-            raise ValueError(f"set_local_parallelism(n): n must be a positive int, not {n!r}")
-        self._node.local_parallelism = n
-        return self
-
-    def set_name(self, name: str) -> Any:
-        """Names the stage in plans, metrics and errors."""
-        if not isinstance(name, str) or not name:
-            raise ValueError("set_name(name): name must be a non-empty string")
-        self._node.name = name
-        return self
-
     def on_error(self, sink: Sink) -> Any:
         """Sends records that this stage's user function fails on to ``sink`` (``Sinks.dead_letter``)
         with the error, instead of failing the job."""
-        if not isinstance(sink, Sink) or sink.kind != "dead_letter":
-            raise TypeError("on_error(sink): sink must be Sinks.dead_letter(name)")
-        self._node.on_error = sink
+        self._node.on_error = _dead_letter_sink(sink)
         return self
 
     def map_stateful(self, create_fn: Callable[[], Any], fn: Callable[[Any, Any], tuple[Any, Any]]) -> Any:
@@ -501,8 +499,20 @@ class StageWithKeyAndWindow:
 class SinkStage(_Stage):
     """The end of a branch: a sink."""
 
+    def on_error(self, sink: Sink) -> SinkStage:
+        """Sends items that a files or foreach-batch sink cannot turn into rows of its schema to ``sink``
+        (``Sinks.dead_letter``) with the error, instead of failing the job."""
+        self._node.on_error = _dead_letter_sink(sink)
+        return self
+
     def __repr__(self) -> str:
         return f"SinkStage({self._node.args['sink'].describe()})"
+
+
+def _dead_letter_sink(sink: Any) -> Sink:
+    if not isinstance(sink, Sink) or sink.kind != "dead_letter":
+        raise TypeError("on_error(sink): sink must be Sinks.dead_letter(name)")
+    return sink
 
 
 def _window(w: Any) -> WindowDefinition:

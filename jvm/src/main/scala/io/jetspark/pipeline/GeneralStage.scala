@@ -124,4 +124,15 @@ abstract class GeneralStage[S <: GeneralStage[S]] private[pipeline] (
 final class SinkStage private[pipeline] (pipeline: Pipeline, transform: Transform) extends StageBase(pipeline, transform) {
   def setLocalParallelism(n: Int): SinkStage = { applyLocalParallelism(n); this }
   def setName(n: String): SinkStage = { applyName(n); this }
+
+  /** Records that a rows sink (files, foreachBatch) cannot turn into rows of its schema go, with their
+    * errors, to `deadLetterSink` instead of failing the job; other sinks never fail on a record.
+    */
+  def onError(deadLetterSink: SinkDefinition): SinkStage = {
+    val sink = transform.asInstanceOf[SinkTransform].sink
+    if (!sink.takesRows) throw new PipelineDefinitionError(transform.name, PipelineDefinitionError.OnErrorSink,
+      s"a ${sink.name} sink never fails on a record; onError is for sinks that turn items into rows (files, foreachBatch)")
+    transform.errorSink = Some(deadLetterSink)
+    this
+  }
 }

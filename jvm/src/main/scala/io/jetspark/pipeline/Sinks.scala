@@ -5,6 +5,8 @@ import scala.jdk.CollectionConverters._
 /** A sink as a definition: which connector, with which parameters. */
 final case class SinkDefinition(name: String, parameters: Map[String, Any]) {
   def isDeadLetter: Boolean = name == "deadLetter"
+  /** Sinks that turn items into rows of a schema, where a record can fail (`files`, `foreachBatch`). */
+  def takesRows: Boolean = name == "files" || name == "foreachBatch"
   def describe: String = {
     val shown = parameters.toSeq.sortBy(_._1).map { case (k, v) => s"$k=$v" }
     if (shown.isEmpty) name else s"$name(${shown.mkString(", ")})"
@@ -18,8 +20,15 @@ object Sinks {
   def console(): SinkDefinition = SinkDefinition("console", Map.empty)
   def noop(): SinkDefinition = SinkDefinition("noop", Map.empty)
 
-  def files(path: String, format: String, mode: String): SinkDefinition =
-    SinkDefinition("files", Map("path" -> path, "format" -> format, "mode" -> mode))
+  /** `rows.write.format(format).mode(mode).options(options).save(path)`. Items that are not rows already
+    * (Python values) become rows of `schema` (a DDL string such as `"id INT, name STRING"`, or Spark's JSON
+    * of a type), or of the schema inferred from the items when it is None; a record that does not fit
+    * fails the job, or goes to the sink stage's `onError` dead-letter sink.
+    */
+  def files(path: String, format: String, mode: String, options: Map[String, String], schema: Option[String]): SinkDefinition =
+    SinkDefinition("files", Map[String, Any]("path" -> path, "format" -> format, "mode" -> mode) ++
+      (if (options.isEmpty) Map.empty else Map("options" -> options)) ++ schema.map("schema" -> _))
+  def files(path: String, format: String, mode: String): SinkDefinition = files(path, format, mode, Map.empty[String, String], None)
   def files(path: String, format: String): SinkDefinition = files(path, format, "append")
   def files(path: String): SinkDefinition = files(path, "parquet")
 
@@ -31,6 +40,9 @@ object Sinks {
 
   /** `fn(dataframe, batchId)` per micro-batch; `fn` is held opaquely (a Scala function or a Python callable). */
   def foreachBatch(fn: AnyRef): SinkDefinition = SinkDefinition("foreachBatch", Map("fn" -> fn))
+  /** The same, the items made rows of `schema` as for [[files]]. */
+  def foreachBatch(fn: AnyRef, schema: Option[String]): SinkDefinition =
+    SinkDefinition("foreachBatch", Map("fn" -> fn) ++ schema.map("schema" -> _))
 
   /** Records a user function failed on, with their errors; attach with `stage.onError(...)`. */
   def deadLetter(name: String): SinkDefinition = SinkDefinition("deadLetter", Map("name" -> name))

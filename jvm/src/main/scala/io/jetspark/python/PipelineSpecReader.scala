@@ -62,9 +62,12 @@ final class PipelineSpecReader private (objects: java.util.List[AnyRef]) {
       case "list" => Sinks.list(params.get("name").asText)
       case "console" => Sinks.console()
       case "noop" => Sinks.noop()
-      case "files" => Sinks.files(params.get("path").asText, params.get("format").asText, params.get("mode").asText)
+      case "files" => Sinks.files(params.get("path").asText, params.get("format").asText, params.get("mode").asText,
+        stringMap(params.get("options")), optional(params.get("schema")).map(_.asText))
       case "kafka" => Sinks.kafka(params.get("bootstrap_servers").asText, params.get("topic").asText, stringMap(params.get("options")))
-      case "foreach_batch" => Sinks.foreachBatch(if (objects == null) "python function" else objects.get(spec.get("refs").get("fn").asInt))
+      // The function stays in Python: the engine hands its number back when the sink runs.
+      case "foreach_batch" => Sinks.foreachBatch(if (objects == null) "python function" else PythonRef(spec.get("refs").get("fn").asInt),
+        optional(params.get("schema")).map(_.asText))
       case "dead_letter" => Sinks.deadLetter(params.get("name").asText)
       case other => throw new IllegalArgumentException(s"unknown sink kind '$other'")
     }
@@ -174,7 +177,7 @@ final class PipelineSpecReader private (objects: java.util.List[AnyRef]) {
     stage match {
       case s: GeneralStage[_] =>
         name.foreach(s.setName); parallelism.foreach(s.setLocalParallelism); onError.foreach(s.onError); s
-      case s: SinkStage => name.foreach(s.setName); parallelism.foreach(s.setLocalParallelism); s
+      case s: SinkStage => name.foreach(s.setName); parallelism.foreach(s.setLocalParallelism); onError.foreach(s.onError); s
       case s: StreamSourceStage => name.foreach(s.setName); parallelism.foreach(s.setLocalParallelism); s
       case other => other
     }

@@ -1,7 +1,7 @@
 package io.jetspark.python
 
 import io.jetspark.JetSparkVersion
-import io.jetspark.engine.spark.{ListSinkRegistry, PythonValues}
+import io.jetspark.engine.spark.{FileSources, ListSinkRegistry, PythonRowSinks, PythonValues}
 
 import scala.jdk.CollectionConverters._
 import org.apache.spark.sql.SparkSession
@@ -31,12 +31,16 @@ object PythonBridge {
     */
   def prepareBatch(spark: SparkSession, spec: String, objects: java.util.List[AnyRef], parallelism: Int): PreparedBatchJob = {
     val p = if (parallelism > 0) parallelism else spark.sparkContext.defaultParallelism
-    new PreparedBatchJob(spark, PipelineSpecReader.read(spec, objects).plan(p))
+    new PreparedBatchJob(spark, FileSources.resolve(spark, PipelineSpecReader.read(spec, objects).plan(p)))
   }
 
   /** What list sink `name` holds so far: its items' pickles, packed in one byte array. */
   def getList(name: String): Array[Byte] = PythonValues.packFrames(ListSinkRegistry.get(name).asScala)
   def clearList(name: String): Unit = ListSinkRegistry.clear(name)
+
+  /** The Python side of job `jobId`'s files and foreach-batch sinks, for the time the job runs. */
+  def registerRowSinks(jobId: String, sinks: PythonRowSinks): Unit = PythonRowSinks.register(jobId, sinks)
+  def unregisterRowSinks(jobId: String): Unit = PythonRowSinks.unregister(jobId)
 
   private def plan(spec: String, parallelism: Int) = {
     val p = if (parallelism > 0) parallelism else SparkSession.active.sparkContext.defaultParallelism

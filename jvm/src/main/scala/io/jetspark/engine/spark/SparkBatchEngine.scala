@@ -44,9 +44,12 @@ import scala.collection.mutable
   * A DataFrame source becomes items through one Arrow UDF that turns its rows into pickled PySpark `Row`s
   * (`dataframeSources`).
   *
+  * Files and foreach-batch sinks take the items as rows of a schema ([[RowSinks]]); a files source is
+  * the DataFrame source of what it reads ([[FileSources]]).
+  *
   * What this engine does not run yet (windows, `aggregate2` mixing a user-defined operation with a
-  * built-in one, a user-defined operation inside `all_of`, file sources, JVM functions, typed items kept as columns) fails before any
-  * Spark job starts, naming the vertex.
+  * built-in one, a user-defined operation inside `all_of`, JVM functions, typed items kept as columns)
+  * fails before any Spark job starts, naming the vertex.
   */
 final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[String, Column], jobId: String) {
   import SparkBatchEngine._
@@ -54,6 +57,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private val outputs = mutable.Map.empty[String, DataFrame]
   private val counters = mutable.LinkedHashMap.empty[String, LongAccumulator]
   private val fanOut: Map[String, Int] = dag.edges.groupBy(_.from).view.mapValues(_.size).toMap
+  private lazy val rowSinks = new RowSinks(spark, dag, jobId)
 
   dag.vertices.foreach(requireSupported)
   dag.edges.filter(e => e.restoresSequence || e.carriesSequence).foreach { e =>
@@ -101,6 +105,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case Source(source, _) => itemsFrame(source.parameters("items").asInstanceOf[Seq[Any]], v)
       case StatelessChain(_) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"chain:${v.name}"))
       case Merge(_, _) => dag.edgesInto(v.name).map(input).reduce(_ union _)
+      case Sink(sink) if sink.takesRows => rowSinks.rows(v, singleInput(v))
       case Sink(_) => singleInput(v)
       case _ if CustomAggregations.runsCustom(v) =>
         val inputs = dag.edgesInto(v.name).sortBy(_.toOrdinal).map(input)
@@ -134,7 +139,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
     })
     // Read by several edges: computed once.
-    if (fanOut.getOrElse(v.name, 0) > 1) df.persist(StorageLevel.MEMORY_AND_DISK) else df
+    if (fanOut.getOrElse(v.name, 0) > 1 || RowSinks.keepsOutput(v)) df.persist(StorageLevel.MEMORY_AND_DISK) else df
   })
 
   private def itemsFrame(items: Seq[Any], v: Vertex): DataFrame = {
@@ -215,6 +220,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
         ListSinkRegistry.append(sink.parameters("name").toString, items.collect().map(_.getAs[Array[Byte]](0)).toSeq)
       case "console" => ListSinkRegistry.append(consoleList(jobId, v.name), items.collect().map(_.getAs[Array[Byte]](0)).toSeq)
       case "noop" => items.write.format("noop").mode("overwrite").save()
+      case "files" | "foreachBatch" => rowSinks.write(v, items)
       case other => throw new UnsupportedOperationException(s"sink '${v.name}': $other sinks are not run yet")
     }
   }
