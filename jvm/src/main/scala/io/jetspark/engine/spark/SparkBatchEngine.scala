@@ -41,7 +41,9 @@ import scala.collection.mutable
   * A DataFrame source becomes items through one Arrow UDF that turns its rows into pickled PySpark `Row`s
   * (`dataframeSources`).
   *
-  * What this engine does not run yet (windows, joins of several enriching sides, aggregate2, file
+  * Windows (after `addTimestamps`) run as [[WindowStages]] say.
+  *
+  * What this engine does not run yet (joins of several enriching sides, aggregate2, file
   * sources, JVM functions, typed items kept as columns) fails before any Spark job starts, naming the
   * vertex.
   */
@@ -68,9 +70,11 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private val aggregations: Map[String, BoundAggregation] = dag.vertices.collect {
     case v @ Vertex(_, Aggregate(_, Seq(op: PythonAggregateSpec), _), _, _, _) => v.name -> PythonAggregations.bind(op.json)
     case v @ Vertex(_, RollingAggregate(_, op: PythonAggregateSpec), _, _, _) => v.name -> PythonAggregations.bind(op.json)
+    case v @ Vertex(_, WindowAggregate(_, _, op: PythonAggregateSpec, _, _), _, _, _) => v.name -> PythonAggregations.bind(op.json)
   }.toMap
 
-  private val extractingInputs: Set[(String, Int)] = pythonExtractions(dag).map(e => (e._1.name, e._2)).toSet
+  private val extractingInputs: Set[(String, Int)] =
+    (pythonExtractions(dag).map(e => (e._1.name, e._2)) ++ WindowStages.pythonExtractions(dag).map(e => (e._1.name, 0))).toSet
 
   private def requireSupported(v: Vertex): Unit = v.description match {
     case Source(source, _) if source.name == "items" || source.name == "dataframe" => ()
@@ -81,6 +85,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     case MapStateful(_, Extractor.PythonFn(_, _), Extractor.PythonFn(_, _)) => ()
     case HashJoin(Seq(_), Some(Extractor.PythonFn(_, _)), _) => ()
     case Sort(_, _, _) => ()
+    case w: WindowAggregate => WindowStages.requireSupported(v.name, w)
+    case AddTimestamps(_, _) => ()
     case other => throw new UnsupportedOperationException(
       s"vertex '${v.name}' (${other.describe}): the Spark batch engine does not run this yet")
   }
@@ -113,6 +119,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
           r => InternalRow(r.asInstanceOf[(Extracted, Int, Long)]._1.item.bytes), ItemSchema).run(singleInput(v))
       case MapStateful(_, _, _) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"stateful:${v.name}"))
       case HashJoin(_, _, inner) => SqlBridge.mapInArrow(hashJoin(v, inner), pythonUdfs(s"join:${v.name}"))
+      case w: WindowAggregate => WindowStages.stage(v.name, w, aggregations(v.name).op).run(singleInput(v))
+      case AddTimestamps(_, _) => singleInput(v) // a window reads the timestamps (see WindowStages)
       case Distinct(_) => ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[Extracted].key), extracted,
         e => InternalRow(e.asInstanceOf[Extracted].item.bytes), ItemSchema).run(singleInput(v))
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
@@ -277,6 +285,7 @@ object SparkBatchEngine {
       case v @ Vertex(_, MapStateful(key, _, _), _, _, _) => Seq((v, 0, key.map(extractorJson), Nil))
       case v @ Vertex(_, Sort(SortPhase.LocalSort, key, _), _, _, _) =>
         Seq((v, 0, None, Seq(extractorJson(key.getOrElse(Extractor.WholeItem)))))
+      case Vertex(_, _: WindowAggregate, _, _, _) => Nil // with timestamps: WindowStages.pythonExtractions
       case v @ Vertex(_, HashJoin(Seq(clause), _, _), _, _, _) =>
         Seq((v, 0, Some(extractorJson(clause.leftKey)), Nil), (v, 1, Some(extractorJson(clause.rightKey)), Nil))
       case v => dag.edgesInto(v.name).collect {
@@ -287,7 +296,7 @@ object SparkBatchEngine {
   /** How Python extracts a key or value: `{"kind": "field", "name"}`, `{"kind": "python", "ref"}` (a
     * callable the Python layer numbered) or `{"kind": "item"}`.
     */
-  private def extractorJson(e: Extractor): JsonNode = {
+  private[spark] def extractorJson(e: Extractor): JsonNode = {
     val node = JsonNodeFactory.instance.objectNode()
     e match {
       case Extractor.FieldName(name) => node.put("kind", "field").put("name", name)
@@ -332,7 +341,7 @@ object SparkBatchEngine {
   /** The same for a sorted run's row ([[RunSchema]]), whose run and position come first. */
   private val extractedFromRun: InternalRow => Extracted = extractedAt(2)
 
-  private def extractedAt(at: Int): InternalRow => Extracted = { row =>
+  private[spark] def extractedAt(at: Int): InternalRow => Extracted = { row =>
     val raw = row.getArray(at + 1).toObjectArray(BinaryType).map(_.asInstanceOf[Array[Byte]])
     new Extracted(new PickledKey(row.getBinary(at)), new PickledItem(row.getBinary(at + 2)), raw.map(PythonValues.loads), raw)
   }
