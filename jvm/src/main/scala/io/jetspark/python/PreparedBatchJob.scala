@@ -19,7 +19,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
   /** Every Arrow UDF the job needs from Python, as JSON:
     * {{{
     * {"chains": [{"vertex", "steps": [{"kind", "ref", "stage", "dead_letter"}]}],   // fused steps
-    *  "extractions": [{"vertex", "ordinal", "key": extractor or null, "values": [extractor],  // keys, values
+    *  "extractions": [{"vertex", "stage", "ordinal", "key": extractor or null, "values": [extractor],  // keys, values
     *                   "timestamp": extractor (windows only)}],
     *  "dataframe_sources": [{"vertex", "schema": Spark's schema JSON}],             // rows to items
     *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter"}], // map_stateful
@@ -39,6 +39,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     def extraction(vertex: Vertex, ordinal: Int, key: Option[JsonNode], values: Seq[JsonNode]): ObjectNode = {
       val node = extractions.addObject()
       node.put("vertex", vertex.name)
+      node.put("stage", vertex.fusedChain.head)
       node.put("ordinal", ordinal)
       node.set[JsonNode]("key", key.getOrElse(mapper.nullNode()))
       node.set[JsonNode]("values", mapper.valueToTree[JsonNode](values.asJava))
