@@ -9,7 +9,10 @@ import datetime as dt
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
 from reference import as_multiset, run_reference
+from strategies import batch_pipelines
+from test_batch_engine_random import mismatches_on_engine
 
 from jetspark import AggregateOperations as ops
 from jetspark import (KeyedWindowResult, Pipeline, PipelineDefinitionError, Sinks, Sources, WindowDefinition,
@@ -203,3 +206,13 @@ def test_explain_shows_timestamps_and_both_window_stages(jet):
     assert "windowAggregate-accumulate:0 -> windowAggregate-combine:0  partitioned by field 'k' (key extracted upstream)" in plan
     assert "windowAggregate-2  [parallelism 1]  window aggregate session(timeout 7ms) (global), single stage" in plan
     assert "addTimestamps:1 -> windowAggregate-2:0  all-to-one" in plan
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(batch_pipelines(max_steps=3, allowed=frozenset({"window", "map", "filter", "flat_map", "to_kv"}),
+                       preserve_order=False))
+def test_random_window_pipelines_match_the_reference(jet, generated):
+    assume(any("add_timestamps" in step for step in generated.steps))
+    problems = mismatches_on_engine(jet, generated)
+    assert not problems, f"{generated}\n" + "\n".join(problems)
