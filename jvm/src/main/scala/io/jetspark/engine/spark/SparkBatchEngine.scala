@@ -119,7 +119,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
           r => InternalRow(r.asInstanceOf[(Extracted, Int, Long)]._1.item.bytes), ItemSchema).run(singleInput(v))
       case MapStateful(_, _, _) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"stateful:${v.name}"))
       case HashJoin(_, _, inner) => SqlBridge.mapInArrow(hashJoin(v, inner), pythonUdfs(s"join:${v.name}"))
-      case w: WindowAggregate => WindowStages.stage(v.name, w, aggregations(v.name).op).run(singleInput(v))
+      case w: WindowAggregate => WindowStages.run(v.name, w, aggregations(v.name).op, singleInput(v))
       case AddTimestamps(_, _) => singleInput(v) // a window reads the timestamps (see WindowStages)
       case Distinct(_) => ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[Extracted].key), extracted,
         e => InternalRow(e.asInstanceOf[Extracted].item.bytes), ItemSchema).run(singleInput(v))

@@ -7,8 +7,13 @@ import io.jetspark.core.window._
 import io.jetspark.pipeline.{PythonAggregateSpec, SessionWindowDefinition, SlidingWindowDefinition}
 import io.jetspark.plan.VertexDescription.WindowAggregate
 import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
+import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.types.{BinaryType, LongType, StructField, StructType}
+import org.apache.spark.sql.catalyst.util.ArrayData
+import org.apache.spark.sql.types.{ArrayType, BinaryType, LongType, StructField, StructType}
+
+import scala.collection.mutable.ArrayBuffer
+import scala.jdk.CollectionConverters._
 
 /** Window aggregations of a batch on the Spark engine, with the core's window processors inside the
   * Spark tasks (through [[ProcessorStage]]).
@@ -21,8 +26,9 @@ import org.apache.spark.sql.types.{BinaryType, LongType, StructField, StructType
   * Where items enter the window (the single stage, or stage 1 of two), one Arrow UDF per input extracts
   * in Python the grouping key, the operation's values and the timestamp (`extract:<vertex>:0`, see
   * [[pythonExtractions]]); rows are then [[SparkBatchEngine.ExtractedSchema]] plus a `ts` column.
-  *  - Sliding and tumbling, two stages: `accumulateFrames` emits one partial accumulator per (key, frame),
-  *    Java-serialized, which cross the shuffle by key (or to one partition) to `combineFrames`.
+  *  - Sliding and tumbling, two stages: `accumulateFrames` emits one partial accumulator per (key, frame);
+  *    a key's frames cross the shuffle by key (or to one partition) as one row, Java-serialized together,
+  *    to `combineFrames`.
   *  - Sliding and tumbling, single stage (an operation that cannot combine is refused by the processor
   *    anyway; order-sensitive operations under preserved order, rebalanced keyed input, early results):
   *    events cross the shuffle and one processor per partition builds the windows.
@@ -34,9 +40,12 @@ object WindowStages {
   val Ts = "ts"
   /** An extraction at a window's input: key, values, item, then the item's timestamp in ms. */
   val TimedSchema: StructType = StructType(SparkBatchEngine.ExtractedSchema.fields :+ StructField(Ts, LongType, nullable = false))
-  /** A partial frame on its way from stage 1 to stage 2 (the key empty for a global window). */
-  val FrameSchema: StructType = StructType(Seq(StructField(SparkBatchEngine.Key, BinaryType), StructField("frame_end", LongType),
-    StructField("acc", BinaryType)))
+  /** One key's partial frames on their way from stage 1 to stage 2: the key (empty for a global window),
+    * the frames' ends, and their accumulators as one Java-serialized array (one serialization per key
+    * and partition, not per frame: class descriptors and stream headers are written once).
+    */
+  val FramesSchema: StructType = StructType(Seq(StructField(SparkBatchEngine.Key, BinaryType),
+    StructField("frame_ends", ArrayType(LongType, containsNull = false)), StructField("accs", BinaryType)))
 
   /** Fails, naming the vertex, for what this engine cannot run: an operation not from
     * `AggregateOperations`, or items whose timestamps it cannot read.
@@ -59,8 +68,10 @@ object WindowStages {
       (v, key.map(SparkBatchEngine.extractorJson), PythonAggregations.bind(op.json).extractors, SparkBatchEngine.extractorJson(timestamp))
   }
 
-  /** The processors of window vertex `vertex`, with how rows become their items and back. */
-  def stage(vertex: String, w: WindowAggregate, op: AggregateOperation[Extracted, Any, Any]): ProcessorStage = {
+  /** The output of window vertex `vertex` over `input`: its processors, with how rows become their items
+    * and back.
+    */
+  def run(vertex: String, w: WindowAggregate, op: AggregateOperation[Extracted, Any, Any], input: DataFrame): DataFrame = {
     val keyed = w.key.isDefined
     val events = new OverTimedEvents(op)
     val keyOf: TimedEvent => Any = if (keyed) _.event.key else _ => NonKeyed
@@ -71,17 +82,20 @@ object WindowStages {
         ProcessorStage(vertex, () =>
           if (keyed) SlidingWindowProcessor.singleStage(policy, keyOf, tsOf, events)
           else SlidingWindowProcessor.singleStageNonKeyed(policy, tsOf, events), timedEvent, resultRow, SparkBatchEngine.ItemSchema)
+          .run(input)
       case (s: SlidingWindowDefinition, AggregationStage.Accumulate) =>
         val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
-        ProcessorStage(vertex, () => SlidingWindowProcessor.accumulateFrames(policy, keyOf, tsOf, events), timedEvent, frameRow, FrameSchema)
+        ProcessorStage.runPacked(vertex, () => SlidingWindowProcessor.accumulateFrames(policy, keyOf, tsOf, events), input,
+          FramesSchema)(_.map(timedEvent), packFrames)
       case (s: SlidingWindowDefinition, AggregationStage.Combine) =>
         val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
         val frames = op.asInstanceOf[AggregateOperation[Nothing, Any, Any]]
-        ProcessorStage(vertex, () => SlidingWindowProcessor.combineFrames(policy, frames, keyed), frameOf(keyed), resultRow,
-          SparkBatchEngine.ItemSchema)
+        val unpack = unpackFrames(keyed)
+        ProcessorStage.runPacked(vertex, () => SlidingWindowProcessor.combineFrames(policy, frames, keyed), input,
+          SparkBatchEngine.ItemSchema)(_.flatMap(unpack), _.map(resultRow))
       case (s: SessionWindowDefinition, AggregationStage.SingleStage) =>
         ProcessorStage(vertex, () => new SessionWindowProcessor(s.timeoutMs, keyOf, tsOf, events), timedEvent, resultRow,
-          SparkBatchEngine.ItemSchema)
+          SparkBatchEngine.ItemSchema).run(input)
       case (other, stage) => throw new IllegalStateException(s"vertex '$vertex': no ${stage.describe} for ${other.describe}")
     }
   }
@@ -91,17 +105,31 @@ object WindowStages {
     row => new TimedEvent(row.getLong(3), extracted(row))
   }
 
-  private val frameRow: Any => InternalRow = f => {
-    val frame = f.asInstanceOf[KeyedFrame[Any, Any]]
-    val key = frame.key match {
-      case k: PickledKey => k.bytes
-      case _ => Array.emptyByteArray // NonKeyed
+  /** Stage 1's frames (all emitted at the end of the batch) as one [[FramesSchema]] row per key. */
+  private val packFrames: Iterator[Any] => Iterator[InternalRow] = frames => {
+    val byKey = new java.util.LinkedHashMap[Any, (ArrayBuffer[Long], ArrayBuffer[Any])]()
+    frames.foreach { f =>
+      val frame = f.asInstanceOf[KeyedFrame[Any, Any]]
+      val (ends, accs) = byKey.computeIfAbsent(frame.key, _ => (ArrayBuffer.empty[Long], ArrayBuffer.empty[Any]))
+      ends += frame.frameEnd
+      accs += frame.acc
     }
-    InternalRow(key, frame.frameEnd, JavaSerialization.toBytes(frame.acc))
+    byKey.entrySet().iterator().asScala.map { e =>
+      val key = e.getKey match {
+        case k: PickledKey => k.bytes
+        case _ => Array.emptyByteArray // NonKeyed
+      }
+      val (ends, accs) = e.getValue
+      InternalRow(key, ArrayData.toArrayData(ends.toArray), JavaSerialization.toBytes(accs.toArray))
+    }
   }
 
-  private def frameOf(keyed: Boolean): InternalRow => Any = row =>
-    KeyedFrame(row.getLong(1), if (keyed) new PickledKey(row.getBinary(0)) else NonKeyed, JavaSerialization.fromBytes(row.getBinary(2)))
+  private def unpackFrames(keyed: Boolean): InternalRow => Iterator[Any] = row => {
+    val key = if (keyed) new PickledKey(row.getBinary(0)) else NonKeyed
+    val ends = row.getArray(1).toLongArray()
+    val accs = JavaSerialization.fromBytes(row.getBinary(2)).asInstanceOf[Array[Any]]
+    ends.iterator.zip(accs.iterator).map { case (end, acc) => KeyedFrame(end, key, acc) }
+  }
 
   /** A result as the row of its pickle. The session processor reports a global session under the key
     * [[NonKeyed]]; it leaves as the `WindowResult` a global window gives.
