@@ -1,6 +1,7 @@
 package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.JsonNode
+import io.jetspark.core.Watermark
 import io.jetspark.core.aggregate.AggregateOperation
 import io.jetspark.core.snapshot.JavaSerialization
 import io.jetspark.core.window._
@@ -33,6 +34,8 @@ import scala.jdk.CollectionConverters._
   *    anyway; order-sensitive operations under preserved order, rebalanced keyed input, early results):
   *    events cross the shuffle and one processor per partition builds the windows.
   *  - Sessions: always single stage (sessions merge across partial results).
+  * After a partition's last item, sliding windows see watermarks rising in steps before the end, so that
+  * their results are produced a slice at a time, not all at once (see [[thenRisingWatermarks]]).
   * Results leave as pickles of `jetspark.window.WindowResult` / `KeyedWindowResult` (see [[PythonValues]]),
   * one per window: frames never reach Python.
   */
@@ -79,10 +82,10 @@ object WindowStages {
     (w.window, w.stage) match {
       case (s: SlidingWindowDefinition, AggregationStage.SingleStage) =>
         val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
-        ProcessorStage(vertex, () =>
+        ProcessorStage.runPacked(vertex, () =>
           if (keyed) SlidingWindowProcessor.singleStage(policy, keyOf, tsOf, events)
-          else SlidingWindowProcessor.singleStageNonKeyed(policy, tsOf, events), timedEvent, resultRow, SparkBatchEngine.ItemSchema)
-          .run(input)
+          else SlidingWindowProcessor.singleStageNonKeyed(policy, tsOf, events), input, SparkBatchEngine.ItemSchema)(
+          rows => thenRisingWatermarks(rows.map(timedEvent), tsOf, policy), results)
       case (s: SlidingWindowDefinition, AggregationStage.Accumulate) =>
         val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
         ProcessorStage.runPacked(vertex, () => SlidingWindowProcessor.accumulateFrames(policy, keyOf, tsOf, events), input,
@@ -92,13 +95,45 @@ object WindowStages {
         val frames = op.asInstanceOf[AggregateOperation[Nothing, Any, Any]]
         val unpack = unpackFrames(keyed)
         ProcessorStage.runPacked(vertex, () => SlidingWindowProcessor.combineFrames(policy, frames, keyed), input,
-          SparkBatchEngine.ItemSchema)(_.flatMap(unpack), _.map(resultRow))
+          SparkBatchEngine.ItemSchema)(rows => thenRisingWatermarks(rows.flatMap(unpack), frameEnd, policy), results)
       case (s: SessionWindowDefinition, AggregationStage.SingleStage) =>
         ProcessorStage(vertex, () => new SessionWindowProcessor(s.timeoutMs, keyOf, tsOf, events), timedEvent, resultRow,
           SparkBatchEngine.ItemSchema).run(input)
       case (other, stage) => throw new IllegalStateException(s"vertex '$vertex': no ${stage.describe} for ${other.describe}")
     }
   }
+
+  /** `items`, then watermarks rising in steps to past the last window that holds one of them.
+    *
+    * The batch's end is a watermark of +infinity (the processor's `complete()`), which would emit every
+    * window of the partition in one go, all held in memory at once. Nothing arrives after these
+    * watermarks, so they make no item late and change no result: they only make the windows come out a
+    * slice at a time (at most about 64 slices, each at least 256 slides long, so that sparse times over
+    * a long span do not cost a watermark per slide).
+    */
+  private def thenRisingWatermarks[T](items: Iterator[T], timeOf: T => Long, policy: SlidingWindowPolicy): Iterator[Any] = {
+    var low = Long.MaxValue
+    var high = Long.MinValue
+    val seen = items.map { item =>
+      val t = timeOf(item)
+      if (t < low) low = t
+      if (t > high) high = t
+      item
+    }
+    seen ++ Iterator.single(()).flatMap { _ =>
+      if (low > high) Iterator.empty
+      else {
+        val span = policy.frameEnd(high) + policy.size - low // to past the end of the last window holding `high`
+        val slices = math.min(64L, span / policy.slide / 256)
+        (1L until slices).iterator.map(i => Watermark(low + span / slices * i))
+      }
+    }
+  }
+
+  private val frameEnd: Any => Long = _.asInstanceOf[KeyedFrame[Any, Any]].frameEnd
+
+  /** The window results among what a processor emitted (it forwards the watermarks it was given). */
+  private val results: Iterator[Any] => Iterator[InternalRow] = _.filterNot(_.isInstanceOf[Watermark]).map(resultRow)
 
   private val timedEvent: InternalRow => TimedEvent = {
     val extracted = SparkBatchEngine.extractedAt(0)
