@@ -66,7 +66,7 @@ object WindowStages {
     * grouping key (None: a global window), the operation's values in slot order and the timestamp.
     */
   def pythonExtractions(dag: PhysicalDag): Seq[(Vertex, Option[JsonNode], Seq[JsonNode], JsonNode)] = dag.vertices.collect {
-    case v @ Vertex(_, w @ WindowAggregate(stage, _, op: PythonAggregateSpec, key, Some(timestamp)), _, _, _)
+    case v @ Vertex(_, WindowAggregate(stage, _, op: PythonAggregateSpec, key, Some(timestamp)), _, _, _)
         if stage != AggregationStage.Combine =>
       (v, key.map(SparkBatchEngine.extractorJson), PythonAggregations.bind(op.json).extractors, SparkBatchEngine.extractorJson(timestamp))
   }
