@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import datetime
 import itertools
 import math
 from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
 
-from jetspark import JobFailedError, Pipeline
+from jetspark import JobFailedError, KeyedWindowResult, Pipeline, PipelineDefinitionError, WindowResult
 
 __all__ = ["as_multiset", "as_sequence", "canonical", "run_reference"]
 
@@ -109,6 +110,7 @@ class _Run:
         self.objects = objects
         self.outputs: dict[int, Stream] = {}
         self.results: dict[str, list[Any]] = {}
+        self.nodes: dict[int, dict[str, Any]] = {}
 
     # -- plumbing ------------------------------------------------------------------------------------
 
@@ -121,6 +123,7 @@ class _Run:
         if method is None:
             raise NotImplementedError(f"{_label(node)}: the reference has no '{node['op']}' transform")
         inputs = [self.outputs[i] for i in node["inputs"]]
+        self.nodes[node["id"]] = node
         self.outputs[node["id"]] = method(node, node["args"], *inputs)
 
     def call(self, node: dict[str, Any], record: Any, fn: Callable[..., Any], *args: Any) -> tuple[bool, Any]:
@@ -363,6 +366,98 @@ class _Run:
         # Python's sort is stable, and reverse=True keeps equal keys in encounter order, as API.md asks.
         ok, ordered = self.call(node, _NO_RECORD, lambda: sorted(keyed, key=lambda p: p[0], reverse=args["reverse"]))
         return _origin(node, [item for _, item in ordered])
+
+    # -- event time and windows (API.md "Windows"; a batch is one epoch: nothing is late) ----------------
+
+    def _add_timestamps(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
+        return stream  # the items as they were; a window reads their time with args["ts"]
+
+    def timestamp_reader(self, node_id: int) -> Callable[[Any], Any]:
+        """How the items leaving ``node_id`` tell their timestamp: the extractor of the add_timestamps
+        they passed (through filters, peeks and merges of equally stamped inputs), or a window result's
+        end."""
+        node = self.nodes[node_id]
+        if node["op"] == "add_timestamps":
+            return self.extractor(node["args"]["ts"])
+        if node["op"] == "window_aggregate":
+            return lambda result: result.end
+        if node["op"] in ("filter", "peek"):
+            return self.timestamp_reader(node["inputs"][0])
+        if node["op"] == "merge":
+            specs = {repr(self.timestamp_spec(i)) for i in node["inputs"]}
+            if len(specs) == 1:
+                return self.timestamp_reader(node["inputs"][0])
+        raise PipelineDefinitionError(f"stage '{_label(node)}' changes timestamped items before a window",
+                                      _label(node), "window-timestamps-from-items")
+
+    def timestamp_spec(self, node_id: int) -> Any:
+        node = self.nodes[node_id]
+        if node["op"] in ("filter", "peek", "merge"):
+            return self.timestamp_spec(node["inputs"][0])
+        return node["args"]["ts"] if node["op"] == "add_timestamps" else node["op"]
+
+    def _window_aggregate(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
+        read = self.timestamp_reader(node["inputs"][0])
+        is_keyed = node["keys"][0] is not None
+        rows = self.keyed(node, stream) if is_keyed else [(seq, None, item) for seq, item in stream]
+        groups: dict[Any, tuple[Any, list[tuple[int, Any]]]] = {}  # group -> (key, [(ts, item)] in encounter order)
+        for _, key, item in rows:
+            ok, ts = self.call(node, item, lambda x: _milliseconds(read(x)), item)
+            if ok:
+                groups.setdefault(_group(key), (key, []))[1].append((ts, item))
+        results = []
+        for key, events in groups.values():
+            for start, end, items in _windows(args["window"], events):
+                aggregation = _Aggregation(self, node, args["op"])
+                for item in items:
+                    aggregation.add(item)
+                result = aggregation.result(final=True)
+                results.append(KeyedWindowResult(start, end, key, result) if is_keyed else WindowResult(start, end, result))
+        return _origin(node, sorted(results, key=lambda r: r.end))
+
+
+def _milliseconds(value: Any) -> int:
+    """API.md: timestamps are int ms; a datetime is converted (a naive one is local time)."""
+    if isinstance(value, datetime.datetime):
+        aware = value if value.tzinfo is not None else value.astimezone()
+        return (aware - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)) // datetime.timedelta(milliseconds=1)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise TypeError(f"a timestamp is int milliseconds or a datetime, not {value!r}")
+
+
+def _windows(window: dict[str, Any], events: list[tuple[int, Any]]) -> list[tuple[int, int, list[Any]]]:
+    """The non-empty windows of one key's ``(ts, item)`` events: ``(start, end, items in encounter order)``.
+
+    Sliding (tumbling: slide == size): every window ``[end - size, end)`` with ``end`` a multiple of the
+    slide, tried one by one over the whole span of the events. Session: each event spans
+    ``[ts, ts + timeout)``; spans that overlap (not merely touch) join one session, which ends ``timeout``
+    after its last event; taken in time order, an event joins the current session iff it starts before
+    the session's end."""
+    if not events:
+        return []
+    if window["kind"] == "sliding":
+        size, slide = window["size_ms"], window["slide_ms"]
+        low, high = min(ts for ts, _ in events), max(ts for ts, _ in events)
+        out = []
+        end = (low // slide) * slide  # <= low: the window ending here holds nothing yet
+        while end - size <= high:
+            items = [item for ts, item in events if end - size <= ts < end]
+            if items:
+                out.append((end - size, end, items))
+            end += slide
+        return out
+    timeout = window["timeout_ms"]
+    sessions: list[list[Any]] = []  # [start, end, positions of its events in `events`]
+    for i in sorted(range(len(events)), key=lambda j: events[j][0]):
+        ts = events[i][0]
+        if sessions and ts < sessions[-1][1]:
+            sessions[-1][1] = max(sessions[-1][1], ts + timeout)
+            sessions[-1][2].append(i)
+        else:
+            sessions.append([ts, ts + timeout, [i]])
+    # items of a session in encounter order, like every other aggregation here
+    return [(start, end, [events[i][1] for i in sorted(members)]) for start, end, members in sessions]
 
 
 class _Aggregation:

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from reference import as_multiset, as_sequence, run_reference
 
 from jetspark import AggregateOperations as ops
-from jetspark import AggregateOperation, JoinClause, Pipeline, Sinks, Sources
+from jetspark import AggregateOperation, JoinClause, Pipeline, Sinks, Sources, WindowDefinition
 
 __all__ = ["GeneratedPipeline", "batch_pipelines", "int_items", "kv_items"]
 
@@ -412,15 +412,57 @@ def _int_custom_rolling(b: _Builder, c: _Current) -> Result:
             f"grouping_key(x%2).rolling_aggregate(custom {name})")
 
 
+def _window_definition(b: _Builder) -> tuple[Any, str]:
+    kind = b.draw(st.sampled_from(["tumbling", "sliding", "session"]))
+    if kind == "tumbling":
+        size = b.draw(st.integers(1, 6))
+        return WindowDefinition.tumbling(size), f"tumbling({size})"
+    if kind == "sliding":
+        slide, frames = b.draw(st.integers(1, 4)), b.draw(st.integers(2, 4))
+        return WindowDefinition.sliding(slide * frames, slide), f"sliding({slide * frames}, {slide})"
+    timeout = b.draw(st.integers(1, 5))
+    return WindowDefinition.session(timeout), f"session({timeout})"
+
+
+#: Window operations: to_list is left out, since the order of items within a window is not promised.
+_WINDOW_OPS = ("counting", "summing", "max_by", "top_n", "all_of")
+
+
+def _int_window(b: _Builder, c: _Current) -> Result:
+    # the item is its own timestamp: negative times and equal times are common
+    w, text = _window_definition(b)
+    name = b.draw(st.sampled_from(_WINDOW_OPS))
+    stage = c.stage.add_timestamps(lambda x: x)
+    if b.draw(st.booleans()):
+        stage = stage.filter(lambda x: x % 5 != 0)  # items pass on unchanged: the window reads the same time
+        text = f"filter(x%5!=0).{text}"
+    if b.draw(st.booleans()):
+        stage = stage.grouping_key(lambda x: x % 3)
+        text = f"grouping_key(x%3).{text}"
+    return (stage.window(w).aggregate(_INT_OPS[name][0]()), ANY, unordered(b),
+            f"add_timestamps(x).{text}.aggregate({name})")
+
+
+def _kv_window(b: _Builder, c: _Current) -> Result:
+    w, text = _window_definition(b)
+    name = b.draw(st.sampled_from(sorted(n for n in _KV_OPS if n != "to_list")))
+    stage = c.stage.add_timestamps("v")
+    if b.draw(st.booleans()):
+        stage = stage.grouping_key("k")
+        text = f"grouping_key(k).{text}"
+    return (stage.window(w).aggregate(_KV_OPS[name][0]()), ANY, unordered(b),
+            f"add_timestamps(v).{text}.aggregate({name})")
+
+
 #: Transforms by the item type they take; the second list needs its input order promised. Hypothesis
 #: leans towards the first entries of a list, so the branching and stateful ones come first.
 Transform = Callable[[_Builder, _Current], Result]
 _TRANSFORMS: dict[str, tuple[list[Transform], list[Transform]]] = {
     INT: ([_int_merge, _int_join, _int_aggregate2, _int_flat_map, _int_failing_map, _int_keyed_aggregate,
            _int_aggregate, _int_sort, _int_distinct, _int_map, _int_map_to_none, _int_filter, _int_peek,
-           _int_rebalance_map, _int_to_kv, _int_join2, _int_custom_aggregate],
+           _int_rebalance_map, _int_to_kv, _int_join2, _int_custom_aggregate, _int_window],
           [_int_map_stateful, _int_rolling, _int_custom_rolling]),
-    KV: ([_kv_merge, _kv_keyed_aggregate, _kv_aggregate, _kv_sort, _kv_distinct, _kv_map, _kv_filter],
+    KV: ([_kv_merge, _kv_keyed_aggregate, _kv_aggregate, _kv_sort, _kv_distinct, _kv_map, _kv_filter, _kv_window],
          [_kv_stateful]),
 }
 

@@ -12,7 +12,8 @@ from strategies import batch_pipelines
 # (Not "sort": the reference sorts stably, while design doc 015 makes a sort order-producing, so ties
 # may come in any order.)
 STATELESS = frozenset({"map", "map_to_none", "filter", "flat_map", "peek", "rebalance_map", "failing_map", "to_kv"})
-AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate", "distinct", "join", "aggregate2", "join2", "custom_aggregate"}
+AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate", "distinct", "join", "aggregate2", "join2", "custom_aggregate",
+                           "window"}
 # Under preserve_order a keyed rebalance needs order restored by sequence ids, which the engine refuses yet.
 ORDERED = (STATELESS - {"rebalance_map"}) | {"rolling", "map_stateful", "custom_rolling"}
 

@@ -327,3 +327,28 @@ def test_as_multiset_ignores_order_and_handles_unhashable_items_sets_and_nan():
     assert as_multiset([1]) != as_multiset([1.0])  # types are part of the result
     assert as_multiset([0.1 + 0.2], float_digits=12) == as_multiset([0.3], float_digits=12)
     assert as_sequence([1, 2]) != as_sequence([2, 1])
+
+
+# -- windows over a batch (API.md "Windows": aligned to 0, [end - size, end), only non-empty windows) ------
+
+def test_reference_sliding_windows_by_hand():
+    #  ts:       -1   0   1       3
+    #  sliding(4, 2): windows end at multiples of 2 and hold [end-4, end)
+    #  [-4,0): -1         [-2,2): -1 0 1     [0,4): 0 1 3     [2,6): 3
+    from jetspark import WindowDefinition, WindowResult
+    out = run_one([0, 1, 3, -1], lambda s: s.add_timestamps(lambda x: x).window(WindowDefinition.sliding(4, 2))
+                  .aggregate(ops.to_list()))
+    assert out == [WindowResult(-4, 0, [-1]), WindowResult(-2, 2, [0, 1, -1]), WindowResult(0, 4, [0, 1, 3]),
+                   WindowResult(2, 6, [3])]
+
+
+def test_reference_sessions_by_hand():
+    #  timeout 10; key a: 0 [0,10) and 10 [10,20) only touch: two sessions; key b: 3 [3,13), 12 [12,22),
+    #  1 [1,11) overlap into one session [1,22) of three events, in encounter order
+    from jetspark import KeyedWindowResult, WindowDefinition
+    items = [("a", 0), ("b", 3), ("a", 10), ("b", 12), ("b", 1)]
+    out = run_one(items, lambda s: s.add_timestamps(lambda e: e[1]).grouping_key(lambda e: e[0])
+                  .window(WindowDefinition.session(10)).aggregate(ops.to_list()))
+    assert as_multiset(out) == as_multiset([
+        KeyedWindowResult(0, 10, "a", [("a", 0)]), KeyedWindowResult(10, 20, "a", [("a", 10)]),
+        KeyedWindowResult(1, 22, "b", [("b", 3), ("b", 12), ("b", 1)])])

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jetspark._items import canonical_key, loads_key
+from jetspark._windows import timestamp_ms
 from jetspark.errors import DeadLetter
 
 ITEM = "item"
@@ -23,6 +24,8 @@ OPAQUE_SCHEMA = f"{ITEM} binary"
 CHAIN_SCHEMA = f"{ITEM} binary, {FAILURE} string"
 #: What an extraction gives per item entering an aggregation: key, the operation's values, the item.
 EXTRACTED_SCHEMA = f"key binary, values array<binary>, {ITEM} binary"
+#: The same at a window's input, with the item's timestamp (ms) last.
+TIMED_SCHEMA = f"{EXTRACTED_SCHEMA}, ts bigint"
 PICKLE_PROTOCOL = 5
 
 
@@ -117,9 +120,11 @@ def extract(spec: dict[str, Any], item: Any, functions: dict[int, Callable[[Any]
 
 
 def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
-                        functions: dict[int, Callable[[Any], Any]]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+                        functions: dict[int, Callable[[Any], Any]],
+                        timestamp: dict[str, Any] | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The Arrow map function that gives, per pickled item, its key as :func:`~jetspark._items.canonical_key` bytes (empty
-    for a global aggregation), its values' pickles and the item's own pickle, unchanged."""
+    for a global aggregation), its values' pickles and the item's own pickle, unchanged; at a window's
+    input (``timestamp`` given) also the item's timestamp in ms (:func:`~jetspark._windows.timestamp_ms`)."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -127,29 +132,36 @@ def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]]
         for batch in batches:
             keys: list[bytes] = []
             extracted: list[list[bytes]] = []
+            times: list[int] = []
             raws = batch.column(0).to_pylist()
             for raw in raws:
                 item = pickle.loads(raw)
                 try:
                     keys.append(b"" if key is None else canonical_key(extract(key, item, functions)))
                     extracted.append([pickle.dumps(extract(v, item, functions), protocol=PICKLE_PROTOCOL) for v in values])
+                    if timestamp is not None:
+                        times.append(timestamp_ms(extract(timestamp, item, functions)))
                 except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
                     raise StepFailedError(f"stage '{stage}' failed on record {item!r}: {type(e).__name__}: {e}") from e
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(keys, pa.binary()), pa.array(extracted, pa.list_(pa.binary())), pa.array(raws, pa.binary())],
-                names=["key", "values", ITEM])
+            columns = [pa.array(keys, pa.binary()), pa.array(extracted, pa.list_(pa.binary())), pa.array(raws, pa.binary())]
+            if timestamp is None:
+                yield pa.RecordBatch.from_arrays(columns, names=["key", "values", ITEM])
+            else:
+                yield pa.RecordBatch.from_arrays([*columns, pa.array(times, pa.int64())], names=["key", "values", ITEM, "ts"])
 
     return run
 
 
 def extraction_udf_column(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
-                          objects: list[Any]) -> Any:
-    """The Spark Column of an aggregation's extraction, over the ``item`` column."""
+                          objects: list[Any], timestamp: dict[str, Any] | None = None) -> Any:
+    """The Spark Column of an aggregation's extraction (a window's, with ``timestamp``), over the ``item`` column."""
     def refs(spec: dict[str, Any]) -> list[int]:
         return [spec["ref"]] if spec["kind"] == "python" else refs(spec["of"]) if spec["kind"] == "key" else []
 
-    used = [r for s in ([key] if key else []) + values for r in refs(s)]
-    return _arrow_udf(extraction_function(key, values, stage, {r: objects[r] for r in used}), EXTRACTED_SCHEMA)
+    specs = ([key] if key else []) + values + ([timestamp] if timestamp else [])
+    used = [r for s in specs for r in refs(s)]
+    return _arrow_udf(extraction_function(key, values, stage, {r: objects[r] for r in used}, timestamp),
+                      EXTRACTED_SCHEMA if timestamp is None else TIMED_SCHEMA)
 
 
 def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, Any]], keyed: bool, stage: str,

@@ -187,7 +187,8 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
         steps = [Step(s["kind"], ref(s["ref"]), s["stage"], s["dead_letter"]) for s in chain["steps"]]
         udfs[f"chain:{chain['vertex']}"] = chain_udf_column(steps)
     for e in work["extractions"]:
-        udfs[f"extract:{e['vertex']}:{e['ordinal']}"] = extraction_udf_column(e["key"], e["values"], e["vertex"], objects)
+        udfs[f"extract:{e['vertex']}:{e['ordinal']}"] = extraction_udf_column(e["key"], e["values"], e["stage"], objects,
+                                                                              e.get("timestamp"))
     for f in work["dataframe_sources"]:
         udfs[f"rows:{f['vertex']}"] = rows_to_items_udf_column(f["schema"])
     for m in work["stateful"]:

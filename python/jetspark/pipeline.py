@@ -368,6 +368,35 @@ class BatchStage(_ComputeStage):
         """Each distinct item once (the first encountered)."""
         return self._next("distinct")
 
+    def add_timestamps(self, ts: ExtractorLike, allowed_lag_ms: int = 0) -> StreamStage:
+        """The same items with event time, as a stage that windows can follow (Jet's ``addTimestamps``).
+
+        ``ts`` gives an item's timestamp: a field name, a ``Column`` or a callable, returning integer
+        milliseconds since the epoch (a ``datetime`` or a Spark timestamp is converted; a naive
+        ``datetime`` is read in local time, as Spark does).
+
+        A batch is one epoch that ends with a watermark of +infinity: no item is late, every non-empty
+        window is emitted once, complete, and ``allowed_lag_ms`` has no effect. Early results
+        (:meth:`WindowDefinition.set_early_results_period`) are ignored: there is no watermark for them
+        to run ahead of. The window reads each item's timestamp with ``ts`` when the item reaches it, so
+        only ``filter`` and ``peek`` may stand between ``add_timestamps`` and ``window`` (a definition
+        error names the stage otherwise).
+
+        Examples
+        --------
+        >>> from jetspark import Pipeline, Sources, Sinks, WindowDefinition, AggregateOperations as ops
+        >>> p = Pipeline.create()
+        >>> clicks = p.read_from(Sources.items([{"user": "a", "at": 1_500}, {"user": "b", "at": 2_100}]))
+        >>> (clicks.add_timestamps("at").grouping_key("user").window(WindowDefinition.tumbling(1_000))
+        ...        .aggregate(ops.counting()).write_to(Sinks.list("clicks_per_second")))
+        SinkStage(list(name='clicks_per_second'))
+        """
+        if not isinstance(allowed_lag_ms, int) or isinstance(allowed_lag_ms, bool) or allowed_lag_ms < 0:
+            raise ValueError(f"add_timestamps(allowed_lag_ms): must be a non-negative int, not {allowed_lag_ms!r}")
+        node = self._pipeline._add("add_timestamps", self._node.is_stream, [self],
+                                   args={"ts": extractor(ts, "add_timestamps(ts)"), "allowed_lag_ms": allowed_lag_ms})
+        return StreamStage(self._pipeline, node)
+
     def sort(self, key: ExtractorLike | None = None, reverse: bool = False) -> BatchStage:
         """All items sorted by ``key`` (default the item), descending with ``reverse``. Items with equal
         keys come in no guaranteed order: a sort produces its own order (Jet's design doc 015)."""

@@ -86,7 +86,9 @@ class WindowDefinition:
 
     def set_early_results_period(self, period_ms: int) -> WindowDefinition:
         """A copy that also emits the partial result of each open window every ``period_ms`` of wall
-        time (those results have ``is_early=True``)."""
+        time (those results have ``is_early=True``). Over a batch (``BatchStage.add_timestamps``) the
+        period is ignored: the batch ends with one final watermark, so every window is emitted once,
+        complete."""
         return replace(self, early_results_period_ms=period_ms)
 
     def to_spec(self) -> dict[str, Any]:

@@ -36,12 +36,21 @@ final class BatchStage private[pipeline] (pipeline: Pipeline, transform: Transfo
   def sort(): BatchStage = attach(new SortTransform(transform, pendingRebalance, None, reverse = false))
   def sort(reverse: Boolean): BatchStage = attach(new SortTransform(transform, pendingRebalance, None, reverse))
 
-  /** Always fails: batch items carry no event timestamps. Present so that callers who reach for it
-    * (through py4j, where types are not checked) get the rule instead of a missing method.
+  /** The same items with event time `timestamp(item)` in ms (Jet's `addTimestamps`), as a stream stage
+    * on which windows are defined. The batch stays one epoch: nothing is late, every window is emitted,
+    * and `allowedLagMs` has no effect (see [[transform.AddTimestampsTransform]]).
+    */
+  def addTimestamps(timestamp: Extractor, allowedLagMs: Long): StreamStage =
+    new StreamStage(pipeline, pipeline.add(new AddTimestampsTransform(transform, pendingRebalance, timestamp, allowedLagMs)))
+  def addTimestamps(field: String, allowedLagMs: Long): StreamStage = addTimestamps(Extractor.FieldName(field), allowedLagMs)
+  def addTimestamps(timestamp: Any => Any, allowedLagMs: Long): StreamStage = addTimestamps(Extractor.ScalaFn(timestamp), allowedLagMs)
+
+  /** Always fails: batch items carry no event timestamps until `addTimestamps`. Present so that callers
+    * who reach for it (through py4j, where types are not checked) get the rule instead of a missing method.
     */
   def window(w: WindowDefinition): Nothing =
     throw new PipelineDefinitionError(transform.name, PipelineDefinitionError.WindowNeedsTimestamps,
-      s"window ${w.describe} needs event timestamps, and a batch stage has none; read a stream source with timestamps")
+      s"window ${w.describe} needs event timestamps, and a batch stage has none; call addTimestamps(ts, allowedLagMs) first")
 }
 
 /** A batch stage grouped by a key: aggregations and state per key. A key's items keep encounter order. */

@@ -21,6 +21,10 @@ object PipelineDefinitionError {
   val PositiveWindowValues = "positive-window-values"
   /** `window()` on items without event timestamps (a batch stage, or a stream read `withoutTimestamps`). */
   val WindowNeedsTimestamps = "window-needs-timestamps"
+  /** A window reads each item's timestamp with `addTimestamps`' extractor, so only stages that keep the
+    * items (filter, peek) may stand between `addTimestamps` and the window.
+    */
+  val WindowTimestampsFromItems = "window-timestamps-from-items"
   /** `rebalance()` directly before a non-keyed stateful transform (mapStateful, rollingAggregate). */
   val RebalanceBeforeStateful = "rebalance-before-stateful"
   /** `rebalance()` without a key upstream of an order-sensitive stage while preserve order is on. */

@@ -124,7 +124,9 @@ private final class DagBuilder(
       case s: MapStatefulTransform => single(MapStateful(s.key, s.createFn, s.fn))
       case r: RollingAggregateTransform => single(RollingAggregate(r.key, r.op))
       case a: AggregateTransform => aggregation(a, Aggregate(_, a.ops, a.keys))
-      case w: WindowAggregateTransform => aggregation(w, WindowAggregate(_, w.window, w.ops.head, w.keys.headOption))
+      case w: WindowAggregateTransform =>
+        aggregation(w, WindowAggregate(_, w.window, w.ops.head, w.keys.headOption, EventTimeRule.timestamp(w)))
+      case a: AddTimestampsTransform => single(AddTimestamps(a.timestamp, a.allowedLagMs))
       case d: DistinctTransform => single(Distinct(d.key))
       case s: SortTransform =>
         twoVertices(s"${t.name}-local", Sort(SortPhase.LocalSort, s.key, s.reverse), s"${t.name}-merge",

@@ -73,9 +73,18 @@ object VertexDescription {
       s"aggregate of ${ops.size} input${if (ops.size > 1) "s" else ""}${keyText(keys)}, ${stage.describe}"
   }
 
-  final case class WindowAggregate(stage: AggregationStage, window: WindowDefinition, op: AggregateOperation[_, _, _], key: Option[Extractor])
+  /** `timestamp` reads each received item's event time (see [[EventTimeRule]]); None where the items do
+    * not carry it in a readable field (native or ingestion timestamps of a stream source).
+    */
+  final case class WindowAggregate(stage: AggregationStage, window: WindowDefinition, op: AggregateOperation[_, _, _], key: Option[Extractor],
+      timestamp: Option[Extractor])
       extends VertexDescription {
     override def describe: String = s"window aggregate ${window.describe}${keyText(key.toSeq)}, ${stage.describe}"
+  }
+
+  /** Items get event time from `timestamp`; they pass on unchanged (a window reads the time). */
+  final case class AddTimestamps(timestamp: Extractor, allowedLagMs: Long) extends VertexDescription {
+    override def describe: String = s"add timestamps from ${timestamp.describe}, lag ${allowedLagMs}ms"
   }
 
   final case class Distinct(key: Extractor) extends VertexDescription {

@@ -161,6 +161,10 @@ final class PipelineSpecReader private (objects: java.util.List[AnyRef]) {
       case "sort" =>
         val s = in0.asInstanceOf[BatchStage]
         optional(args.get("key")).fold(s.sort(args.get("reverse").asBoolean))(k => s.sort(extractor(k), args.get("reverse").asBoolean))
+      case "add_timestamps" => in0 match {
+        case s: BatchStage => s.addTimestamps(fn("ts"), args.get("allowed_lag_ms").asLong)
+        case other => throw new IllegalArgumentException(s"add_timestamps of $other: a stream has its timestamps from its source")
+      }
       case "window_aggregate" if hasKey(node) =>
         keyed(node, in0, 0).asInstanceOf[StreamStageWithKey].window(window(args.get("window"))).aggregate(op(args.get("op")))
       case "window_aggregate" => in0.asInstanceOf[StreamStage].window(window(args.get("window"))).aggregate(op(args.get("op")))

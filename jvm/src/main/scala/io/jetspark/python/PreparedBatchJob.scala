@@ -1,10 +1,11 @@
 package io.jetspark.python
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import io.jetspark.engine.spark.{CustomAggregations, SparkBatchEngine}
+import com.fasterxml.jackson.databind.node.ObjectNode
+import io.jetspark.engine.spark.{CustomAggregations, SparkBatchEngine, WindowStages}
 import io.jetspark.pipeline.{Extractor, PythonRef}
 import io.jetspark.pipeline.transform._
-import io.jetspark.plan.PhysicalDag
+import io.jetspark.plan.{PhysicalDag, Vertex}
 import org.apache.spark.sql.{Column, SparkSession}
 
 import scala.jdk.CollectionConverters._
@@ -18,7 +19,8 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
   /** Every Arrow UDF the job needs from Python, as JSON:
     * {{{
     * {"chains": [{"vertex", "steps": [{"kind", "ref", "stage", "dead_letter"}]}],   // fused steps
-    *  "extractions": [{"vertex", "ordinal", "key": extractor or null, "values": [extractor]}], // keys, values
+    *  "extractions": [{"vertex", "stage", "ordinal", "key": extractor or null, "values": [extractor],  // keys, values
+    *                   "timestamp": extractor (windows only)}],
     *  "dataframe_sources": [{"vertex", "schema": Spark's schema JSON}],             // rows to items
     *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter"}], // map_stateful
     *  "joins": [{"vertex", "stage", "mapper_ref", "dead_letter"}],                // hash join mappers
@@ -35,12 +37,18 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       Map[String, AnyRef]("vertex" -> vertex.name, "steps" -> steps.map(stepSpec).asJava).asJava
     }.asJava))
     val extractions = work.putArray("extractions")
-    SparkBatchEngine.pythonExtractions(dag).foreach { case (vertex, ordinal, key, values) =>
+    def extraction(vertex: Vertex, ordinal: Int, key: Option[JsonNode], values: Seq[JsonNode]): ObjectNode = {
       val node = extractions.addObject()
       node.put("vertex", vertex.name)
+      node.put("stage", vertex.fusedChain.head)
       node.put("ordinal", ordinal)
       node.set[JsonNode]("key", key.getOrElse(mapper.nullNode()))
       node.set[JsonNode]("values", mapper.valueToTree[JsonNode](values.asJava))
+      node
+    }
+    SparkBatchEngine.pythonExtractions(dag).foreach { case (vertex, ordinal, key, values) => extraction(vertex, ordinal, key, values) }
+    WindowStages.pythonExtractions(dag).foreach { case (vertex, key, values, timestamp) =>
+      extraction(vertex, 0, key, values).set[JsonNode]("timestamp", timestamp)
     }
     work.set[JsonNode]("dataframe_sources", mapper.valueToTree[JsonNode](SparkBatchEngine.dataframeSources(dag).map {
       case (vertex, schema) => Map[String, AnyRef]("vertex" -> vertex.name, "schema" -> schema.json).asJava

@@ -21,12 +21,24 @@ final case class ProcessorStage(
     outputSchema: StructType,
 ) {
   def run(input: DataFrame): DataFrame = {
+    val (in, out) = (toItem, toRow)
+    ProcessorStage.runPacked(vertexName, newProcessor, input, outputSchema)(_.map(in), _.map(out))
+  }
+}
+
+object ProcessorStage {
+  /** The same, where a row may hold several items: `toItems` turns a partition's rows into the
+    * processor's items, `toRows` the processor's whole output into rows (for example one row per key
+    * for all of the key's partial results, which then share one serialization).
+    */
+  def runPacked(vertexName: String, newProcessor: () => Processor, input: DataFrame, outputSchema: StructType)(
+      toItems: Iterator[InternalRow] => Iterator[Any], toRows: Iterator[Any] => Iterator[InternalRow]): DataFrame = {
     val rows = input.queryExecution.toRdd
     val total = rows.getNumPartitions
-    val (name, create, in, out) = (vertexName, newProcessor, toItem, toRow)
+    val (name, create) = (vertexName, newProcessor)
     val produced = rows.mapPartitionsWithIndex { (index, partition) =>
       val context = ProcessorContext(name, index, total)
-      ProcessorTasklet(create(), context, partition.map(in)).map(out)
+      toRows(ProcessorTasklet(create(), context, toItems(partition)))
     }
     SqlBridge.internalCreateDataFrame(input.sparkSession, produced, outputSchema)
   }

@@ -45,10 +45,11 @@ import scala.collection.mutable
   * (`dataframeSources`).
   *
   * Files and foreach-batch sinks take the items as rows of a schema ([[RowSinks]]); a files source is
-  * the DataFrame source of what it reads ([[FileSources]]).
+  * the DataFrame source of what it reads ([[FileSources]]). Windows (after `addTimestamps`) run as
+  * [[WindowStages]] say.
   *
-  * What this engine does not run yet (windows, `aggregate2` mixing a user-defined operation with a
-  * built-in one, a user-defined operation inside `all_of`, JVM functions, typed items kept as columns)
+  * What this engine does not run yet (`aggregate2` mixing a user-defined operation with a built-in one,
+  * a user-defined operation inside `all_of` or a window, JVM functions, typed items kept as columns)
   * fails before any Spark job starts, naming the vertex.
   */
 final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[String, Column], jobId: String) {
@@ -78,9 +79,12 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       v.name -> PythonAggregations.bindInputs(ops)
     case v @ Vertex(_, RollingAggregate(_, op: PythonAggregateSpec), _, _, _) if PythonAggregations.bindable(op) =>
       v.name -> PythonAggregations.bindInputs(Seq(op))
+    case v @ Vertex(_, WindowAggregate(_, _, op: PythonAggregateSpec, _, _), _, _, _) if PythonAggregations.bindable(op) =>
+      v.name -> PythonAggregations.bindInputs(Seq(op))
   }.toMap
 
-  private val extractingInputs: Set[(String, Int)] = pythonExtractions(dag).map(e => (e._1.name, e._2)).toSet
+  private val extractingInputs: Set[(String, Int)] =
+    (pythonExtractions(dag).map(e => (e._1.name, e._2)) ++ WindowStages.pythonExtractions(dag).map(e => (e._1.name, 0))).toSet
 
   private def requireSupported(v: Vertex): Unit = v.description match {
     case Source(source, _) if source.name == "items" || source.name == "dataframe" => ()
@@ -93,6 +97,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     case MapStateful(_, Extractor.PythonFn(_, _), Extractor.PythonFn(_, _)) => ()
     case HashJoin(_, Some(Extractor.PythonFn(_, _)), _) => ()
     case Sort(_, _, _) => ()
+    case w: WindowAggregate => WindowStages.requireSupported(v.name, w)
+    case AddTimestamps(_, _) => ()
     case other => throw new UnsupportedOperationException(
       s"vertex '${v.name}' (${other.describe}): the Spark batch engine does not run this yet")
   }
@@ -134,6 +140,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case HashJoin(_, _, inner) =>
         val streamed +: enriching = dag.edgesInto(v.name).sortBy(_.toOrdinal).map(input): @unchecked
         SqlBridge.mapInArrow(HashJoinStage.run(spark, v.name, streamed, enriching, inner), pythonUdfs(s"join:${v.name}"))
+      case w: WindowAggregate => WindowStages.run(v.name, w, aggregations(v.name), singleInput(v))
+      case AddTimestamps(_, _) => singleInput(v) // a window reads the timestamps (see WindowStages)
       case Distinct(_) => ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[Extracted].key), extracted,
         e => InternalRow(e.asInstanceOf[Extracted].item.bytes), ItemSchema).run(singleInput(v))
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
@@ -170,7 +178,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     }
     val receiver = dag.vertex(edge.to)
     val consumesKeys = receiver.description match {
-      case Aggregate(_, _, _) | RollingAggregate(_, _) | Distinct(_) | Sort(_, _, _) | MapStateful(_, _, _) | HashJoin(_, _, _) => true
+      case Aggregate(_, _, _) | RollingAggregate(_, _) | WindowAggregate(_, _, _, _, _) | Distinct(_) | Sort(_, _, _) | MapStateful(_, _, _) |
+           HashJoin(_, _, _) => true
       case _ => false
     }
     val extracting = extractingInputs((receiver.name, edge.toOrdinal))
@@ -294,6 +303,7 @@ object SparkBatchEngine {
       case v @ Vertex(_, MapStateful(key, _, _), _, _, _) => Seq((v, 0, key.map(extractorJson), Nil))
       case v @ Vertex(_, Sort(SortPhase.LocalSort, key, _), _, _, _) =>
         Seq((v, 0, rebalanceKey(dag, v, 0).map(extractorJson), Seq(extractorJson(key.getOrElse(Extractor.WholeItem)))))
+      case Vertex(_, _: WindowAggregate, _, _, _) => Nil // with timestamps: WindowStages.pythonExtractions
       case v @ Vertex(_, HashJoin(clauses, _, _), _, _, _) =>
         // The streamed item's other left keys ride along as values, in the canonical form keys compare in.
         (v, 0, Some(extractorJson(clauses.head.leftKey)), clauses.tail.map(c => canonicalKeyJson(c.leftKey))) +:
@@ -306,7 +316,7 @@ object SparkBatchEngine {
   /** How Python extracts a key or value: `{"kind": "field", "name"}`, `{"kind": "python", "ref"}` (a
     * callable the Python layer numbered) or `{"kind": "item"}`.
     */
-  private def extractorJson(e: Extractor): JsonNode = {
+  private[spark] def extractorJson(e: Extractor): JsonNode = {
     val node = JsonNodeFactory.instance.objectNode()
     e match {
       case Extractor.FieldName(name) => node.put("kind", "field").put("name", name)
@@ -367,7 +377,7 @@ object SparkBatchEngine {
   /** The same for a sorted run's row ([[RunSchema]]), whose run and position come first. */
   private val extractedFromRun: InternalRow => Extracted = extractedAt(2)
 
-  private def extractedAt(at: Int): InternalRow => Extracted = { row =>
+  private[spark] def extractedAt(at: Int): InternalRow => Extracted = { row =>
     val raw = row.getArray(at + 1).toObjectArray(BinaryType).map(_.asInstanceOf[Array[Byte]])
     new Extracted(new PickledKey(row.getBinary(at)), new PickledItem(row.getBinary(at + 2)), raw.map(PythonValues.loads), raw)
   }

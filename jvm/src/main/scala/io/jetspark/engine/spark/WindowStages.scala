@@ -1,0 +1,192 @@
+package io.jetspark.engine.spark
+
+import com.fasterxml.jackson.databind.JsonNode
+import io.jetspark.core.Watermark
+import io.jetspark.core.aggregate.AggregateOperation
+import io.jetspark.core.snapshot.JavaSerialization
+import io.jetspark.core.window._
+import io.jetspark.pipeline.{PythonAggregateSpec, SessionWindowDefinition, SlidingWindowDefinition}
+import io.jetspark.plan.VertexDescription.WindowAggregate
+import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
+import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.util.ArrayData
+import org.apache.spark.sql.types.{ArrayType, BinaryType, LongType, StructField, StructType}
+
+import scala.collection.mutable.ArrayBuffer
+import scala.jdk.CollectionConverters._
+
+/** Window aggregations of a batch on the Spark engine, with the core's window processors inside the
+  * Spark tasks (through [[ProcessorStage]]).
+  *
+  * A batch is one epoch: no watermark arrives inside it, and its end acts as a final watermark of
+  * +infinity (the processors' `complete()`), so no item is late and every non-empty window is emitted
+  * once, complete. Early results would be partial results before a watermark, and there is none: a
+  * window definition's early-results period is ignored.
+  *
+  * Where items enter the window (the single stage, or stage 1 of two), one Arrow UDF per input extracts
+  * in Python the grouping key, the operation's values and the timestamp (`extract:<vertex>:0`, see
+  * [[pythonExtractions]]); rows are then [[SparkBatchEngine.ExtractedSchema]] plus a `ts` column.
+  *  - Sliding and tumbling, two stages: `accumulateFrames` emits one partial accumulator per (key, frame);
+  *    a key's frames cross the shuffle by key (or to one partition) as one row, Java-serialized together,
+  *    to `combineFrames`.
+  *  - Sliding and tumbling, single stage (an operation that cannot combine is refused by the processor
+  *    anyway; order-sensitive operations under preserved order, rebalanced keyed input, early results):
+  *    events cross the shuffle and one processor per partition builds the windows.
+  *  - Sessions: always single stage (sessions merge across partial results).
+  * After a partition's last item, sliding windows see watermarks rising in steps before the end, so that
+  * their results are produced a slice at a time, not all at once (see [[thenRisingWatermarks]]).
+  * Results leave as pickles of `jetspark.window.WindowResult` / `KeyedWindowResult` (see [[PythonValues]]),
+  * one per window: frames never reach Python.
+  */
+object WindowStages {
+  val Ts = "ts"
+  /** An extraction at a window's input: key, values, item, then the item's timestamp in ms. */
+  val TimedSchema: StructType = StructType(SparkBatchEngine.ExtractedSchema.fields :+ StructField(Ts, LongType, nullable = false))
+  /** One key's partial frames on their way from stage 1 to stage 2: the key (empty for a global window),
+    * the frames' ends, and their accumulators as one Java-serialized array (one serialization per key
+    * and partition, not per frame: class descriptors and stream headers are written once).
+    */
+  val FramesSchema: StructType = StructType(Seq(StructField(SparkBatchEngine.Key, BinaryType),
+    StructField("frame_ends", ArrayType(LongType, containsNull = false)), StructField("accs", BinaryType)))
+
+  /** Fails, naming the vertex, for what this engine cannot run: an operation not from
+    * `AggregateOperations`, or items whose timestamps it cannot read.
+    */
+  def requireSupported(vertex: String, w: WindowAggregate): Unit = {
+    if (!w.op.isInstanceOf[PythonAggregateSpec] || !PythonAggregations.bindable(w.op.asInstanceOf[PythonAggregateSpec]))
+      throw new UnsupportedOperationException(s"vertex '$vertex' (${w.describe}): the Spark batch engine runs " +
+        "windows of the built-in AggregateOperations only, not AggregateOperation.of")
+    if (w.timestamp.isEmpty)
+      throw new UnsupportedOperationException(s"vertex '$vertex' (${w.describe}): its items carry no timestamp the " +
+        "Spark batch engine can read; give them timestamps with add_timestamps(ts)")
+  }
+
+  /** The window vertices where items enter, with what Python extracts from each item of input 0: the
+    * grouping key (None: a global window), the operation's values in slot order and the timestamp.
+    */
+  def pythonExtractions(dag: PhysicalDag): Seq[(Vertex, Option[JsonNode], Seq[JsonNode], JsonNode)] = dag.vertices.collect {
+    case v @ Vertex(_, WindowAggregate(stage, _, op: PythonAggregateSpec, key, Some(timestamp)), _, _, _)
+        if stage != AggregationStage.Combine =>
+      (v, key.map(SparkBatchEngine.extractorJson), PythonAggregations.extractors(op), SparkBatchEngine.extractorJson(timestamp))
+  }
+
+  /** The output of window vertex `vertex` over `input`: its processors, with how rows become their items
+    * and back.
+    */
+  def run(vertex: String, w: WindowAggregate, op: AggregateOperation[Extracted, Any, Any], input: DataFrame): DataFrame = {
+    val keyed = w.key.isDefined
+    val events = new OverTimedEvents(op)
+    val keyOf: TimedEvent => Any = if (keyed) _.event.key else _ => NonKeyed
+    val tsOf: TimedEvent => Long = _.ts
+    (w.window, w.stage) match {
+      case (s: SlidingWindowDefinition, AggregationStage.SingleStage) =>
+        val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
+        ProcessorStage.runPacked(vertex, () =>
+          if (keyed) SlidingWindowProcessor.singleStage(policy, keyOf, tsOf, events)
+          else SlidingWindowProcessor.singleStageNonKeyed(policy, tsOf, events), input, SparkBatchEngine.ItemSchema)(
+          rows => thenRisingWatermarks(rows.map(timedEvent), tsOf, policy), results)
+      case (s: SlidingWindowDefinition, AggregationStage.Accumulate) =>
+        val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
+        ProcessorStage.runPacked(vertex, () => SlidingWindowProcessor.accumulateFrames(policy, keyOf, tsOf, events), input,
+          FramesSchema)(_.map(timedEvent), packFrames)
+      case (s: SlidingWindowDefinition, AggregationStage.Combine) =>
+        val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
+        val frames = op.asInstanceOf[AggregateOperation[Nothing, Any, Any]]
+        val unpack = unpackFrames(keyed)
+        ProcessorStage.runPacked(vertex, () => SlidingWindowProcessor.combineFrames(policy, frames, keyed), input,
+          SparkBatchEngine.ItemSchema)(rows => thenRisingWatermarks(rows.flatMap(unpack), frameEnd, policy), results)
+      case (s: SessionWindowDefinition, AggregationStage.SingleStage) =>
+        ProcessorStage(vertex, () => new SessionWindowProcessor(s.timeoutMs, keyOf, tsOf, events), timedEvent, resultRow,
+          SparkBatchEngine.ItemSchema).run(input)
+      case (other, stage) => throw new IllegalStateException(s"vertex '$vertex': no ${stage.describe} for ${other.describe}")
+    }
+  }
+
+  /** `items`, then watermarks rising in steps to past the last window that holds one of them.
+    *
+    * The batch's end is a watermark of +infinity (the processor's `complete()`), which would emit every
+    * window of the partition in one go, all held in memory at once. Nothing arrives after these
+    * watermarks, so they make no item late and change no result: they only make the windows come out a
+    * slice at a time (at most about 64 slices, each at least 256 slides long, so that sparse times over
+    * a long span do not cost a watermark per slide).
+    */
+  private def thenRisingWatermarks[T](items: Iterator[T], timeOf: T => Long, policy: SlidingWindowPolicy): Iterator[Any] = {
+    var low = Long.MaxValue
+    var high = Long.MinValue
+    val seen = items.map { item =>
+      val t = timeOf(item)
+      if (t < low) low = t
+      if (t > high) high = t
+      item
+    }
+    seen ++ Iterator.single(()).flatMap { _ =>
+      if (low > high) Iterator.empty
+      else {
+        val span = policy.frameEnd(high) + policy.size - low // to past the end of the last window holding `high`
+        val slices = math.min(64L, span / policy.slide / 256)
+        (1L until slices).iterator.map(i => Watermark(low + span / slices * i))
+      }
+    }
+  }
+
+  private val frameEnd: Any => Long = _.asInstanceOf[KeyedFrame[Any, Any]].frameEnd
+
+  /** The window results among what a processor emitted (it forwards the watermarks it was given). */
+  private val results: Iterator[Any] => Iterator[InternalRow] = _.filterNot(_.isInstanceOf[Watermark]).map(resultRow)
+
+  private val timedEvent: InternalRow => TimedEvent = {
+    val extracted = SparkBatchEngine.extractedAt(0)
+    row => new TimedEvent(row.getLong(3), extracted(row))
+  }
+
+  /** Stage 1's frames (all emitted at the end of the batch) as one [[FramesSchema]] row per key. */
+  private val packFrames: Iterator[Any] => Iterator[InternalRow] = frames => {
+    val byKey = new java.util.LinkedHashMap[Any, (ArrayBuffer[Long], ArrayBuffer[Any])]()
+    frames.foreach { f =>
+      val frame = f.asInstanceOf[KeyedFrame[Any, Any]]
+      val (ends, accs) = byKey.computeIfAbsent(frame.key, _ => (ArrayBuffer.empty[Long], ArrayBuffer.empty[Any]))
+      ends += frame.frameEnd
+      accs += frame.acc
+    }
+    byKey.entrySet().iterator().asScala.map { e =>
+      val key = e.getKey match {
+        case k: PickledKey => k.bytes
+        case _ => Array.emptyByteArray // NonKeyed
+      }
+      val (ends, accs) = e.getValue
+      InternalRow(key, ArrayData.toArrayData(ends.toArray), JavaSerialization.toBytes(accs.toArray))
+    }
+  }
+
+  private def unpackFrames(keyed: Boolean): InternalRow => Iterator[Any] = row => {
+    val key = if (keyed) new PickledKey(row.getBinary(0)) else NonKeyed
+    val ends = row.getArray(1).toLongArray()
+    val accs = JavaSerialization.fromBytes(row.getBinary(2)).asInstanceOf[Array[Any]]
+    ends.iterator.zip(accs.iterator).map { case (end, acc) => KeyedFrame(end, key, acc) }
+  }
+
+  /** A result as the row of its pickle. The session processor reports a global session under the key
+    * [[NonKeyed]]; it leaves as the `WindowResult` a global window gives.
+    */
+  private val resultRow: Any => InternalRow = r => InternalRow(PythonValues.dumps(r match {
+    case KeyedWindowResult(start, end, NonKeyed, result, isEarly) => WindowResult(start, end, result, isEarly)
+    case other => other
+  }))
+}
+
+/** An item entering a window: what Python extracted from it, and its timestamp. */
+private[spark] final class TimedEvent(val ts: Long, val event: Extracted) extends Serializable
+
+/** `op`, accumulating the extraction of each timed event. */
+private[spark] final class OverTimedEvents[A, R](op: AggregateOperation[Extracted, A, R]) extends AggregateOperation[TimedEvent, A, R] {
+  override def arity: Int = op.arity
+  override def create(): A = op.create()
+  override def accumulate(acc: A, ordinal: Int, item: TimedEvent): A = op.accumulate(acc, ordinal, item.event)
+  override def combineFn: Option[(A, A) => A] = op.combineFn
+  override def deductFn: Option[(A, A) => A] = op.deductFn
+  override def exportResult(acc: A): R = op.exportResult(acc)
+  override def finishResult(acc: A): R = op.finishResult(acc)
+  override def isOrderSensitive: Boolean = op.isOrderSensitive
+  override def toString: String = op.toString
+}

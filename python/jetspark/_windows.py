@@ -1,0 +1,36 @@
+"""Event time of items entering a window: timestamps are integer milliseconds since the epoch."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import numbers
+from typing import Any
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_MS = _dt.timedelta(milliseconds=1)
+
+
+def timestamp_ms(value: Any) -> int:
+    """``value`` as integer milliseconds since the epoch: an int as it is, a ``datetime`` converted (a
+    naive one is local time, as Spark reads a ``TimestampType`` into Python), a ``date`` at its midnight
+    in local time. Anything else (a float, a string, None) raises :class:`TypeError`.
+
+    Examples
+    --------
+    >>> timestamp_ms(1_500)
+    1500
+    >>> timestamp_ms(_dt.datetime(1970, 1, 1, 0, 0, 1, 500, tzinfo=_dt.timezone.utc))
+    1000
+    >>> timestamp_ms(1.5)
+    Traceback (most recent call last):
+    ...
+    TypeError: a timestamp is int milliseconds or a datetime, not float 1.5
+    """
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, _dt.datetime):
+        aware = value if value.tzinfo is not None else value.astimezone()
+        return (aware - _EPOCH) // _MS
+    if isinstance(value, _dt.date):
+        return timestamp_ms(_dt.datetime(value.year, value.month, value.day))
+    raise TypeError(f"a timestamp is int milliseconds or a datetime, not {type(value).__name__} {value!r}")

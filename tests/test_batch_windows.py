@@ -1,0 +1,231 @@
+"""Windows over a batch of timestamped items on the Spark batch engine (``add_timestamps`` then
+``window(w).aggregate(op)``): a batch is one epoch ending with a watermark of +infinity, so nothing is
+late and every non-empty window is emitted once, complete. Expected results come from the brute-force
+windows of tests/reference.py, or are worked out by hand on the timeline drawn above a test."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from reference import as_multiset, run_reference
+from strategies import batch_pipelines
+from test_batch_engine_random import mismatches_on_engine
+
+from jetspark import AggregateOperations as ops
+from jetspark import (KeyedWindowResult, Pipeline, PipelineDefinitionError, Sinks, Sources, WindowDefinition,
+                      WindowResult)
+
+
+@pytest.fixture
+def run(jet):
+    """Runs a pipeline; returns what its list sinks got, by name (and clears them)."""
+    def go(p: Pipeline, *lists: str) -> dict[str, list[Any]]:
+        jet.new_job(p).join(timeout=300)
+        out = {}
+        for name in lists:
+            out[name] = jet.get_list(name)
+            jet.clear_list(name)
+        return out
+    return go
+
+
+def unordered_lists(results: list[Any]) -> list[Any]:
+    """Results whose list values (to_list) are sorted: the order of items inside a frame that several
+    processors accumulated is not promised without preserve_order."""
+    def fix(value: Any) -> Any:
+        return sorted(value, key=repr) if isinstance(value, list) else value
+    return [type(r)(**{**r.__dict__, "result": fix(r.result)}) for r in results]
+
+
+def assert_matches_reference(run, p: Pipeline, *sinks: str) -> None:
+    expected, actual = run_reference(p), run(p, *sinks)
+    for name in sinks:
+        assert expected[name], f"{name}: a test that expects no window proves little"
+        assert as_multiset(unordered_lists(actual[name])) == as_multiset(unordered_lists(expected[name])), name
+
+
+# Events of three keys over [-25, 60): negative times and gaps longer than a window included.
+EVENTS = [{"k": k, "t": t, "v": v} for k, t, v in [
+    ("a", -25, 1), ("b", -3, 7), ("a", 0, 2), ("a", 4, -5), ("c", 9, 3), ("b", 10, 4), ("a", 10, 8),
+    ("c", 19, 6), ("b", 20, 1), ("a", 21, 9), ("a", 29, 0), ("c", 30, 2), ("a", 59, 4), ("b", 44, 5),
+]]
+
+
+@pytest.mark.parametrize("op_name", ["counting", "summing", "averaging", "max_by", "min_by", "to_list", "top_n"])
+@pytest.mark.parametrize("keyed", [True, False])
+def test_sliding_windows_match_the_brute_force_windows(run, op_name, keyed):
+    # sliding(20, 5): each event falls into four windows; counting/summing/averaging slide by deducting
+    # the trailing frame, the others (max_by, min_by, to_list, top_n) by two stacks of frames.
+    op = {"counting": ops.counting(), "summing": ops.summing("v"), "averaging": ops.averaging("v"),
+          "max_by": ops.max_by(lambda e: (e["v"], e["t"])), "min_by": ops.min_by(lambda e: (e["v"], e["t"])),
+          "to_list": ops.to_list(), "top_n": ops.top_n(2, lambda e: (e["v"], e["t"]))}[op_name]
+    p = Pipeline.create()
+    stage = p.read_from(Sources.items(EVENTS)).add_timestamps("t")
+    grouped = stage.grouping_key("k") if keyed else stage
+    grouped.window(WindowDefinition.sliding(20, 5)).aggregate(op).write_to(Sinks.list("w"))
+    assert_matches_reference(run, p, "w")
+
+
+def test_a_keyed_tumbling_count_by_hand(run):
+    #  t:    -25 ... -3  0    4    9  10       19 20 21       29 30 ...  44 ... 59
+    #  a:     x          x    x       x           x         x             ·      x
+    #  b:           x                 x           x                       x
+    #  windows of 10 aligned to 0: [-30,-20) [-10,0) [0,10) [10,20) [20,30) [30,40) [40,50) [50,60)
+    p = Pipeline.create()
+    (p.read_from(Sources.items(EVENTS)).filter(lambda e: e["k"] != "c").add_timestamps("t").grouping_key("k")
+     .window(WindowDefinition.tumbling(10)).aggregate(ops.counting()).write_to(Sinks.list("w")))
+    got = run(p, "w")["w"]
+    assert sorted(got, key=lambda r: (r.key, r.end)) == [
+        KeyedWindowResult(-30, -20, "a", 1), KeyedWindowResult(0, 10, "a", 2), KeyedWindowResult(10, 20, "a", 1),
+        KeyedWindowResult(20, 30, "a", 2), KeyedWindowResult(50, 60, "a", 1),
+        KeyedWindowResult(-10, 0, "b", 1), KeyedWindowResult(10, 20, "b", 1), KeyedWindowResult(20, 30, "b", 1),
+        KeyedWindowResult(40, 50, "b", 1),
+    ]
+
+
+def test_sessions_merge_overlapping_spans_but_not_touching_ones(run):
+    # session(10): an event at t spans [t, t+10).
+    #   x: 0 [0,10)  5 [5,15)           -> one session [0,15)
+    #   y: 0 [0,10)  10 [10,20)         -> touching: two sessions [0,10) and [10,20)
+    #   z: 0 [0,10)  14 [14,24)  then 9 [9,19) bridges both -> one session [0,24) of three events
+    events = [("x", 0), ("x", 5), ("y", 0), ("y", 10), ("z", 0), ("z", 14), ("z", 9)]
+    p = Pipeline.create()
+    (p.read_from(Sources.items(events)).add_timestamps(lambda e: e[1]).grouping_key(lambda e: e[0])
+     .window(WindowDefinition.session(10)).aggregate(ops.counting()).write_to(Sinks.list("s")))
+    got = run(p, "s")["s"]
+    assert sorted(got, key=lambda r: (r.key, r.start)) == [
+        KeyedWindowResult(0, 15, "x", 2), KeyedWindowResult(0, 10, "y", 1), KeyedWindowResult(10, 20, "y", 1),
+        KeyedWindowResult(0, 24, "z", 3),
+    ]
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+@pytest.mark.parametrize("op_name", ["counting", "summing", "max_by", "to_list"])
+def test_sessions_match_the_brute_force_sessions(run, keyed, op_name):
+    op = {"counting": ops.counting(), "summing": ops.summing("v"), "max_by": ops.max_by(lambda e: (e["v"], e["t"])),
+          "to_list": ops.to_list()}[op_name]
+    p = Pipeline.create()
+    stage = p.read_from(Sources.items(EVENTS)).add_timestamps(lambda e: e["t"])
+    (stage.grouping_key("k") if keyed else stage).window(WindowDefinition.session(10)).aggregate(op) \
+        .write_to(Sinks.list("s"))
+    assert_matches_reference(run, p, "s")
+
+
+def test_single_stage_windows_after_a_keyed_rebalance_give_the_same_windows(run, jet):
+    # rebalance(key) before a keyed window makes it single-stage (design doc 008): the events, not
+    # frames, cross the shuffle; the windows must not change.
+    p = Pipeline.create()
+    stage = p.read_from(Sources.items(EVENTS)).add_timestamps("t")
+    stage.rebalance("k").grouping_key("k").window(WindowDefinition.sliding(30, 10)).aggregate(ops.summing("v")) \
+        .write_to(Sinks.list("one"))
+    stage.grouping_key("k").window(WindowDefinition.sliding(30, 10)).aggregate(ops.summing("v")) \
+        .write_to(Sinks.list("two"))
+    plan = p.explain()
+    assert "window aggregate sliding(30ms, slide 10ms) by field 'k', single stage" in plan
+    assert "window aggregate sliding(30ms, slide 10ms) by field 'k', stage 1 of 2: accumulate" in plan
+    assert_matches_reference(run, p, "one", "two")
+
+
+def test_filters_may_stand_between_timestamps_and_window_and_windows_of_windows_use_the_end(run):
+    # A second window over window results: a result's timestamp is its window's end (Jet's rule).
+    p = Pipeline.create()
+    counts = (p.read_from(Sources.items(EVENTS)).add_timestamps("t").filter(lambda e: e["v"] > 0)
+              .grouping_key("k").window(WindowDefinition.tumbling(10)).aggregate(ops.counting()))
+    counts.write_to(Sinks.list("counts"))
+    counts.window(WindowDefinition.tumbling(40)).aggregate(ops.summing("result")).write_to(Sinks.list("per40"))
+    assert_matches_reference(run, p, "counts", "per40")
+
+
+def test_early_results_are_ignored_in_a_batch(run):
+    # One epoch, one final watermark: every window is complete when emitted, none is early.
+    p = Pipeline.create()
+    stage = p.read_from(Sources.items(EVENTS)).add_timestamps("t")
+    stage.window(WindowDefinition.tumbling(20).set_early_results_period(1)).aggregate(ops.counting()) \
+        .write_to(Sinks.list("w"))
+    got = run(p, "w")["w"]
+    assert sorted(got, key=lambda r: r.end) == [
+        WindowResult(-40, -20, 1), WindowResult(-20, 0, 1), WindowResult(0, 20, 6), WindowResult(20, 40, 4),
+        WindowResult(40, 60, 2)]
+
+
+def test_datetime_timestamps_are_converted_to_milliseconds(run, jet):
+    # Aware datetimes from a callable, and Spark TimestampType columns of a DataFrame source (naive
+    # local times in Python, as df.collect() gives them).
+    base = dt.datetime(2024, 5, 1, 12, 0, 0)
+    times = [base + dt.timedelta(milliseconds=ms) for ms in (0, 400, 999, 1000, 2500)]
+    base_ms = int(base.timestamp()) * 1000  # a whole second: exact as a float
+
+    p = Pipeline.create()
+    df = jet.spark.createDataFrame([(t, i) for i, t in enumerate(times)], "at timestamp, n int")
+    p.read_from(Sources.dataframe(df)).add_timestamps("at").window(WindowDefinition.tumbling(1000)) \
+        .aggregate(ops.counting()).write_to(Sinks.list("df"))
+    utc = [t.astimezone(dt.timezone.utc) for t in times]
+    p.read_from(Sources.items(utc)).add_timestamps(lambda t: t).window(WindowDefinition.tumbling(1000)) \
+        .aggregate(ops.counting()).write_to(Sinks.list("aware"))
+    expected = [WindowResult(base_ms, base_ms + 1000, 3), WindowResult(base_ms + 1000, base_ms + 2000, 1),
+                WindowResult(base_ms + 2000, base_ms + 3000, 1)]
+    got = run(p, "df", "aware")
+    assert sorted(got["df"], key=lambda r: r.end) == expected
+    assert sorted(got["aware"], key=lambda r: r.end) == expected
+
+
+def test_a_timestamp_that_is_not_a_time_fails_the_job_naming_the_stage(jet):
+    from jetspark import JobFailedError
+
+    p = Pipeline.create()
+    p.read_from(Sources.items([{"t": "noon"}])).add_timestamps("t").window(WindowDefinition.tumbling(10)) \
+        .aggregate(ops.counting()).set_name("per-10ms").write_to(Sinks.noop())
+    with pytest.raises(JobFailedError) as e:
+        jet.new_job(p).join(timeout=300)
+    assert e.value.stage == "per-10ms" and "noon" in str(e.value)
+
+
+def test_a_map_between_timestamps_and_window_is_a_definition_error(jet):
+    p = Pipeline.create()
+    (p.read_from(Sources.items(EVENTS)).add_timestamps("t").map(lambda e: e["v"]).set_name("values")
+     .window(WindowDefinition.tumbling(10)).aggregate(ops.counting()).write_to(Sinks.noop()))
+    with pytest.raises(PipelineDefinitionError) as e:
+        p.explain()
+    assert e.value.rule == "window-timestamps-from-items" and "'values'" in str(e.value)
+
+
+def test_explain_shows_timestamps_and_both_window_stages(jet):
+    #  items(1) -> addTimestamps(4) --local--> windowAggregate-accumulate(4) ==by k==> windowAggregate-combine(4)
+    #                               ==all-to-one==> windowAggregate-2 (session, 1)
+    p = Pipeline.create()
+    stage = p.read_from(Sources.items(EVENTS)).add_timestamps("t", allowed_lag_ms=5)
+    stage.grouping_key("k").window(WindowDefinition.sliding(20, 5)).aggregate(ops.counting()).write_to(Sinks.noop())
+    stage.window(WindowDefinition.session(7)).aggregate(ops.counting()).write_to(Sinks.noop())
+    plan = p.explain(parallelism=4)
+    assert "addTimestamps  [parallelism 4]  add timestamps from field 't', lag 5ms" in plan
+    assert "windowAggregate-accumulate  [parallelism 4]  window aggregate sliding(20ms, slide 5ms) by field 'k', " \
+           "stage 1 of 2: accumulate" in plan
+    assert "windowAggregate-accumulate:0 -> windowAggregate-combine:0  partitioned by field 'k' (key extracted upstream)" in plan
+    assert "windowAggregate-2  [parallelism 1]  window aggregate session(timeout 7ms) (global), single stage" in plan
+    assert "addTimestamps:1 -> windowAggregate-2:0  all-to-one" in plan
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(batch_pipelines(max_steps=3, allowed=frozenset({"window", "map", "filter", "flat_map", "to_kv"}),
+                       preserve_order=False))
+def test_random_window_pipelines_match_the_reference(jet, generated):
+    assume(any("add_timestamps" in step for step in generated.steps))
+    problems = mismatches_on_engine(jet, generated)
+    assert not problems, f"{generated}\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("window", [WindowDefinition.sliding(6, 2), WindowDefinition.tumbling(3)])
+@pytest.mark.parametrize("keyed", [True, False])
+def test_windows_over_a_long_span_come_out_in_slices_and_still_match(run, window, keyed):
+    # Times span thousands of slides: after the last item the engine raises the watermark in steps (each
+    # emitting a slice of the windows) before the end; no window may be lost or doubled at a step.
+    items = [{"k": i % 3, "t": (i * 37) % 4001 - 500, "v": i} for i in range(600)]
+    p = Pipeline.create()
+    stage = p.read_from(Sources.items(items)).add_timestamps("t")
+    (stage.grouping_key("k") if keyed else stage).window(window).aggregate(ops.summing("v")).write_to(Sinks.list("w"))
+    stage.rebalance("k").grouping_key("k").window(window).aggregate(ops.max_by("v")).write_to(Sinks.list("single"))
+    assert_matches_reference(run, p, "w", "single")
