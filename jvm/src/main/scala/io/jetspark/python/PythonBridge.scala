@@ -1,9 +1,9 @@
 package io.jetspark.python
 
 import io.jetspark.JetSparkVersion
-import io.jetspark.engine.spark.{ListSinkRegistry, PythonValues}
+import io.jetspark.engine.ListSinkRegistry
+import io.jetspark.engine.spark.PythonValues
 
-import scala.jdk.CollectionConverters._
 import org.apache.spark.sql.SparkSession
 
 /** The one JVM surface that the Python package calls through py4j. Everything Python needs goes
@@ -35,7 +35,7 @@ object PythonBridge {
   }
 
   /** What list sink `name` holds so far: its items' pickles, packed in one byte array. */
-  def getList(name: String): Array[Byte] = PythonValues.packFrames(ListSinkRegistry.get(name).asScala)
+  def getList(name: String): Array[Byte] = PythonValues.packFrames(ListSinkRegistry.pickles(name))
   def clearList(name: String): Unit = ListSinkRegistry.clear(name)
 
   private def plan(spec: String, parallelism: Int) = {
