@@ -34,6 +34,14 @@ object PythonBridge {
     new PreparedBatchJob(spark, PipelineSpecReader.read(spec, objects).plan(p))
   }
 
+  /** Plans a pipeline for a light job on the local engine (same spec and objects as [[prepareBatch]]);
+    * `parallelism` 0 plans with the local engine's thread count.
+    */
+  def prepareLight(spec: String, objects: java.util.List[AnyRef], parallelism: Int): PreparedLightJob = {
+    val p = if (parallelism > 0) parallelism else io.jetspark.engine.local.LocalEngine.default.parallelism
+    new PreparedLightJob(PipelineSpecReader.read(spec, objects).plan(p))
+  }
+
   /** What list sink `name` holds so far: its items' pickles, packed in one byte array. */
   def getList(name: String): Array[Byte] = PythonValues.packFrames(ListSinkRegistry.pickles(name))
   def clearList(name: String): Unit = ListSinkRegistry.clear(name)

@@ -38,11 +38,14 @@ final class LocalEngine(cooperativeThreads: Int, queueCapacity: Int = 1024, batc
     scheduler
   }
 
-  /** Plans `pipeline` (parallelism: the engine's thread count) and starts it as a light job of JVM functions. */
-  def newLightJob(pipeline: Pipeline): LightJob = newLightJob(pipeline, service.threadCount)
+  /** The default parallelism of a vertex: one processor per cooperative thread. */
+  def parallelism: Int = service.threadCount
+
+  /** Plans `pipeline` (with [[parallelism]]) and starts it as a light job of JVM functions. */
+  def newLightJob(pipeline: Pipeline): LightJob = newLightJob(pipeline, parallelism)
 
   def newLightJob(pipeline: Pipeline, parallelism: Int): LightJob =
-    newLightJob(JvmVertices.translate(pipeline.plan(parallelism)), s"light-job")
+    newLightJob(JvmVertices.translate(pipeline.plan(parallelism)), "light-job")
 
   /** Starts `dag`: builds its tasklets and submits them, nothing else. */
   def newLightJob(dag: LocalDag, name: String, ownerAlive: () => Boolean = () => true): LightJob = {

@@ -1,0 +1,223 @@
+package io.jetspark.engine.local
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import io.jetspark.core.{Processor, ProcessorContext}
+import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
+import io.jetspark.core.processor._
+import io.jetspark.engine.ListSinkRegistry
+// Spark-free helpers of the Spark engine (Pyrolite values, pickled keys, bound Python aggregations).
+import io.jetspark.engine.spark.{Extracted, PickledKey, PythonAggregations, PythonValues}
+import io.jetspark.pipeline.{Extractor, PythonAggregateSpec, PythonRef}
+import io.jetspark.pipeline.transform.{PeekTransform, StatelessTransform}
+import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
+import io.jetspark.plan.VertexDescription._
+
+import scala.jdk.CollectionConverters._
+
+/** What a light job asks of the driver's Python process (implemented in Python, reached through py4j's
+  * callback server): `call` runs the work named `work` (see [[PythonVertices.workJson]]) over a batch of
+  * pickles packed as `jetspark._items.pack_frames` does, and returns packed pickles; `ping` answers
+  * while the process is alive.
+  */
+trait PythonCallback {
+  def call(work: String, input: Array[Byte]): Array[Byte]
+  def ping(): Boolean
+}
+
+/** Translates a planned pipeline of Python items into a [[LocalDag]]: items are pickles (`Array[Byte]`),
+  * fused Python steps run as one callback per inbox batch on a thread of their own, and where items
+  * enter a vertex that needs their key or values (an aggregation, a sort, a distinct, an edge
+  * partitioned by a Python key) an extraction vertex is put on the edge, before the items are routed:
+  * Python gives each item's canonical key and the values (as [[Extracted]]), and the core's processors
+  * run on those in the JVM, as in the Spark engine. Results go back to Python as pickles
+  * ([[PythonValues.dumps]]).
+  *
+  * Runs: items sources; map/filter/flat_map/peek in Python; merges; keyed and global aggregation and
+  * rolling aggregation with the built-in operations; distinct; sort; list, console and noop sinks.
+  * Anything else fails here, naming the vertex.
+  */
+object PythonVertices {
+  private val mapper = new ObjectMapper()
+
+  /** The work Python must be ready to run for `dag`, as JSON:
+    * {{{
+    * {"chains": [{"vertex", "steps": [{"kind", "ref", "stage", "dead_letter"}]}],
+    *  "extractions": [{"work", "stage", "key": extractor or null, "values": [extractor]}]}
+    * }}}
+    * A chain is called as `chain:<vertex>` with item pickles and answers with its outputs' pickles; an
+    * extraction is called as its `work` with item pickles and answers, per item, with the key's
+    * canonical bytes (empty without a key), the values' pickles and the item's pickle.
+    */
+  def workJson(dag: PhysicalDag): String = {
+    val work = mapper.createObjectNode()
+    val chains = work.putArray("chains")
+    dag.vertices.foreach { v => v.description match {
+      case StatelessChain(steps) =>
+        val node = chains.addObject().put("vertex", v.name)
+        val stepsNode = node.putArray("steps")
+        steps.foreach { t =>
+          val s = stepsNode.addObject().put("kind", stepKind(t)).put("stage", t.name).put("dead_letter", t.errorSink.isDefined)
+          t.fn match {
+            case Extractor.PythonFn(PythonRef(ref), _) => s.put("ref", ref)
+            case _ => s.putNull("ref")
+          }
+        }
+      case _ => ()
+    }}
+    val extractions = work.putArray("extractions")
+    dag.edges.foreach(e => extraction(dag, e).foreach { x =>
+      val node = extractions.addObject().put("work", x.work).put("stage", x.stage)
+      node.set[JsonNode]("key", x.key.getOrElse(mapper.nullNode()))
+      node.set[JsonNode]("values", mapper.valueToTree[JsonNode](x.values.asJava))
+    })
+    mapper.writeValueAsString(work)
+  }
+
+  /** The registry list that holds what console sink `vertex` of light job `jobId` received. */
+  def consoleList(jobId: String, vertex: String): String = s"__console__/$jobId/$vertex"
+
+  def consoleLists(dag: PhysicalDag, jobId: String): Seq[String] = dag.vertices.collect {
+    case v @ Vertex(_, Sink(sink), _, _, _) if sink.name == "console" => consoleList(jobId, v.name)
+  }
+
+  /** The local DAG of `dag`, whose Python work runs through `python`; fails naming the vertex it cannot run. */
+  def translate(dag: PhysicalDag, python: PythonCallback, jobId: String): LocalDag = {
+    LocalVertices.requireNoSequenceOrdering(dag)
+    val vertices = dag.vertices.map(v => vertex(dag, v, python, jobId))
+    val extractedKey: Any => Any = _.asInstanceOf[Extracted].key
+    val (extractionVertices, edges) = dag.edges.map { e =>
+      val edge = LocalVertices.edge(dag, e, (_, _) => extractedKey)
+      extraction(dag, e) match {
+        case None => (None, Seq(edge))
+        case Some(x) =>
+          val sender = dag.vertex(e.from)
+          val extract = LocalVertex(x.work, sender.localParallelism, _ => new BatchTransformProcessor(extractor(python, x)), cooperative = false)
+          (Some(extract), Seq(LocalEdge(e.from, e.fromOrdinal, x.work, 0, Routing.Isolated, errors = e.errorsOf.isDefined),
+            edge.copy(from = x.work, fromOrdinal = 0, errors = false)))
+      }
+    }.unzip
+    LocalDag(vertices ++ extractionVertices.flatten, edges.flatten)
+  }
+
+  /** What Python extracts from the items of one edge, and under which work name. */
+  private final case class Extraction(work: String, stage: String, key: Option[JsonNode], values: Seq[JsonNode])
+
+  private def extraction(dag: PhysicalDag, e: Edge): Option[Extraction] = {
+    val v = dag.vertex(e.to)
+    def of(key: Option[Extractor], values: Seq[JsonNode]) =
+      Some(Extraction(s"extract:${v.name}:${e.toOrdinal}", v.fusedChain.head, key.map(extractorJson(v, _)), values))
+    v.description match {
+      case Aggregate(stage, Seq(op: PythonAggregateSpec), keys) if stage != AggregationStage.Combine =>
+        of(keys.headOption, PythonAggregations.bind(op.json).extractors)
+      case RollingAggregate(key, op: PythonAggregateSpec) => of(key, PythonAggregations.bind(op.json).extractors)
+      case Distinct(key) => of(Some(key), Nil)
+      case Sort(SortPhase.LocalSort, key, _) => of(None, Seq(extractorJson(v, key.getOrElse(Extractor.WholeItem))))
+      case _ => e.kind match {
+        case EdgeKind.Partitioned(key, false) => of(Some(key), Nil)
+        case _ => None
+      }
+    }
+  }
+
+  private def vertex(dag: PhysicalDag, v: Vertex, python: PythonCallback, jobId: String): LocalVertex = {
+    def local(newProcessor: ProcessorContext => Processor, output: Any => Any = identity) =
+      LocalVertex(v.name, v.localParallelism, newProcessor, output = output)
+    val key: Any => Any = _.asInstanceOf[Extracted].key
+    val item: Any => Any = _.asInstanceOf[Extracted].item.bytes
+    def bound(op: PythonAggregateSpec) = PythonAggregations.bind(op.json).op.asInstanceOf[AggregateOperation[Nothing, Any, Any]]
+    v.description match {
+      case Source(source, None) if source.name == "items" => LocalVertices.itemsSource(v, source.parameters("items").asInstanceOf[Seq[Any]])
+      case StatelessChain(steps) =>
+        steps.find(_.errorSink.isDefined).foreach(t => LocalVertices.unsupported(v, s"stage '${t.name}' routes failures to a dead-letter sink"))
+        steps.find(t => !runsInPython(t)).foreach(t => LocalVertices.unsupported(v, s"step ${t.describe}: Python pipelines run Python functions"))
+        val work = s"chain:${v.name}"
+        LocalVertex(v.name, v.localParallelism, _ => new BatchTransformProcessor(batch => call(python, work, batch.map(pickle))),
+          cooperative = false)
+      case Merge(_, false) => local(LocalVertices.passThrough)
+      case Aggregate(stage, Seq(op: PythonAggregateSpec), keys) =>
+        val (aop, keyed) = (bound(op), keys.nonEmpty)
+        stage match {
+          case AggregationStage.Accumulate if keyed => local(_ => new AccumulateByKeyProcessor(IndexedSeq(key), aop))
+          case AggregationStage.Accumulate => local(_ => new AccumulateProcessor(aop))
+          case AggregationStage.Combine if keyed => local(_ => new CombineByKeyProcessor(aop), result(keyed))
+          case AggregationStage.Combine => local(_ => new CombineProcessor(aop), result(keyed))
+          case AggregationStage.SingleStage if keyed => local(_ => new AggregateByKeyProcessor(IndexedSeq(key), aop), result(keyed))
+          case AggregationStage.SingleStage => local(_ => new AggregateProcessor(aop), result(keyed))
+        }
+      case RollingAggregate(k, op: PythonAggregateSpec) =>
+        val aop = bound(op)
+        if (k.isDefined) local(_ => RollingAggregateProcessor.keyed(key, aop), result(keyed = true))
+        else local(_ => RollingAggregateProcessor.global(aop), result(keyed = false))
+      case Distinct(_) => local(_ => new DistinctProcessor(key), item)
+      case Sort(SortPhase.LocalSort, _, reverse) =>
+        val sort = SortDefinition(Some(_.asInstanceOf[Extracted].values(0)), AnyOrdering, reverse)
+        local(_ => new SortProcessor(sort))
+      case Sort(SortPhase.MergeSorted, _, reverse) =>
+        val sort = SortDefinition(Some(_.asInstanceOf[Extracted].values(0)), AnyOrdering, reverse)
+        val runs = dag.vertex(dag.edgesInto(v.name).head.from).localParallelism
+        local(_ => new SortedMergeProcessor(runs, sort), item)
+      case Sink(sink) => sink.name match {
+        case "list" => LocalVertices.sinkVertex(v, items => ListSinkRegistry.append(LocalVertices.sinkName(v), items.map(pickle)))
+        case "console" => LocalVertices.sinkVertex(v, items => ListSinkRegistry.append(consoleList(jobId, v.name), items.map(pickle)))
+        case "noop" => LocalVertices.sinkVertex(v, _ => ())
+        case other => LocalVertices.unsupported(v, s"$other sink")
+      }
+      case other => LocalVertices.unsupported(v, other.describe)
+    }
+  }
+
+  /** The pickle of an item, also when it travels with what Python extracted from it. */
+  private def pickle(x: Any): Array[Byte] = x match {
+    case bytes: Array[Byte] => bytes
+    case e: Extracted => e.item.bytes
+    case other => throw new IllegalStateException(s"expected a Python item, got ${other.getClass.getName}")
+  }
+
+  /** A result as the pickle of an item: `(key, result)` when keyed, else the result. */
+  private def result(keyed: Boolean): Any => Any = {
+    case (k: PickledKey, value) if keyed => PythonValues.dumps((k, value))
+    case value => PythonValues.dumps(value)
+  }
+
+  private def call(python: PythonCallback, work: String, pickles: IndexedSeq[Array[Byte]]): Vector[Array[Byte]] =
+    PythonValues.unpackFrames(python.call(work, PythonValues.packFrames(pickles)))
+
+  private def extractor(python: PythonCallback, x: Extraction): IndexedSeq[Any] => IterableOnce[Any] = { batch =>
+    val frames = call(python, x.work, batch.map(pickle))
+    val perItem = x.values.size + 2
+    if (frames.size != batch.size * perItem)
+      throw new IllegalStateException(s"${x.work}: Python answered ${frames.size} frames for ${batch.size} items")
+    frames.grouped(perItem).map { f =>
+      val raw = f.slice(1, perItem - 1).toArray
+      new Extracted(new PickledKey(f.head), new io.jetspark.engine.spark.PickledItem(f.last), raw.map(PythonValues.loads), raw)
+    }
+  }
+
+  /** Python functions run in the chain's callback, and so does a plain `peek()`: it prints the item,
+    * which only Python can show.
+    */
+  private def runsInPython(step: StatelessTransform): Boolean = step match {
+    case p: PeekTransform => p.fn == Extractor.WholeItem || p.runsInPython
+    case other => other.runsInPython
+  }
+
+  private def stepKind(t: StatelessTransform): String = t match {
+    case _: io.jetspark.pipeline.transform.MapTransform => "map"
+    case _: io.jetspark.pipeline.transform.FilterTransform => "filter"
+    case _: io.jetspark.pipeline.transform.FlatMapTransform => "flat_map"
+    case _: PeekTransform => "peek"
+  }
+
+  /** How Python extracts a key or value: `{"kind": "field", "name"}`, `{"kind": "python", "ref"}` or
+    * `{"kind": "item"}` (the Spark engine's form, read by `jetspark._python_steps.extract`).
+    */
+  private def extractorJson(v: Vertex, e: Extractor): JsonNode = {
+    val node = mapper.createObjectNode()
+    e match {
+      case Extractor.FieldName(name) => node.put("kind", "field").put("name", name)
+      case Extractor.PythonFn(PythonRef(ref), _) => node.put("kind", "python").put("ref", ref)
+      case Extractor.WholeItem => node.put("kind", "item")
+      case other => LocalVertices.unsupported(v, s"${other.describe}: keys of Python items are field names or Python functions")
+    }
+  }
+}

@@ -1,0 +1,168 @@
+"""Light jobs (Jet's design doc 020): a pipeline run on the local engine inside the Spark driver's JVM,
+started by one call and then only joined or cancelled. No snapshots, no metadata kept; the JVM forgets
+the job when it ends. Python callables run in this process: the JVM calls back through py4j's callback
+server (bound to 127.0.0.1), one call per batch of items.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import re
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from jetspark import _jvm
+from jetspark._items import canonical_key, pack_frames, unpack_frames
+from jetspark._python_steps import PICKLE_PROTOCOL, Step, StepFailedError, extract, run_steps
+from jetspark.errors import JobCancelledError, JobFailedError
+from jetspark.job import _STEP_FAILED, JobStatus, _jvm_objects
+
+if TYPE_CHECKING:
+    from jetspark._session import JetSession
+    from jetspark.pipeline import Pipeline
+
+__all__ = ["LightJob"]
+
+LOOPBACK = "127.0.0.1"
+_VERTEX = re.compile(r"vertex '(?P<vertex>[^']*)'")
+
+
+class LightJob:
+    """A pipeline running as a light job on the local engine. Start one with
+    :meth:`JetSession.new_light_job`; then ``join()`` or ``cancel()``.
+
+    What the local engine cannot run (yet) fails when the job is started, with ``NotImplementedError``
+    naming the vertex. A user function that fails makes ``join()`` raise :class:`JobFailedError` naming
+    the stage.
+    """
+
+    def __init__(self, jet: JetSession, pipeline: Pipeline) -> None:
+        self._jet = jet
+        self.name = f"light-{uuid.uuid4().hex[:12]}"
+        spec, objects = pipeline.to_spec()
+        prepared = _jvm.call(jet._bridge.prepareLight, json.dumps(spec), _jvm_objects(spec, objects), 0)
+        self._callback = _Callback(json.loads(prepared.pythonWorkJson()), objects)
+        _ensure_callback_server(jet)
+        self._console_lists = list(prepared.consoleLists(self.name))
+        try:
+            self._j = prepared.start(self._callback, self.name)
+        except _JVM_ERRORS as e:
+            cause = _java_exception(e)
+            if cause.getClass().getName() == "io.jetspark.engine.local.UnsupportedVertexException":
+                raise NotImplementedError(str(cause.getMessage())) from None
+            raise
+        self._ended = False
+
+    @property
+    def status(self) -> JobStatus:
+        """RUNNING, then COMPLETED, FAILED or CANCELLED."""
+        return JobStatus(str(self._j.status()))
+
+    def join(self, timeout: float | None = None) -> None:
+        """Waits until the job ends; raises :class:`JobFailedError` (with the failing stage) if it failed,
+        :class:`JobCancelledError` if it was cancelled, TimeoutError if ``timeout`` seconds pass first."""
+        try:
+            if timeout is None:
+                self._j.join()
+            elif not self._j.join(max(0, int(timeout * 1000))):
+                raise TimeoutError(f"light job {self.name} still running after {timeout} s")
+        except _JVM_ERRORS as e:
+            self._end(print_console=False)
+            raise self._error(e) from e
+        self._end(print_console=True)
+
+    def cancel(self) -> None:
+        """Cancels the job; ``join()`` then raises :class:`JobCancelledError`. No effect once it ended."""
+        self._j.cancel()
+
+    def _end(self, print_console: bool) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        for name in self._console_lists:
+            if print_console:
+                for item in self._jet.get_list(name):
+                    print(item)
+            self._jet.clear_list(name)
+
+    def _error(self, e: Any) -> Exception:
+        cause = _java_exception(e)
+        if cause.getClass().getName() == "java.util.concurrent.CancellationException":
+            return JobCancelledError(f"light job {self.name} was cancelled")
+        message = str(cause.getMessage())
+        failed = _STEP_FAILED.search(message)
+        if failed:
+            return JobFailedError(f"light job {self.name} failed: {failed.group(0).splitlines()[0]}", stage=failed.group("stage"))
+        vertex = _VERTEX.search(message)
+        return JobFailedError(f"light job {self.name} failed: {message.splitlines()[0]}",
+                              stage=vertex.group("vertex") if vertex else None)
+
+    def __repr__(self) -> str:
+        return f"LightJob({self.name!r})"
+
+
+def _jvm_errors() -> tuple[type[Exception], ...]:
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors.exceptions.captured import CapturedException
+
+    return Py4JJavaError, CapturedException
+
+
+#: What a failed JVM call raises: py4j's error, or the PySpark exception it converts known JVM ones into.
+_JVM_ERRORS = _jvm_errors()
+
+
+def _java_exception(e: Exception) -> Any:
+    """The JVM exception behind a failed py4j call."""
+    return getattr(e, "java_exception", None) or getattr(e, "_origin")
+
+
+class _Callback:
+    """The Python work of one light job (``PythonVertices.workJson``), called by the JVM through py4j:
+    ``call(work, packed pickles)`` returns packed pickles."""
+
+    def __init__(self, work: dict[str, Any], objects: list[Any]) -> None:
+        def ref(r: int | None) -> Any:
+            return None if r is None else objects[r]
+
+        self._chains = {f"chain:{c['vertex']}": [Step(s["kind"], ref(s["ref"]), s["stage"], s["dead_letter"])
+                                                 for s in c["steps"]] for c in work["chains"]}
+        self._extractions = {x["work"]: x for x in work["extractions"]}
+        self._functions = dict(enumerate(objects))
+
+    def call(self, work: str, data: bytes) -> bytes:
+        items = [pickle.loads(b) for b in unpack_frames(bytes(data))]
+        out: list[bytes] = []
+        if work in self._chains:
+            steps = self._chains[work]
+            for item in items:
+                results, _ = run_steps(steps, item)
+                out.extend(pickle.dumps(r, protocol=PICKLE_PROTOCOL) for r in results)
+        else:
+            x = self._extractions[work]
+            for item in items:
+                try:
+                    out.append(b"" if x["key"] is None else canonical_key(extract(x["key"], item, self._functions)))
+                    out.extend(pickle.dumps(extract(v, item, self._functions), protocol=PICKLE_PROTOCOL) for v in x["values"])
+                except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
+                    raise StepFailedError(f"stage '{x['stage']}' failed on record {item!r}: {type(e).__name__}: {e}") from e
+                out.append(pickle.dumps(item, protocol=PICKLE_PROTOCOL))
+        return pack_frames(out)
+
+    def ping(self) -> bool:
+        return True
+
+    class Java:
+        implements = ["io.jetspark.engine.local.PythonCallback"]
+
+
+def _ensure_callback_server(jet: JetSession) -> None:
+    """Starts py4j's callback server for this session's gateway, bound to the loopback address (pyspark's
+    own helper, as streaming listeners and foreachBatch use it)."""
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    gateway = jet.spark.sparkContext._gateway
+    if gateway.__dict__.get("_callback_server") is None:
+        gateway.callback_server_parameters.address = LOOPBACK
+    ensure_callback_server_started(gateway)
