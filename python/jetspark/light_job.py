@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import pickle
 import re
+import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["LightJob"]
 
 LOOPBACK = "127.0.0.1"
+_JOIN_SLICE_MS = 200
 _VERTEX = re.compile(r"vertex '(?P<vertex>[^']*)'")
 
 
@@ -44,7 +46,6 @@ class LightJob:
         prepared = _jvm.call(jet._bridge.prepareLight, json.dumps(spec), _jvm_objects(spec, objects), 0)
         self._callback = _Callback(json.loads(prepared.pythonWorkJson()), objects)
         _ensure_callback_server(jet)
-        self._console_lists = list(prepared.consoleLists(self.name))
         try:
             self._j = prepared.start(self._callback, self.name)
         except _JVM_ERRORS as e:
@@ -52,7 +53,6 @@ class LightJob:
             if cause.getClass().getName() == "io.jetspark.engine.local.UnsupportedVertexException":
                 raise NotImplementedError(str(cause.getMessage())) from None
             raise
-        self._ended = False
 
     @property
     def status(self) -> JobStatus:
@@ -62,29 +62,19 @@ class LightJob:
     def join(self, timeout: float | None = None) -> None:
         """Waits until the job ends; raises :class:`JobFailedError` (with the failing stage) if it failed,
         :class:`JobCancelledError` if it was cancelled, TimeoutError if ``timeout`` seconds pass first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            if timeout is None:
-                self._j.join()
-            elif not self._j.join(max(0, int(timeout * 1000))):
-                raise TimeoutError(f"light job {self.name} still running after {timeout} s")
+            # In slices, so that Ctrl-C reaches Python while a long job runs.
+            while not self._j.join(_JOIN_SLICE_MS if deadline is None else
+                                   max(0, min(_JOIN_SLICE_MS, int((deadline - time.monotonic()) * 1000)))):
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise TimeoutError(f"light job {self.name} still running after {timeout} s")
         except _JVM_ERRORS as e:
-            self._end(print_console=False)
             raise self._error(e) from e
-        self._end(print_console=True)
 
     def cancel(self) -> None:
         """Cancels the job; ``join()`` then raises :class:`JobCancelledError`. No effect once it ended."""
         self._j.cancel()
-
-    def _end(self, print_console: bool) -> None:
-        if self._ended:
-            return
-        self._ended = True
-        for name in self._console_lists:
-            if print_console:
-                for item in self._jet.get_list(name):
-                    print(item)
-            self._jet.clear_list(name)
 
     def _error(self, e: Any) -> Exception:
         cause = _java_exception(e)
@@ -134,7 +124,10 @@ class _Callback:
     def call(self, work: str, data: bytes) -> bytes:
         items = [pickle.loads(b) for b in unpack_frames(bytes(data))]
         out: list[bytes] = []
-        if work in self._chains:
+        if work.startswith("print:"):
+            for item in items:
+                print(item)
+        elif work in self._chains:
             steps = self._chains[work]
             for item in items:
                 results, _ = run_steps(steps, item)

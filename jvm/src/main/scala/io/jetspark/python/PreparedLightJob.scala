@@ -3,8 +3,6 @@ package io.jetspark.python
 import io.jetspark.engine.local.{LightJob, LocalEngine, PythonCallback, PythonVertices}
 import io.jetspark.plan.PhysicalDag
 
-import scala.jdk.CollectionConverters._
-
 /** A Python pipeline planned for the local engine, between the two calls Python makes: it reads the
   * work it must answer (`pythonWorkJson`), then starts the light job with its callback (`start`).
   */
@@ -16,8 +14,5 @@ final class PreparedLightJob(val dag: PhysicalDag) {
     * tells the engine's leak check whether the driver's Python is still there.
     */
   def start(python: PythonCallback, jobId: String): LightJob =
-    LocalEngine.default.newLightJob(PythonVertices.translate(dag, python, jobId), jobId, () => python.ping())
-
-  /** The registry lists of this job's console sinks, for Python to print and clear. */
-  def consoleLists(jobId: String): java.util.List[String] = PythonVertices.consoleLists(dag, jobId).asJava
+    LocalEngine.default.newLightJob(PythonVertices.translate(dag, python), jobId, () => python.ping())
 }

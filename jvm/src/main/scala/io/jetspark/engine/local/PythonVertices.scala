@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.core.{Processor, ProcessorContext}
 import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
 import io.jetspark.core.processor._
-import io.jetspark.engine.ListSinkRegistry
 // Spark-free helpers of the Spark engine (Pyrolite values, pickled keys, bound Python aggregations).
 import io.jetspark.engine.spark.{Extracted, PickledKey, PythonAggregations, PythonValues}
 import io.jetspark.pipeline.{Extractor, PythonAggregateSpec, PythonRef}
@@ -33,7 +32,8 @@ trait PythonCallback {
   * ([[PythonValues.dumps]]).
   *
   * Runs: items sources; map/filter/flat_map/peek in Python; merges; keyed and global aggregation and
-  * rolling aggregation with the built-in operations; distinct; sort; list, console and noop sinks.
+  * rolling aggregation with the built-in operations; distinct; sort; list, console (printed by the
+  * driver's Python) and noop sinks.
   * Anything else fails here, naming the vertex.
   */
 object PythonVertices {
@@ -46,7 +46,8 @@ object PythonVertices {
     * }}}
     * A chain is called as `chain:<vertex>` with item pickles and answers with its outputs' pickles; an
     * extraction is called as its `work` with item pickles and answers, per item, with the key's
-    * canonical bytes (empty without a key), the values' pickles and the item's pickle.
+    * canonical bytes (empty without a key), the values' pickles and the item's pickle. A console sink
+    * calls `print:<vertex>` with the items to print, and gets nothing back.
     */
   def workJson(dag: PhysicalDag): String = {
     val work = mapper.createObjectNode()
@@ -73,17 +74,10 @@ object PythonVertices {
     mapper.writeValueAsString(work)
   }
 
-  /** The registry list that holds what console sink `vertex` of light job `jobId` received. */
-  def consoleList(jobId: String, vertex: String): String = s"__console__/$jobId/$vertex"
-
-  def consoleLists(dag: PhysicalDag, jobId: String): Seq[String] = dag.vertices.collect {
-    case v @ Vertex(_, Sink(sink), _, _, _) if sink.name == "console" => consoleList(jobId, v.name)
-  }
-
   /** The local DAG of `dag`, whose Python work runs through `python`; fails naming the vertex it cannot run. */
-  def translate(dag: PhysicalDag, python: PythonCallback, jobId: String): LocalDag = {
+  def translate(dag: PhysicalDag, python: PythonCallback): LocalDag = {
     LocalVertices.requireNoSequenceOrdering(dag)
-    val vertices = dag.vertices.map(v => vertex(dag, v, python, jobId))
+    val vertices = dag.vertices.map(v => vertex(dag, v, python))
     val extractedKey: Any => Any = _.asInstanceOf[Extracted].key
     val (extractionVertices, edges) = dag.edges.map { e =>
       val edge = LocalVertices.edge(dag, e, (_, _) => extractedKey)
@@ -119,7 +113,7 @@ object PythonVertices {
     }
   }
 
-  private def vertex(dag: PhysicalDag, v: Vertex, python: PythonCallback, jobId: String): LocalVertex = {
+  private def vertex(dag: PhysicalDag, v: Vertex, python: PythonCallback): LocalVertex = {
     def local(newProcessor: ProcessorContext => Processor, output: Any => Any = identity) =
       LocalVertex(v.name, v.localParallelism, newProcessor, output = output)
     val key: Any => Any = _.asInstanceOf[Extracted].key
@@ -157,8 +151,10 @@ object PythonVertices {
         val runs = dag.vertex(dag.edgesInto(v.name).head.from).localParallelism
         local(_ => new SortedMergeProcessor(runs, sort), item)
       case Sink(sink) => sink.name match {
-        case "list" => LocalVertices.sinkVertex(v, items => ListSinkRegistry.append(LocalVertices.sinkName(v), items.map(pickle)))
-        case "console" => LocalVertices.sinkVertex(v, items => ListSinkRegistry.append(consoleList(jobId, v.name), items.map(pickle)))
+        case "list" => val write = LocalVertices.listWriter(LocalVertices.sinkName(v)); LocalVertices.sinkVertex(v, items => write(items.map(pickle)))
+        case "console" =>
+          val work = s"print:${v.name}"
+          LocalVertices.sinkVertex(v, items => { call(python, work, items.map(pickle)); () }).copy(cooperative = false)
         case "noop" => LocalVertices.sinkVertex(v, _ => ())
         case other => LocalVertices.unsupported(v, s"$other sink")
       }
