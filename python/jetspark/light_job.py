@@ -43,11 +43,11 @@ class LightJob:
         self._jet = jet
         self.name = f"light-{uuid.uuid4().hex[:12]}"
         spec, objects = pipeline.to_spec()
-        prepared = _jvm.call(jet._bridge.prepareLight, json.dumps(spec), _jvm_objects(spec, objects), 0)
-        self._callback = _Callback(json.loads(prepared.pythonWorkJson()), objects)
+        self._callback = _Callback(objects)
         _ensure_callback_server(jet)
         try:
-            self._j = prepared.start(self._callback, self.name)
+            self._j = _jvm.call(jet._bridge.startLight, json.dumps(spec), _jvm_objects(spec, objects), self._callback,
+                                self.name, 0)
         except _JVM_ERRORS as e:
             cause = _java_exception(e)
             if cause.getClass().getName() == "io.jetspark.engine.local.UnsupportedVertexException":
@@ -109,37 +109,38 @@ def _java_exception(e: Exception) -> Any:
 
 
 class _Callback:
-    """The Python work of one light job (``PythonVertices.workJson``), called by the JVM through py4j:
-    ``call(work, packed pickles)`` returns packed pickles."""
+    """The Python work of one light job, called by the JVM through py4j: ``call(work, packed pickles)``
+    returns packed pickles. ``work`` is the JSON description the JVM sends with every call of a vertex
+    (``PythonVertices``): a fused chain, an extraction of keys and values, or printing (console sink)."""
 
-    def __init__(self, work: dict[str, Any], objects: list[Any]) -> None:
-        def ref(r: int | None) -> Any:
-            return None if r is None else objects[r]
-
-        self._chains = {f"chain:{c['vertex']}": [Step(s["kind"], ref(s["ref"]), s["stage"], s["dead_letter"])
-                                                 for s in c["steps"]] for c in work["chains"]}
-        self._extractions = {x["work"]: x for x in work["extractions"]}
+    def __init__(self, objects: list[Any]) -> None:
         self._functions = dict(enumerate(objects))
+        self._works: dict[str, dict[str, Any]] = {}
 
     def call(self, work: str, data: bytes) -> bytes:
+        spec = self._works.get(work)
+        if spec is None:
+            spec = self._works[work] = json.loads(work)
+            if spec["kind"] == "chain":
+                spec["steps"] = [Step(s["kind"], None if s["ref"] is None else self._functions[s["ref"]], s["stage"])
+                                 for s in spec["steps"]]
         items = [pickle.loads(b) for b in unpack_frames(bytes(data))]
         out: list[bytes] = []
-        if work.startswith("print:"):
+        if spec["kind"] == "print":
             for item in items:
                 print(item)
-        elif work in self._chains:
-            steps = self._chains[work]
+        elif spec["kind"] == "chain":
             for item in items:
-                results, _ = run_steps(steps, item)
+                results, _ = run_steps(spec["steps"], item)
                 out.extend(pickle.dumps(r, protocol=PICKLE_PROTOCOL) for r in results)
         else:
-            x = self._extractions[work]
             for item in items:
                 try:
-                    out.append(b"" if x["key"] is None else canonical_key(extract(x["key"], item, self._functions)))
-                    out.extend(pickle.dumps(extract(v, item, self._functions), protocol=PICKLE_PROTOCOL) for v in x["values"])
+                    out.append(b"" if spec["key"] is None else canonical_key(extract(spec["key"], item, self._functions)))
+                    out.extend(pickle.dumps(extract(v, item, self._functions), protocol=PICKLE_PROTOCOL)
+                               for v in spec["values"])
                 except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
-                    raise StepFailedError(f"stage '{x['stage']}' failed on record {item!r}: {type(e).__name__}: {e}") from e
+                    raise StepFailedError(f"stage '{spec['stage']}' failed on record {item!r}: {type(e).__name__}: {e}") from e
                 out.append(pickle.dumps(item, protocol=PICKLE_PROTOCOL))
         return pack_frames(out)
 

@@ -2,6 +2,7 @@ package io.jetspark.python
 
 import io.jetspark.JetSparkVersion
 import io.jetspark.engine.ListSinkRegistry
+import io.jetspark.engine.local.{LightJob, LocalEngine, PythonCallback, PythonVertices}
 import io.jetspark.engine.spark.PythonValues
 
 import org.apache.spark.sql.SparkSession
@@ -34,12 +35,15 @@ object PythonBridge {
     new PreparedBatchJob(spark, PipelineSpecReader.read(spec, objects).plan(p))
   }
 
-  /** Plans a pipeline for a light job on the local engine (same spec and objects as [[prepareBatch]]);
-    * `parallelism` 0 plans with the local engine's thread count.
+  /** Plans a pipeline (same spec and objects as [[prepareBatch]]) and starts it as a light job on this
+    * JVM's local engine, in one call; `parallelism` 0 plans with the engine's thread count. Python work
+    * runs through `python`, which also tells the engine's leak check whether the driver's Python is
+    * still there. What the engine cannot run fails here, naming the vertex.
     */
-  def prepareLight(spec: String, objects: java.util.List[AnyRef], parallelism: Int): PreparedLightJob = {
-    val p = if (parallelism > 0) parallelism else io.jetspark.engine.local.LocalEngine.default.parallelism
-    new PreparedLightJob(PipelineSpecReader.read(spec, objects).plan(p))
+  def startLight(spec: String, objects: java.util.List[AnyRef], python: PythonCallback, jobId: String, parallelism: Int): LightJob = {
+    val p = if (parallelism > 0) parallelism else LocalEngine.default.parallelism
+    val dag = PythonVertices.translate(PipelineSpecReader.read(spec, objects).plan(p), python)
+    LocalEngine.default.newLightJob(dag, jobId, () => python.ping())
   }
 
   /** What list sink `name` holds so far: its items' pickles, packed in one byte array. */

@@ -5,7 +5,7 @@ import io.jetspark.core.{Processor, ProcessorContext}
 import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
 import io.jetspark.core.processor._
 // Spark-free helpers of the Spark engine (Pyrolite values, pickled keys, bound Python aggregations).
-import io.jetspark.engine.spark.{Extracted, PickledKey, PythonAggregations, PythonValues}
+import io.jetspark.engine.spark.{Extracted, PickledItem, PickledKey, PythonAggregations, PythonValues}
 import io.jetspark.pipeline.{Extractor, PythonAggregateSpec, PythonRef}
 import io.jetspark.pipeline.transform.{PeekTransform, StatelessTransform}
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
@@ -14,9 +14,9 @@ import io.jetspark.plan.VertexDescription._
 import scala.jdk.CollectionConverters._
 
 /** What a light job asks of the driver's Python process (implemented in Python, reached through py4j's
-  * callback server): `call` runs the work named `work` (see [[PythonVertices.workJson]]) over a batch of
-  * pickles packed as `jetspark._items.pack_frames` does, and returns packed pickles; `ping` answers
-  * while the process is alive.
+  * callback server): `call` runs `work` (a JSON description, the same for every call of one vertex, so
+  * Python parses it once) over a batch of pickles packed as `jetspark._items.pack_frames` does, and
+  * returns packed pickles; `ping` answers while the process is alive.
   */
 trait PythonCallback {
   def call(work: String, input: Array[Byte]): Array[Byte]
@@ -39,40 +39,25 @@ trait PythonCallback {
 object PythonVertices {
   private val mapper = new ObjectMapper()
 
-  /** The work Python must be ready to run for `dag`, as JSON:
-    * {{{
-    * {"chains": [{"vertex", "steps": [{"kind", "ref", "stage", "dead_letter"}]}],
-    *  "extractions": [{"work", "stage", "key": extractor or null, "values": [extractor]}]}
-    * }}}
-    * A chain is called as `chain:<vertex>` with item pickles and answers with its outputs' pickles; an
-    * extraction is called as its `work` with item pickles and answers, per item, with the key's
-    * canonical bytes (empty without a key), the values' pickles and the item's pickle. A console sink
-    * calls `print:<vertex>` with the items to print, and gets nothing back.
+  /** The work of a fused chain, as Python receives it with every call: its steps in order, each
+    * `{"kind": "map" | "filter" | "flat_map" | "peek", "ref": number of the callable or null, "stage"}`.
+    * Python answers with the outputs' pickles.
     */
-  def workJson(dag: PhysicalDag): String = {
-    val work = mapper.createObjectNode()
-    val chains = work.putArray("chains")
-    dag.vertices.foreach { v => v.description match {
-      case StatelessChain(steps) =>
-        val node = chains.addObject().put("vertex", v.name)
-        val stepsNode = node.putArray("steps")
-        steps.foreach { t =>
-          val s = stepsNode.addObject().put("kind", stepKind(t)).put("stage", t.name).put("dead_letter", t.errorSink.isDefined)
-          t.fn match {
-            case Extractor.PythonFn(PythonRef(ref), _) => s.put("ref", ref)
-            case _ => s.putNull("ref")
-          }
-        }
-      case _ => ()
-    }}
-    val extractions = work.putArray("extractions")
-    dag.edges.foreach(e => extraction(dag, e).foreach { x =>
-      val node = extractions.addObject().put("work", x.work).put("stage", x.stage)
-      node.set[JsonNode]("key", x.key.getOrElse(mapper.nullNode()))
-      node.set[JsonNode]("values", mapper.valueToTree[JsonNode](x.values.asJava))
-    })
-    mapper.writeValueAsString(work)
+  private def chainWork(v: Vertex, steps: Seq[StatelessTransform]): String = {
+    val node = mapper.createObjectNode().put("kind", "chain").put("vertex", v.name)
+    val stepsNode = node.putArray("steps")
+    steps.foreach { t =>
+      val s = stepsNode.addObject().put("kind", stepKind(t)).put("stage", t.name)
+      t.fn match {
+        case Extractor.PythonFn(PythonRef(ref), _) => s.put("ref", ref)
+        case _ => s.putNull("ref")
+      }
+    }
+    mapper.writeValueAsString(node)
   }
+
+  /** The work of a console sink: Python prints the items, and answers nothing. */
+  private def printWork(v: Vertex): String = mapper.writeValueAsString(mapper.createObjectNode().put("kind", "print").put("vertex", v.name))
 
   /** The local DAG of `dag`, whose Python work runs through `python`; fails naming the vertex it cannot run. */
   def translate(dag: PhysicalDag, python: PythonCallback): LocalDag = {
@@ -85,21 +70,32 @@ object PythonVertices {
         case None => (None, Seq(edge))
         case Some(x) =>
           val sender = dag.vertex(e.from)
-          val extract = LocalVertex(x.work, sender.localParallelism, _ => new BatchTransformProcessor(extractor(python, x)), cooperative = false)
-          (Some(extract), Seq(LocalEdge(e.from, e.fromOrdinal, x.work, 0, Routing.Isolated, errors = e.errorsOf.isDefined),
-            edge.copy(from = x.work, fromOrdinal = 0, errors = false)))
+          val extract = LocalVertex(x.vertex, sender.localParallelism, _ => new BatchTransformProcessor(extractor(python, x)), cooperative = false)
+          (Some(extract), Seq(LocalEdge(e.from, e.fromOrdinal, x.vertex, 0, Routing.Isolated, errors = e.errorsOf.isDefined),
+            edge.copy(from = x.vertex, fromOrdinal = 0, errors = false)))
       }
     }.unzip
     LocalDag(vertices ++ extractionVertices.flatten, edges.flatten)
   }
 
-  /** What Python extracts from the items of one edge, and under which work name. */
-  private final case class Extraction(work: String, stage: String, key: Option[JsonNode], values: Seq[JsonNode])
+  /** What Python extracts from the items of one edge. `work` describes it to Python:
+    * `{"kind": "extract", "vertex", "stage", "key": extractor or null, "values": [extractor]}`; Python
+    * answers, per item, with the key's canonical bytes (empty without a key), the values' pickles and
+    * the item's pickle.
+    */
+  private final case class Extraction(vertex: String, stage: String, key: Option[JsonNode], values: Seq[JsonNode]) {
+    def work: String = {
+      val node = mapper.createObjectNode().put("kind", "extract").put("vertex", vertex).put("stage", stage)
+      node.set[JsonNode]("key", key.getOrElse(mapper.nullNode()))
+      node.set[JsonNode]("values", mapper.valueToTree[JsonNode](values.asJava))
+      mapper.writeValueAsString(node)
+    }
+  }
 
   private def extraction(dag: PhysicalDag, e: Edge): Option[Extraction] = {
     val v = dag.vertex(e.to)
     def of(key: Option[Extractor], values: Seq[JsonNode]) =
-      Some(Extraction(s"extract:${v.name}:${e.toOrdinal}", v.fusedChain.head, key.map(extractorJson(v, _)), values))
+      Some(Extraction(s"${v.name}/extract-${e.toOrdinal}", v.fusedChain.head, key.map(extractorJson(v, _)), values))
     v.description match {
       case Aggregate(stage, Seq(op: PythonAggregateSpec), keys) if stage != AggregationStage.Combine =>
         of(keys.headOption, PythonAggregations.bind(op.json).extractors)
@@ -124,7 +120,7 @@ object PythonVertices {
       case StatelessChain(steps) =>
         steps.find(_.errorSink.isDefined).foreach(t => LocalVertices.unsupported(v, s"stage '${t.name}' routes failures to a dead-letter sink"))
         steps.find(t => !runsInPython(t)).foreach(t => LocalVertices.unsupported(v, s"step ${t.describe}: Python pipelines run Python functions"))
-        val work = s"chain:${v.name}"
+        val work = chainWork(v, steps)
         LocalVertex(v.name, v.localParallelism, _ => new BatchTransformProcessor(batch => call(python, work, batch.map(pickle))),
           cooperative = false)
       case Merge(_, false) => local(LocalVertices.passThrough)
@@ -153,7 +149,7 @@ object PythonVertices {
       case Sink(sink) => sink.name match {
         case "list" => val write = LocalVertices.listWriter(LocalVertices.sinkName(v)); LocalVertices.sinkVertex(v, items => write(items.map(pickle)))
         case "console" =>
-          val work = s"print:${v.name}"
+          val work = printWork(v)
           LocalVertices.sinkVertex(v, items => { call(python, work, items.map(pickle)); () }).copy(cooperative = false)
         case "noop" => LocalVertices.sinkVertex(v, _ => ())
         case other => LocalVertices.unsupported(v, s"$other sink")
@@ -178,14 +174,16 @@ object PythonVertices {
   private def call(python: PythonCallback, work: String, pickles: IndexedSeq[Array[Byte]]): Vector[Array[Byte]] =
     PythonValues.unpackFrames(python.call(work, PythonValues.packFrames(pickles)))
 
-  private def extractor(python: PythonCallback, x: Extraction): IndexedSeq[Any] => IterableOnce[Any] = { batch =>
-    val frames = call(python, x.work, batch.map(pickle))
-    val perItem = x.values.size + 2
-    if (frames.size != batch.size * perItem)
-      throw new IllegalStateException(s"${x.work}: Python answered ${frames.size} frames for ${batch.size} items")
-    frames.grouped(perItem).map { f =>
-      val raw = f.slice(1, perItem - 1).toArray
-      new Extracted(new PickledKey(f.head), new io.jetspark.engine.spark.PickledItem(f.last), raw.map(PythonValues.loads), raw)
+  private def extractor(python: PythonCallback, x: Extraction): IndexedSeq[Any] => IterableOnce[Any] = {
+    val (work, perItem) = (x.work, x.values.size + 2)
+    batch => {
+      val frames = call(python, work, batch.map(pickle))
+      if (frames.size != batch.size * perItem)
+        throw new IllegalStateException(s"${x.vertex}: Python answered ${frames.size} frames for ${batch.size} items")
+      frames.grouped(perItem).map { f =>
+        val raw = f.slice(1, perItem - 1).toArray
+        new Extracted(new PickledKey(f.head), new PickledItem(f.last), raw.map(PythonValues.loads), raw)
+      }
     }
   }
 
