@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from jetspark import JobCancelledError, JobFailedError, JobStatus, LightJob, Pipeline, Sinks, Sources
+from jetspark import JobCancelledError, JobFailedError, JobStatus, JoinClause, LightJob, Pipeline, Sinks, Sources
 from jetspark import AggregateOperations as ops
 from reference import as_multiset, as_sequence, run_reference
 
@@ -35,7 +35,8 @@ def test_aggregation_by_key_and_global_equal_the_reference(jet):
     p = Pipeline.create()
     stage = p.read_from(Sources.items(words))
     stage.grouping_key(lambda w: w[:2]).aggregate(ops.counting()).write_to(Sinks.list("light-counts"))
-    stage.map(len).aggregate(ops.all_of(ops.summing(lambda n: n), ops.max_by(lambda n: n))).write_to(Sinks.list("light-total"))
+    (stage.map(len).aggregate(ops.all_of(ops.summing(lambda n: n), ops.max_by(lambda n: n)))
+     .write_to(Sinks.list("light-total")))
     stage.rebalance(lambda w: w).grouping_key(lambda w: w).aggregate(ops.to_list()).write_to(Sinks.list("light-lists"))
     got = run_light(jet, p, "light-counts", "light-total", "light-lists")
     expected = run_reference(p)
@@ -103,15 +104,10 @@ def test_cancel_stops_the_job(jet):
 def test_what_the_local_engine_cannot_run_fails_at_submit_naming_the_vertex(jet):
     p = Pipeline.create()
     stage = p.read_from(Sources.items([1, 2]))
-    stage.hash_join(p.read_from(Sources.items([(1, "a")])), js_clause(), lambda l, r: (l, r)).set_name("joined")\
-        .write_to(Sinks.noop())
+    enriching = p.read_from(Sources.items([(1, "a")]))
+    stage.hash_join(enriching, JoinClause.on(lambda x: x, lambda pair: pair[0])).set_name("joined").write_to(Sinks.noop())
     with pytest.raises(NotImplementedError, match="vertex 'joined'"):
         jet.new_light_job(p)
-
-
-def js_clause():
-    from jetspark import JoinClause
-    return JoinClause.on(lambda x: x, lambda pair: pair[0])
 
 
 def test_console_sink_prints_after_join(jet, capsys):

@@ -48,7 +48,7 @@ class LightJob:
         try:
             self._j = _jvm.call(jet._bridge.startLight, json.dumps(spec), _jvm_objects(spec, objects), self._callback,
                                 self.name, 0)
-        except _JVM_ERRORS as e:
+        except _jvm_errors() as e:
             cause = _java_exception(e)
             if cause.getClass().getName() == "io.jetspark.engine.local.UnsupportedVertexException":
                 raise NotImplementedError(str(cause.getMessage())) from None
@@ -69,7 +69,7 @@ class LightJob:
                                    max(0, min(_JOIN_SLICE_MS, int((deadline - time.monotonic()) * 1000)))):
                 if deadline is not None and time.monotonic() >= deadline:
                     raise TimeoutError(f"light job {self.name} still running after {timeout} s")
-        except _JVM_ERRORS as e:
+        except _jvm_errors() as e:
             raise self._error(e) from e
 
     def cancel(self) -> None:
@@ -83,7 +83,8 @@ class LightJob:
         message = str(cause.getMessage())
         failed = _STEP_FAILED.search(message)
         if failed:
-            return JobFailedError(f"light job {self.name} failed: {failed.group(0).splitlines()[0]}", stage=failed.group("stage"))
+            return JobFailedError(f"light job {self.name} failed: {failed.group(0).splitlines()[0]}",
+                                  stage=failed.group("stage"))
         vertex = _VERTEX.search(message)
         return JobFailedError(f"light job {self.name} failed: {message.splitlines()[0]}",
                               stage=vertex.group("vertex") if vertex else None)
@@ -93,14 +94,11 @@ class LightJob:
 
 
 def _jvm_errors() -> tuple[type[Exception], ...]:
+    """What a failed JVM call raises: py4j's error, or the PySpark exception it converts known JVM ones into."""
     from py4j.protocol import Py4JJavaError
     from pyspark.errors.exceptions.captured import CapturedException
 
     return Py4JJavaError, CapturedException
-
-
-#: What a failed JVM call raises: py4j's error, or the PySpark exception it converts known JVM ones into.
-_JVM_ERRORS = _jvm_errors()
 
 
 def _java_exception(e: Exception) -> Any:
@@ -122,8 +120,8 @@ class _Callback:
         if spec is None:
             spec = self._works[work] = json.loads(work)
             if spec["kind"] == "chain":
-                spec["steps"] = [Step(s["kind"], None if s["ref"] is None else self._functions[s["ref"]], s["stage"])
-                                 for s in spec["steps"]]
+                spec["steps"] = [Step(step["kind"], self._functions.get(step["ref"]), step["stage"])
+                                 for step in spec["steps"]]
         items = [pickle.loads(b) for b in unpack_frames(bytes(data))]
         out: list[bytes] = []
         if spec["kind"] == "print":
@@ -140,7 +138,8 @@ class _Callback:
                     out.extend(pickle.dumps(extract(v, item, self._functions), protocol=PICKLE_PROTOCOL)
                                for v in spec["values"])
                 except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
-                    raise StepFailedError(f"stage '{spec['stage']}' failed on record {item!r}: {type(e).__name__}: {e}") from e
+                    raise StepFailedError(
+                        f"stage '{spec['stage']}' failed on record {item!r}: {type(e).__name__}: {e}") from e
                 out.append(pickle.dumps(item, protocol=PICKLE_PROTOCOL))
         return pack_frames(out)
 

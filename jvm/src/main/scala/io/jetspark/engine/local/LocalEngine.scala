@@ -88,7 +88,8 @@ final class LocalEngine(cooperativeThreads: Int, queueCapacity: Int = 1024, batc
     val edgeIndex = dag.edges.zipWithIndex.toMap
     dag.vertices.flatMap { v =>
       val ordinals = dag.inputOrdinals(v.name)
-      val groups = ordinals.groupBy(_._1.priority).toList.sortBy(_._1).map(_._2.flatMap { case (_, first, count) => first until first + count }.toList)
+      val groups = ordinals.groupBy(_._1.priority).toList.sortBy(_._1)
+        .map(_._2.flatMap { case (_, first, count) => first until first + count }.toList)
       (0 until v.parallelism).map { i =>
         val inputs = ordinals.flatMap { case (e, _, count) =>
           val q = queues(edgeIndex(e))

@@ -70,7 +70,8 @@ object PythonVertices {
         case None => (None, Seq(edge))
         case Some(x) =>
           val sender = dag.vertex(e.from)
-          val extract = LocalVertex(x.vertex, sender.localParallelism, _ => new BatchTransformProcessor(extractor(python, x)), cooperative = false)
+          val extract = LocalVertex(x.vertex, sender.localParallelism, _ => new BatchTransformProcessor(extractor(python, x)),
+            cooperative = false)
           (Some(extract), Seq(LocalEdge(e.from, e.fromOrdinal, x.vertex, 0, Routing.Isolated, errors = e.errorsOf.isDefined),
             edge.copy(from = x.vertex, fromOrdinal = 0, errors = false)))
       }
@@ -118,8 +119,10 @@ object PythonVertices {
     v.description match {
       case Source(source, None) if source.name == "items" => LocalVertices.itemsSource(v, source.parameters("items").asInstanceOf[Seq[Any]])
       case StatelessChain(steps) =>
-        steps.find(_.errorSink.isDefined).foreach(t => LocalVertices.unsupported(v, s"stage '${t.name}' routes failures to a dead-letter sink"))
-        steps.find(t => !runsInPython(t)).foreach(t => LocalVertices.unsupported(v, s"step ${t.describe}: Python pipelines run Python functions"))
+        steps.find(_.errorSink.isDefined)
+          .foreach(t => LocalVertices.unsupported(v, s"stage '${t.name}' routes failures to a dead-letter sink"))
+        steps.find(t => !runsInPython(t))
+          .foreach(t => LocalVertices.unsupported(v, s"step ${t.describe}: Python pipelines run Python functions"))
         val work = chainWork(v, steps)
         LocalVertex(v.name, v.localParallelism, _ => new BatchTransformProcessor(batch => call(python, work, batch.map(pickle))),
           cooperative = false)
@@ -147,7 +150,9 @@ object PythonVertices {
         val runs = dag.vertex(dag.edgesInto(v.name).head.from).localParallelism
         local(_ => new SortedMergeProcessor(runs, sort), item)
       case Sink(sink) => sink.name match {
-        case "list" => val write = LocalVertices.listWriter(LocalVertices.sinkName(v)); LocalVertices.sinkVertex(v, items => write(items.map(pickle)))
+        case "list" =>
+          val write = LocalVertices.listWriter(LocalVertices.sinkName(v))
+          LocalVertices.sinkVertex(v, items => write(items.map(pickle)))
         case "console" =>
           val work = printWork(v)
           LocalVertices.sinkVertex(v, items => { call(python, work, items.map(pickle)); () }).copy(cooperative = false)
