@@ -140,3 +140,14 @@ def test_round_trip_of_small_light_jobs_is_measured(jet):
         assert isinstance(job, LightJob) and job.status is JobStatus.COMPLETED
         print(f"\nlight job round trip from Python ({name}): median {statistics.median(times[10:]):.2f} ms, "
               f"max {max(times[10:]):.2f} ms")
+
+
+def test_dead_letters_keep_the_failed_records_and_the_rest_flows_on(jet):
+    p = Pipeline.create()
+    (p.read_from(Sources.items(list(range(-5, 20)))).map(lambda x: 60 // (x % 4)).set_name("sixty-by")
+     .on_error(Sinks.dead_letter("light-letters")).write_to(Sinks.list("light-quotients")))
+    got = run_light(jet, p, "light-quotients", "light-letters")
+    expected = run_reference(p)
+    assert as_multiset(got["light-quotients"]) == as_multiset(expected["light-quotients"])
+    assert sorted((d.record, d.stage, d.error.split(":")[0]) for d in got["light-letters"]) == \
+        sorted(expected["dead_letter:light-letters"])

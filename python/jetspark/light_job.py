@@ -120,7 +120,7 @@ class _Callback:
         if spec is None:
             spec = self._works[work] = json.loads(work)
             if spec["kind"] == "chain":
-                spec["steps"] = [Step(step["kind"], self._functions.get(step["ref"]), step["stage"])
+                spec["steps"] = [Step(step["kind"], self._functions.get(step["ref"]), step["stage"], step["dead_letter"])
                                  for step in spec["steps"]]
         items = [pickle.loads(b) for b in unpack_frames(bytes(data))]
         out: list[bytes] = []
@@ -128,9 +128,13 @@ class _Callback:
             for item in items:
                 print(item)
         elif spec["kind"] == "chain":
+            # Pairs of frames: the stage a record failed in (empty for an output), then the pickle.
             for item in items:
-                results, _ = run_steps(spec["steps"], item)
-                out.extend(pickle.dumps(r, protocol=PICKLE_PROTOCOL) for r in results)
+                results, letters = run_steps(spec["steps"], item)
+                for result in results:
+                    out += [b"", pickle.dumps(result, protocol=PICKLE_PROTOCOL)]
+                for letter in letters:
+                    out += [letter.stage.encode(), pickle.dumps(letter, protocol=PICKLE_PROTOCOL)]
         else:
             for item in items:
                 try:

@@ -51,8 +51,8 @@ final case class LocalVertex(
 /** An edge from output `fromOrdinal` of `from` to input `toOrdinal` of `to`. Inputs with a lower
   * `priority` are consumed (to completion) before inputs with a higher one: a hash join's build sides
   * first. `sendersApart`: every sender instance is an input ordinal of its own (a merge of sorted runs
-  * needs to know each run). `errors`: the edge carries what the processor offers to that ordinal
-  * explicitly (dead letters), not the data it emits to every output.
+  * needs to know each run). `errorsOf`: the edge carries the records that stage failed on (dead
+  * letters): the processor emits them as [[FailedRecord]]s, which go there and nowhere else.
   */
 final case class LocalEdge(
     from: String,
@@ -62,8 +62,13 @@ final case class LocalEdge(
     routing: Routing,
     priority: Int = 0,
     sendersApart: Boolean = false,
-    errors: Boolean = false,
+    errorsOf: Option[String] = None,
 )
+
+/** A record that `stage`'s user function failed on, as a processor emits it: the engine sends `record`
+  * (the dead letter) over the edge that carries that stage's errors.
+  */
+final case class FailedRecord(stage: String, record: Any)
 
 /** Which receiving instance(s) get an item (DESIGN.md "Edges", realised in one JVM). Control items
   * (watermarks, done) always go to every receiving instance.

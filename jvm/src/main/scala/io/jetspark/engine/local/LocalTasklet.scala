@@ -31,7 +31,7 @@ private[local] final class InputOrdinal(val queues: Array[ArrayBlockingQueue[Any
 /** The sending end of one output edge of a processor instance: `targets(r)` is the queue to receiver
   * instance `r` (null where the routing never sends: an isolated edge).
   */
-private[local] final class OutputEdge(val targets: Array[ArrayBlockingQueue[Any]], val routing: Routing, val errors: Boolean) {
+private[local] final class OutputEdge(val targets: Array[ArrayBlockingQueue[Any]], val routing: Routing, val errorsOf: Option[String]) {
   private val reachable = targets.indices.filter(targets(_) != null).toArray
   private var nextRoundRobin = 0
 
@@ -60,19 +60,24 @@ private[local] final class OutputEdge(val targets: Array[ArrayBlockingQueue[Any]
 
 /** The outbox of a processor instance: an offer goes straight into the receivers' bounded queues, all
   * or nothing, and is refused when a queue it needs is full (back-pressure). `-1` offers to every data
-  * output; error outputs get only what is offered to their ordinal.
+  * output; a [[FailedRecord]] goes only to the outputs that carry its stage's errors. `convert` turns
+  * a data item into the form the next vertices take.
   */
 private[local] final class LocalOutbox(outputs: IndexedSeq[OutputEdge], convert: Any => Any) extends Outbox {
-  private val dataOrdinals = outputs.indices.filterNot(outputs(_).errors)
+  private val dataOrdinals = outputs.indices.filter(outputs(_).errorsOf.isEmpty)
   /** Items accepted so far: the tasklet's measure of progress. */
   var accepted = 0L
 
   override def bucketCount: Int = outputs.size
 
-  override def offer(ordinal: Int, item: Any): Boolean = {
-    require(item != null, "null item offered to the outbox")
-    val ordinals = if (ordinal == -1) dataOrdinals else Seq(ordinal)
-    send(ordinals, item)
+  override def offer(ordinal: Int, item: Any): Boolean = item match {
+    case null => throw new IllegalArgumentException("null item offered to the outbox")
+    case c: ControlItem => send(if (ordinal == -1) dataOrdinals else Seq(ordinal), c)
+    case FailedRecord(stage, record) =>
+      val ordinals = outputs.indices.filter(outputs(_).errorsOf.contains(stage))
+      if (ordinals.isEmpty) throw new IllegalStateException(s"a record failed in stage '$stage', which has no dead-letter edge")
+      send(ordinals, record)
+    case data => send(if (ordinal == -1) dataOrdinals else Seq(ordinal), convert(data))
   }
 
   /** Offers a control item to every output, error outputs included ([[DoneItem]] at the end). */
@@ -81,11 +86,7 @@ private[local] final class LocalOutbox(outputs: IndexedSeq[OutputEdge], convert:
   override def offerToSnapshot(key: Any, value: Any): Boolean =
     throw new IllegalStateException("a light job takes no snapshots")
 
-  private def send(ordinals: Seq[Int], item: Any): Boolean = {
-    val payload = item match {
-      case c: ControlItem => c
-      case data => convert(data)
-    }
+  private def send(ordinals: Seq[Int], payload: Any): Boolean = {
     val chosen = new Array[Seq[ArrayBlockingQueue[Any]]](ordinals.size)
     var i = 0
     while (i < ordinals.size) {

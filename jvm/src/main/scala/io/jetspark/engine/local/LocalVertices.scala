@@ -62,7 +62,7 @@ private[local] object LocalVertices {
       case _ => false
     }
     LocalEdge(e.from, e.fromOrdinal, e.to, e.toOrdinal, routing,
-      priority = if (e.kind == EdgeKind.Broadcast) 0 else 1, sendersApart = mergesRuns, errors = e.errorsOf.isDefined)
+      priority = if (e.kind == EdgeKind.Broadcast) 0 else 1, sendersApart = mergesRuns, errorsOf = e.errorsOf)
   }
 
   private val preExtractedKey: Any => Any = {

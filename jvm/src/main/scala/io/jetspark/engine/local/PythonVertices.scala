@@ -11,6 +11,7 @@ import io.jetspark.pipeline.transform.{PeekTransform, StatelessTransform}
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
 import io.jetspark.plan.VertexDescription._
 
+import java.nio.charset.StandardCharsets.UTF_8
 import scala.jdk.CollectionConverters._
 
 /** What a light job asks of the driver's Python process (implemented in Python, reached through py4j's
@@ -31,23 +32,24 @@ trait PythonCallback {
   * run on those in the JVM, as in the Spark engine. Results go back to Python as pickles
   * ([[PythonValues.dumps]]).
   *
-  * Runs: items sources; map/filter/flat_map/peek in Python; merges; keyed and global aggregation and
+  * Runs: items sources; map/filter/flat_map/peek in Python, with dead-letter sinks; merges; keyed and global aggregation and
   * rolling aggregation with the built-in operations; distinct; sort; list, console (printed by the
-  * driver's Python) and noop sinks.
+  * driver's Python), dead-letter and noop sinks.
   * Anything else fails here, naming the vertex.
   */
 object PythonVertices {
   private val mapper = new ObjectMapper()
 
   /** The work of a fused chain, as Python receives it with every call: its steps in order, each
-    * `{"kind": "map" | "filter" | "flat_map" | "peek", "ref": number of the callable or null, "stage"}`.
-    * Python answers with the outputs' pickles.
+    * `{"kind": "map" | "filter" | "flat_map" | "peek", "ref": number of the callable or null, "stage",
+    * "dead_letter"}`. Python answers with pairs of frames: the failing stage (empty for an output) and
+    * the output's pickle (for a failure routed to a dead-letter sink: the `DeadLetter`'s).
     */
   private def chainWork(v: Vertex, steps: Seq[StatelessTransform]): String = {
     val node = mapper.createObjectNode().put("kind", "chain").put("vertex", v.name)
     val stepsNode = node.putArray("steps")
     steps.foreach { t =>
-      val s = stepsNode.addObject().put("kind", stepKind(t)).put("stage", t.name)
+      val s = stepsNode.addObject().put("kind", stepKind(t)).put("stage", t.name).put("dead_letter", t.errorSink.isDefined)
       t.fn match {
         case Extractor.PythonFn(PythonRef(ref), _) => s.put("ref", ref)
         case _ => s.putNull("ref")
@@ -72,8 +74,8 @@ object PythonVertices {
           val sender = dag.vertex(e.from)
           val extract = LocalVertex(x.vertex, sender.localParallelism, _ => new BatchTransformProcessor(extractor(python, x)),
             cooperative = false)
-          (Some(extract), Seq(LocalEdge(e.from, e.fromOrdinal, x.vertex, 0, Routing.Isolated, errors = e.errorsOf.isDefined),
-            edge.copy(from = x.vertex, fromOrdinal = 0, errors = false)))
+          (Some(extract), Seq(LocalEdge(e.from, e.fromOrdinal, x.vertex, 0, Routing.Isolated, errorsOf = e.errorsOf),
+            edge.copy(from = x.vertex, fromOrdinal = 0, errorsOf = None)))
       }
     }.unzip
     LocalDag(vertices ++ extractionVertices.flatten, edges.flatten)
@@ -119,13 +121,14 @@ object PythonVertices {
     v.description match {
       case Source(source, None) if source.name == "items" => LocalVertices.itemsSource(v, source.parameters("items").asInstanceOf[Seq[Any]])
       case StatelessChain(steps) =>
-        steps.find(_.errorSink.isDefined)
-          .foreach(t => LocalVertices.unsupported(v, s"stage '${t.name}' routes failures to a dead-letter sink"))
         steps.find(t => !runsInPython(t))
           .foreach(t => LocalVertices.unsupported(v, s"step ${t.describe}: Python pipelines run Python functions"))
         val work = chainWork(v, steps)
-        LocalVertex(v.name, v.localParallelism, _ => new BatchTransformProcessor(batch => call(python, work, batch.map(pickle))),
-          cooperative = false)
+        val outputs: IndexedSeq[Any] => IterableOnce[Any] = batch => call(python, work, batch.map(pickle)).grouped(2).map { pair =>
+          val (stage, output) = (pair(0), pair(1))
+          if (stage.isEmpty) output else FailedRecord(new String(stage, UTF_8), output)
+        }
+        LocalVertex(v.name, v.localParallelism, _ => new BatchTransformProcessor(outputs), cooperative = false)
       case Merge(_, false) => local(LocalVertices.passThrough)
       case Aggregate(stage, Seq(op: PythonAggregateSpec), keys) =>
         val (aop, keyed) = (bound(op), keys.nonEmpty)
@@ -150,7 +153,7 @@ object PythonVertices {
         val runs = dag.vertex(dag.edgesInto(v.name).head.from).localParallelism
         local(_ => new SortedMergeProcessor(runs, sort), item)
       case Sink(sink) => sink.name match {
-        case "list" =>
+        case "list" | "deadLetter" =>
           val write = LocalVertices.listWriter(LocalVertices.sinkName(v))
           LocalVertices.sinkVertex(v, items => write(items.map(pickle)))
         case "console" =>
