@@ -14,11 +14,13 @@ import scala.util.control.NonFatal
 private[local] final class InputOrdinal(val queues: Array[ArrayBlockingQueue[Any]]) {
   val stream: InboundEdgeStream = if (queues.isEmpty) null else new InboundEdgeStream(queues.length, ProcessingGuarantee.None)
 
-  /** Moves what the senders queued into the stream, keeping at most `limit` items buffered per queue. */
+  /** Moves what the senders queued into the stream, keeping at most `limit` items buffered per queue
+    * (the stream's own buffer is unbounded).
+    */
   def transfer(limit: Int): Unit = {
     var q = 0
     while (q < queues.length) {
-      var room = limit - stream.queuedCount(q)
+      var room = if (limit == Int.MaxValue) Int.MaxValue else limit - stream.queuedCount(q)
       while (room > 0) {
         val item = queues(q).poll()
         if (item == null) room = 0 else { stream.offer(q, item); room -= 1 }
@@ -204,6 +206,10 @@ private[local] final class LocalTasklet(
       }
       return true
     }
+    // Inputs that wait for a higher-priority group are taken off their queues without bound: when one
+    // sender feeds both (a join of a stream with what it derives from it), a full queue to the waiting
+    // input would block the sender, and so the input being read, for ever.
+    groups.foreach(_.foreach(o => if (inputs(o).stream != null) inputs(o).transfer(Int.MaxValue)))
     var tried = 0
     val count = active.size
     while (tried < count) {

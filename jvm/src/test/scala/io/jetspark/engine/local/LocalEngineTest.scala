@@ -99,6 +99,20 @@ class LocalEngineTest extends AnyFunSuite {
     sameMultiset(orders.filter(o => byId.contains(o._2)).map(o => s"${o._1}:${byId(o._2)}"), inner)
   }
 
+  test("a stream joined with what it derives from itself does not deadlock on its full queues") {
+    //   source ──────────────────────────▶ join (streamed side, read last)
+    //      └──▶ aggregate by key ──▶ ──────▶ join (build side, read first)
+    val tight = new LocalEngine(cooperativeThreads = 1, queueCapacity = 4, batchSize = 2)
+    val input = (0 until 500).map(i => (i % 5, i)).toVector
+    val out = run(on = tight) { (p, sink) =>
+      val events = p.readFrom(Sources.items(input))
+      val counts = events.groupingKey((e: Any) => e.asInstanceOf[(Int, Int)]._1).aggregate(AggregateOperations.counting())
+      events.hashJoin(counts, JoinClause.on(Extractor.ScalaFn(_.asInstanceOf[(Int, Int)]._1), Extractor.ScalaFn(_.asInstanceOf[(Int, Long)]._1)))
+        .writeTo(sink)
+    }
+    sameMultiset(input.map(e => (e, (e._1, 100L))), out)
+  }
+
   test("merge delivers the items of both branches") {
     val out = run() { (p, sink) =>
       val a = p.readFrom(Sources.items(1 to 200))
