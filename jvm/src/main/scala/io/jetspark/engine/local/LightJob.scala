@@ -31,9 +31,6 @@ final class LightJob private[local] (val id: Long, val name: String, execution: 
 
   def status: String = execution.status
 
-  /** Why the job failed or was cancelled (null while running or after success). */
-  def failureMessage: String = execution.failure.map(e => String.valueOf(e.getMessage)).orNull
-
   override def toString: String = s"LightJob($id, $name, $status)"
 }
 
@@ -45,16 +42,13 @@ private[local] final class LocalExecution(val id: Long, val name: String, val ow
   private val remaining = new AtomicInteger
   private val failureRef = new AtomicReference[Throwable]()
   private val done = new CompletableFuture[Unit]()
-  @volatile private var started = false
   @volatile private var terminating = false
 
   def start(taskletCount: Int): Unit = {
     remaining.set(taskletCount)
-    started = true
     if (taskletCount == 0) finish()
   }
 
-  def isStarted: Boolean = started
   def isTerminating: Boolean = terminating
   def isDone: Boolean = done.isDone
   def failure: Option[Throwable] = Option(failureRef.get)
