@@ -151,3 +151,16 @@ def test_dead_letters_keep_the_failed_records_and_the_rest_flows_on(jet):
     assert as_multiset(got["light-quotients"]) == as_multiset(expected["light-quotients"])
     assert sorted((d.record, d.stage, d.error.split(":")[0]) for d in got["light-letters"]) == \
         sorted(expected["dead_letter:light-letters"])
+
+
+def test_map_stateful_keeps_a_state_per_key_in_encounter_order(jet):
+    items = [(i % 3, i) for i in range(120)]
+    p = Pipeline.create(preserve_order=True)
+    (p.read_from(Sources.items(items)).grouping_key(lambda kv: kv[0])
+     .map_stateful(lambda: 0, lambda total, key, kv: (total + kv[1], (key, total + kv[1])))
+     .write_to(Sinks.list("light-running")))
+    got = run_light(jet, p, "light-running")["light-running"]
+    expected = run_reference(p)["light-running"]
+    assert as_multiset(got) == as_multiset(expected)
+    for key in range(3):
+        assert [x for x in got if x[0] == key] == [x for x in expected if x[0] == key]

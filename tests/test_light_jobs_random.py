@@ -10,12 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from strategies import batch_pipelines
 from test_batch_engine_random import sink_mismatches
 
-# Not "join", "map_stateful", "aggregate2" (not run by light jobs yet); not "sort" (ties may come in
-# any order, while the reference sorts stably).
+# Not "join", "aggregate2" (not run by light jobs yet); not "sort" (ties may come in any order, while
+# the reference sorts stably).
 STATELESS = frozenset({"map", "map_to_none", "filter", "flat_map", "peek", "rebalance_map", "failing_map", "to_kv"})
-AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate", "distinct"}
+AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate", "distinct", "map_stateful"}
 # Under preserve_order a keyed rebalance needs order restored by sequence ids, which light jobs refuse yet.
-ORDERED = (STATELESS - {"rebalance_map"}) | {"rolling"}
+ORDERED = (STATELESS - {"rebalance_map"}) | {"rolling", "map_stateful"}
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                             HealthCheck.too_slow])

@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 import pickle
 import re
+import threading
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from jetspark import _jvm
-from jetspark._items import canonical_key, pack_frames, unpack_frames
+from jetspark._items import canonical_key, loads_key, pack_frames, unpack_frames
 from jetspark._python_steps import PICKLE_PROTOCOL, Step, StepFailedError, extract, run_steps
-from jetspark.errors import JobCancelledError, JobFailedError
+from jetspark.errors import DeadLetter, JobCancelledError, JobFailedError
 from jetspark.job import _STEP_FAILED, JobStatus, _jvm_objects
 
 if TYPE_CHECKING:
@@ -109,20 +110,34 @@ def _java_exception(e: Exception) -> Any:
 class _Callback:
     """The Python work of one light job, called by the JVM through py4j: ``call(work, packed pickles)``
     returns packed pickles. ``work`` is the JSON description the JVM sends with every call of a vertex
-    (``PythonVertices``): a fused chain, an extraction of keys and values, or printing (console sink)."""
+    (``PythonVertices``): a fused chain, a ``map_stateful``, an extraction of keys and values, or printing
+    (a console sink)."""
 
     def __init__(self, objects: list[Any]) -> None:
         self._functions = dict(enumerate(objects))
         self._works: dict[str, dict[str, Any]] = {}
+        # The instances of a vertex call from several JVM threads at once; a work's parsed form (with a
+        # map_stateful's states) must be made once.
+        self._lock = threading.Lock()
+
+    def _parsed(self, work: str) -> dict[str, Any]:
+        with self._lock:
+            if work not in self._works:
+                spec = json.loads(work)
+                if spec["kind"] == "chain":
+                    spec["steps"] = [Step(s["kind"], self._functions.get(s["ref"]), s["stage"], s["dead_letter"])
+                                     for s in spec["steps"]]
+                elif spec["kind"] == "stateful":
+                    spec["states"] = {}
+                self._works[work] = spec
+            return self._works[work]
 
     def call(self, work: str, data: bytes) -> bytes:
-        spec = self._works.get(work)
-        if spec is None:
-            spec = self._works[work] = json.loads(work)
-            if spec["kind"] == "chain":
-                spec["steps"] = [Step(step["kind"], self._functions.get(step["ref"]), step["stage"], step["dead_letter"])
-                                 for step in spec["steps"]]
-        items = [pickle.loads(b) for b in unpack_frames(bytes(data))]
+        spec = self._works.get(work) or self._parsed(work)
+        frames = unpack_frames(bytes(data))
+        if spec["kind"] == "stateful":
+            return pack_frames(self._stateful(spec, frames))
+        items = [pickle.loads(b) for b in frames]
         out: list[bytes] = []
         if spec["kind"] == "print":
             for item in items:
@@ -138,7 +153,8 @@ class _Callback:
         else:
             for item in items:
                 try:
-                    out.append(b"" if spec["key"] is None else canonical_key(extract(spec["key"], item, self._functions)))
+                    key = spec["key"]
+                    out.append(b"" if key is None else canonical_key(extract(key, item, self._functions)))
                     out.extend(pickle.dumps(extract(v, item, self._functions), protocol=PICKLE_PROTOCOL)
                                for v in spec["values"])
                 except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
@@ -146,6 +162,28 @@ class _Callback:
                         f"stage '{spec['stage']}' failed on record {item!r}: {type(e).__name__}: {e}") from e
                 out.append(pickle.dumps(item, protocol=PICKLE_PROTOCOL))
         return pack_frames(out)
+
+    def _stateful(self, spec: dict[str, Any], frames: list[bytes]) -> list[bytes]:
+        """``map_stateful`` over pairs of frames (the key's canonical bytes, the item's pickle): the state of
+        each key lives here across calls; answers in the chains' form (stage or empty, pickle)."""
+        create, fn, states = self._functions[spec["create_ref"]], self._functions[spec["fn_ref"]], spec["states"]
+        out: list[bytes] = []
+        for key_bytes, raw in zip(frames[::2], frames[1::2]):
+            item = pickle.loads(raw)
+            state = states[key_bytes] if key_bytes in states else create()
+            try:
+                state, output = fn(state, loads_key(key_bytes), item) if spec["keyed"] else fn(state, item)
+            except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
+                error = f"{type(e).__name__}: {e}"
+                if not spec["dead_letter"]:
+                    raise StepFailedError(f"stage '{spec['stage']}' failed on record {item!r}: {error}") from e
+                letter = DeadLetter(item, spec["stage"], error)
+                out += [spec["stage"].encode(), pickle.dumps(letter, protocol=PICKLE_PROTOCOL)]
+                continue
+            states[key_bytes] = state
+            if output is not None:
+                out += [b"", pickle.dumps(output, protocol=PICKLE_PROTOCOL)]
+        return out
 
     def ping(self) -> bool:
         return True

@@ -32,7 +32,8 @@ trait PythonCallback {
   * run on those in the JVM, as in the Spark engine. Results go back to Python as pickles
   * ([[PythonValues.dumps]]).
   *
-  * Runs: items sources; map/filter/flat_map/peek in Python, with dead-letter sinks; merges; keyed and global aggregation and
+  * Runs: items sources; map/filter/flat_map/peek and map_stateful in Python (the states kept by Python),
+  * with dead-letter sinks; merges; keyed and global aggregation and
   * rolling aggregation with the built-in operations; distinct; sort; list, console (printed by the
   * driver's Python), dead-letter and noop sinks.
   * Anything else fails here, naming the vertex.
@@ -103,6 +104,7 @@ object PythonVertices {
       case Aggregate(stage, Seq(op: PythonAggregateSpec), keys) if stage != AggregationStage.Combine =>
         of(keys.headOption, PythonAggregations.bind(op.json).extractors)
       case RollingAggregate(key, op: PythonAggregateSpec) => of(key, PythonAggregations.bind(op.json).extractors)
+      case MapStateful(key, _, _) => of(key, Nil)
       case Distinct(key) => of(Some(key), Nil)
       case Sort(SortPhase.LocalSort, key, _) => of(None, Seq(extractorJson(v, key.getOrElse(Extractor.WholeItem))))
       case _ => e.kind match {
@@ -124,10 +126,15 @@ object PythonVertices {
         steps.find(t => !runsInPython(t))
           .foreach(t => LocalVertices.unsupported(v, s"step ${t.describe}: Python pipelines run Python functions"))
         val work = chainWork(v, steps)
-        val outputs: IndexedSeq[Any] => IterableOnce[Any] = batch => call(python, work, batch.map(pickle)).grouped(2).map { pair =>
-          val (stage, output) = (pair(0), pair(1))
-          if (stage.isEmpty) output else FailedRecord(new String(stage, UTF_8), output)
-        }
+        val outputs: IndexedSeq[Any] => IterableOnce[Any] = batch => withFailures(call(python, work, batch.map(pickle)))
+        LocalVertex(v.name, v.localParallelism, _ => new BatchTransformProcessor(outputs), cooperative = false)
+      case MapStateful(key, Extractor.PythonFn(PythonRef(create), _), Extractor.PythonFn(PythonRef(fn), _)) =>
+        val work = mapper.writeValueAsString(mapper.createObjectNode().put("kind", "stateful").put("vertex", v.name)
+          .put("stage", v.fusedChain.head).put("create_ref", create).put("fn_ref", fn).put("keyed", key.isDefined)
+          .put("dead_letter", dag.edgesFrom(v.name).exists(_.errorsOf.isDefined)))
+        // Python keeps the state of each key: every item goes with its key's canonical bytes.
+        val outputs: IndexedSeq[Any] => IterableOnce[Any] = batch =>
+          withFailures(call(python, work, batch.flatMap { x => val e = x.asInstanceOf[Extracted]; Seq(e.key.bytes, e.item.bytes) }))
         LocalVertex(v.name, v.localParallelism, _ => new BatchTransformProcessor(outputs), cooperative = false)
       case Merge(_, false) => local(LocalVertices.passThrough)
       case Aggregate(stage, Seq(op: PythonAggregateSpec), keys) =>
@@ -177,6 +184,12 @@ object PythonVertices {
   private def result(keyed: Boolean): Any => Any = {
     case (k: PickledKey, value) if keyed => PythonValues.dumps((k, value))
     case value => PythonValues.dumps(value)
+  }
+
+  /** Python's answer of pairs (the stage a record failed in, empty for an output; the pickle) as items. */
+  private def withFailures(frames: Vector[Array[Byte]]): Iterator[Any] = frames.grouped(2).map { pair =>
+    val (stage, output) = (pair(0), pair(1))
+    if (stage.isEmpty) output else FailedRecord(new String(stage, UTF_8), output)
   }
 
   private def call(python: PythonCallback, work: String, pickles: IndexedSeq[Array[Byte]]): Vector[Array[Byte]] =
