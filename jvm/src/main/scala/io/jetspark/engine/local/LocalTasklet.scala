@@ -123,7 +123,7 @@ private[local] final class LocalOutbox(outputs: IndexedSeq[OutputEdge], convert:
 private[local] final class LocalTasklet(
     execution: LocalExecution,
     vertex: LocalVertex,
-    val context: ProcessorContext,
+    context: ProcessorContext,
     inputs: IndexedSeq[InputOrdinal],
     priorityGroups: List[List[Int]],
     outputs: IndexedSeq[OutputEdge],
