@@ -2,9 +2,6 @@
 package with the documented signature: the same parameters in order, the same defaults, the same
 variadics. A name in API.md that this walk cannot place fails the test, so the contract cannot grow
 unchecked.
-
-``jet.new_light_job`` is not there yet: light jobs run on the local engine, which does not exist yet;
-NOT_YET names it, and the walk fails once it appears without being taken off that list.
 """
 
 from __future__ import annotations
@@ -19,7 +16,6 @@ import pytest
 import jetspark as js
 
 API_MD = Path(__file__).resolve().parents[2] / "shared" / "API.md"
-NOT_YET = {"jet.new_light_job"}
 
 RECEIVERS = {
     "js": [js], "jet": [js.JetSession], "job": [js.Job], "p": [js.Pipeline], "Pipeline": [js.Pipeline],
@@ -134,11 +130,7 @@ def signature_params(obj: object) -> list[tuple[str, str | None]]:
     return out
 
 
-CASES = [c for c in documented_calls() if c[2] not in NOT_YET]
-
-
-def test_what_is_not_there_yet_is_really_missing():
-    assert not hasattr(js.JetSession, "new_light_job"), "new_light_job exists now: take it off NOT_YET"
+CASES = documented_calls()
 
 
 def test_api_md_is_found_and_has_calls():

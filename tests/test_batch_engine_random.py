@@ -22,10 +22,15 @@ SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[Healt
 
 
 def mismatches_on_engine(jet, generated) -> list[str]:
-    """Runs the pipeline and compares every sink with the reference. Dead letters compare as
-    (record, error type): unnamed stages are named by the planner on the engine and by position in the
-    reference (naming is tested with explicit names in test_batch_engine.py)."""
+    """Runs the pipeline and compares every sink with the reference (see :func:`sink_mismatches`)."""
     jet.new_job(generated.pipeline).join(timeout=300)
+    return sink_mismatches(jet, generated)
+
+
+def sink_mismatches(jet, generated) -> list[str]:
+    """Compares (and clears) every sink of a pipeline that ran with the reference. Dead letters compare
+    as (record, error type): unnamed stages are named by the planner on the engine and by position in
+    the reference (naming is tested with explicit names in test_batch_engine.py)."""
     actual = {}
     for name in generated.sinks + generated.dead_letters:
         actual[name] = jet.get_list(name)

@@ -15,6 +15,7 @@ from jetspark.errors import (
     PipelineDefinitionError,
 )
 from jetspark.job import Job, JobConfig, JobStatus, ProcessingGuarantee
+from jetspark.light_job import LightJob
 from jetspark.pipeline import (
     BatchStage,
     BatchStageWithKey,
@@ -49,6 +50,7 @@ __all__ = [
     "JobStatus",
     "JoinClause",
     "KeyedWindowResult",
+    "LightJob",
     "Pipeline",
     "PipelineDefinitionError",
     "ProcessingGuarantee",

@@ -10,6 +10,8 @@ trait Inbox {
   def size: Int
   /** The head item, or `null` when empty. */
   def peek(): Any
+  /** The items in order, without removing them (Jet's inbox is iterable too). */
+  def iterator: Iterator[Any]
   /** Removes and returns the head item, or `null` when empty. */
   def poll(): Any
   /** Removes the head item; the inbox must not be empty. */
@@ -25,6 +27,7 @@ final class ArrayDequeInbox extends Inbox {
   override def isEmpty: Boolean = queue.isEmpty
   override def size: Int = queue.size
   override def peek(): Any = queue.peekFirst()
+  override def iterator: Iterator[Any] = scala.jdk.CollectionConverters.IteratorHasAsScala(queue.iterator()).asScala
   override def poll(): Any = queue.pollFirst()
   override def remove(): Unit = { queue.removeFirst(); () }
   override def clear(): Unit = queue.clear()

@@ -1,9 +1,10 @@
 package io.jetspark.python
 
 import io.jetspark.JetSparkVersion
-import io.jetspark.engine.spark.{FileSources, ListSinkRegistry, PythonRowSinks, PythonValues}
+import io.jetspark.engine.ListSinkRegistry
+import io.jetspark.engine.local.{LightJob, LocalEngine, PythonCallback, PythonVertices}
+import io.jetspark.engine.spark.{FileSources, PythonRowSinks, PythonValues}
 
-import scala.jdk.CollectionConverters._
 import org.apache.spark.sql.SparkSession
 
 /** The one JVM surface that the Python package calls through py4j. Everything Python needs goes
@@ -34,8 +35,19 @@ object PythonBridge {
     new PreparedBatchJob(spark, FileSources.resolve(spark, PipelineSpecReader.read(spec, objects).plan(p)))
   }
 
+  /** Plans a pipeline (same spec and objects as [[prepareBatch]]) and starts it as a light job on this
+    * JVM's local engine, in one call; `parallelism` 0 plans with the engine's thread count. Python work
+    * runs through `python`, which also tells the engine's leak check whether the driver's Python is
+    * still there. What the engine cannot run fails here, naming the vertex.
+    */
+  def startLight(spec: String, objects: java.util.List[AnyRef], python: PythonCallback, jobId: String, parallelism: Int): LightJob = {
+    val p = if (parallelism > 0) parallelism else LocalEngine.default.parallelism
+    val dag = PythonVertices.translate(PipelineSpecReader.read(spec, objects).plan(p), python)
+    LocalEngine.default.newLightJob(dag, jobId, () => python.ping())
+  }
+
   /** What list sink `name` holds so far: its items' pickles, packed in one byte array. */
-  def getList(name: String): Array[Byte] = PythonValues.packFrames(ListSinkRegistry.get(name).asScala)
+  def getList(name: String): Array[Byte] = PythonValues.packFrames(ListSinkRegistry.pickles(name))
   def clearList(name: String): Unit = ListSinkRegistry.clear(name)
 
   /** The Python side of job `jobId`'s files and foreach-batch sinks, for the time the job runs. */

@@ -1,6 +1,7 @@
 package io.jetspark.engine.spark
 
 import io.jetspark.core.Processor
+import io.jetspark.engine.ListSinkRegistry // shared with the local engine
 import io.jetspark.core.execution.ProcessorTasklet
 import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
 import io.jetspark.core.processor._

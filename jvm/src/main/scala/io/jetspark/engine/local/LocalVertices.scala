@@ -1,0 +1,73 @@
+package io.jetspark.engine.local
+
+import io.jetspark.core.processor.{Step, TransformProcessor}
+import io.jetspark.core.window.KeyedFrame
+import io.jetspark.engine.ListSinkRegistry
+import io.jetspark.plan.{Edge, EdgeKind, PhysicalDag, Vertex}
+import io.jetspark.plan.VertexDescription.{Sink, Sort, SortPhase}
+
+/** A vertex the local engine cannot run (yet); raised when the job is submitted, before anything runs. */
+final class UnsupportedVertexException(vertex: String, what: String)
+    extends UnsupportedOperationException(s"vertex '$vertex' ($what): the local engine does not run this yet")
+
+/** What the translations of a planned DAG into a [[LocalDag]] share ([[JvmVertices]], [[PythonVertices]]):
+  * sources of given items, sinks, and edges.
+  */
+private[local] object LocalVertices {
+
+  def unsupported(v: Vertex, what: String): Nothing = throw new UnsupportedVertexException(v.name, what)
+
+  /** Edges that keep order by sequence ids are not run by the local engine yet. */
+  def requireNoSequenceOrdering(dag: PhysicalDag): Unit =
+    dag.edges.find(e => e.restoresSequence || e.carriesSequence).foreach { e =>
+      unsupported(dag.vertex(e.to), s"order restored by sequence ids on its input from '${e.from}'")
+    }
+
+  /** A vertex that passes its input on unchanged (a plain merge, a source's items). */
+  def passThrough: io.jetspark.core.ProcessorContext => io.jetspark.core.Processor = _ => new TransformProcessor(Step.fuse(Nil))
+
+  /** `Sources.items`: one substream, so instance 0 emits every item in the given order. */
+  def itemsSource(v: Vertex, items: Seq[Any]): LocalVertex =
+    LocalVertex(v.name, v.localParallelism, passThrough, source = Some(i => if (i == 0) items.iterator else Iterator.empty))
+
+  /** A sink writing each inbox of items (in the engine's item form) with `write`. */
+  def sinkVertex(v: Vertex, write: IndexedSeq[Any] => Unit): LocalVertex =
+    LocalVertex(v.name, v.localParallelism, _ => new SinkProcessor(write))
+
+  /** Writes to the shared list registry (`Sinks.list`, dead-letter sinks). */
+  def listWriter(name: String): IndexedSeq[Any] => Unit = items => ListSinkRegistry.append(name, items)
+
+  def sinkName(v: Vertex): String = v.description match {
+    case Sink(sink) => sink.parameters("name").toString
+    case other => throw new IllegalStateException(s"${other.describe} is not a sink")
+  }
+
+  /** The local edge of a planned edge. `keyOf(receiver, key)` binds the key of a partitioned edge; a
+    * pre-extracted key is the first part of what an accumulating stage emits. The build sides of a
+    * hash join (a broadcast edge) are read before its streamed side; the runs of a sort reach the merge
+    * apart.
+    */
+  def edge(dag: PhysicalDag, e: Edge, keyOf: (Vertex, io.jetspark.pipeline.Extractor) => (Any => Any)): LocalEdge = {
+    val receiver = dag.vertex(e.to)
+    val routing = e.kind match {
+      case EdgeKind.Isolated => Routing.Isolated
+      case EdgeKind.Local | EdgeKind.RoundRobin => Routing.RoundRobin
+      case EdgeKind.Partitioned(_, true) => Routing.Partitioned(preExtractedKey)
+      case EdgeKind.Partitioned(key, false) => Routing.Partitioned(keyOf(receiver, key))
+      case EdgeKind.Broadcast => Routing.Broadcast
+      case EdgeKind.AllToOne => Routing.AllToOne
+    }
+    val mergesRuns = receiver.description match {
+      case Sort(SortPhase.MergeSorted, _, _) => true
+      case _ => false
+    }
+    LocalEdge(e.from, e.fromOrdinal, e.to, e.toOrdinal, routing,
+      priority = if (e.kind == EdgeKind.Broadcast) 0 else 1, sendersApart = mergesRuns, errorsOf = e.errorsOf)
+  }
+
+  private val preExtractedKey: Any => Any = {
+    case (key, _) => key
+    case frame: KeyedFrame[_, _] => frame.key
+    case other => throw new IllegalStateException(s"expected a (key, accumulator) pair or a keyed frame, got $other")
+  }
+}

@@ -1,0 +1,238 @@
+package io.jetspark.engine.local
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import io.jetspark.core.{Processor, ProcessorContext}
+import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
+import io.jetspark.core.processor._
+// Spark-free helpers of the Spark engine (Pyrolite values, pickled keys, bound Python aggregations).
+import io.jetspark.engine.spark.{Extracted, PickledItem, PickledKey, PythonAggregations, PythonValues}
+import io.jetspark.pipeline.{Extractor, PythonAggregateSpec, PythonRef}
+import io.jetspark.pipeline.transform.{PeekTransform, StatelessTransform}
+import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
+import io.jetspark.plan.VertexDescription._
+
+import java.nio.charset.StandardCharsets.UTF_8
+import scala.jdk.CollectionConverters._
+
+/** What a light job asks of the driver's Python process (implemented in Python, reached through py4j's
+  * callback server): `call` runs `work` (a JSON description, the same for every call of one vertex, so
+  * Python parses it once) over a batch of pickles packed as `jetspark._items.pack_frames` does, and
+  * returns packed pickles; `ping` answers while the process is alive.
+  */
+trait PythonCallback {
+  def call(work: String, input: Array[Byte]): Array[Byte]
+  def ping(): Boolean
+}
+
+/** Translates a planned pipeline of Python items into a [[LocalDag]]: items are pickles (`Array[Byte]`),
+  * fused Python steps run as one callback per inbox batch on a thread of their own, and where items
+  * enter a vertex that needs their key or values (an aggregation, a sort, a distinct, an edge
+  * partitioned by a Python key) an extraction vertex is put on the edge, before the items are routed:
+  * Python gives each item's canonical key and the values (as [[Extracted]]), and the core's processors
+  * run on those in the JVM, as in the Spark engine. Results go back to Python as pickles
+  * ([[PythonValues.dumps]]).
+  *
+  * Runs: items sources; map/filter/flat_map/peek and map_stateful in Python (the states kept by Python),
+  * with dead-letter sinks; merges; keyed and global aggregation and
+  * rolling aggregation with the built-in operations; distinct; sort; list, console (printed by the
+  * driver's Python), dead-letter and noop sinks.
+  * Anything else fails here, naming the vertex.
+  */
+object PythonVertices {
+  private val mapper = new ObjectMapper()
+
+  /** The work of a fused chain, as Python receives it with every call: its steps in order, each
+    * `{"kind": "map" | "filter" | "flat_map" | "peek", "ref": number of the callable or null, "stage",
+    * "dead_letter"}`. Python answers with pairs of frames: the failing stage (empty for an output) and
+    * the output's pickle (for a failure routed to a dead-letter sink: the `DeadLetter`'s).
+    */
+  private def chainWork(v: Vertex, steps: Seq[StatelessTransform]): String = {
+    val node = mapper.createObjectNode().put("kind", "chain").put("vertex", v.name)
+    val stepsNode = node.putArray("steps")
+    steps.foreach { t =>
+      val s = stepsNode.addObject().put("kind", stepKind(t)).put("stage", t.name).put("dead_letter", t.errorSink.isDefined)
+      t.fn match {
+        case Extractor.PythonFn(PythonRef(ref), _) => s.put("ref", ref)
+        case _ => s.putNull("ref")
+      }
+    }
+    mapper.writeValueAsString(node)
+  }
+
+  /** The work of a console sink: Python prints the items, and answers nothing. */
+  private def printWork(v: Vertex): String = mapper.writeValueAsString(mapper.createObjectNode().put("kind", "print").put("vertex", v.name))
+
+  /** The local DAG of `dag`, whose Python work runs through `python`; fails naming the vertex it cannot run. */
+  def translate(dag: PhysicalDag, python: PythonCallback): LocalDag = {
+    LocalVertices.requireNoSequenceOrdering(dag)
+    val vertices = dag.vertices.map(v => vertex(dag, v, python))
+    val extractedKey: Any => Any = _.asInstanceOf[Extracted].key
+    val (extractionVertices, edges) = dag.edges.map { e =>
+      val edge = LocalVertices.edge(dag, e, (_, _) => extractedKey)
+      extraction(dag, e) match {
+        case None => (None, Seq(edge))
+        case Some(x) =>
+          val sender = dag.vertex(e.from)
+          val extract = LocalVertex(x.vertex, sender.localParallelism, _ => new BatchTransformProcessor(extractor(python, x)),
+            cooperative = false)
+          (Some(extract), Seq(LocalEdge(e.from, e.fromOrdinal, x.vertex, 0, Routing.Isolated, errorsOf = e.errorsOf),
+            edge.copy(from = x.vertex, fromOrdinal = 0, errorsOf = None)))
+      }
+    }.unzip
+    LocalDag(vertices ++ extractionVertices.flatten, edges.flatten)
+  }
+
+  /** What Python extracts from the items of one edge. `work` describes it to Python:
+    * `{"kind": "extract", "vertex", "stage", "key": extractor or null, "values": [extractor]}`; Python
+    * answers, per item, with the key's canonical bytes (empty without a key), the values' pickles and
+    * the item's pickle.
+    */
+  private final case class Extraction(vertex: String, stage: String, key: Option[JsonNode], values: Seq[JsonNode]) {
+    def work: String = {
+      val node = mapper.createObjectNode().put("kind", "extract").put("vertex", vertex).put("stage", stage)
+      node.set[JsonNode]("key", key.getOrElse(mapper.nullNode()))
+      node.set[JsonNode]("values", mapper.valueToTree[JsonNode](values.asJava))
+      mapper.writeValueAsString(node)
+    }
+  }
+
+  private def extraction(dag: PhysicalDag, e: Edge): Option[Extraction] = {
+    val v = dag.vertex(e.to)
+    def of(key: Option[Extractor], values: Seq[JsonNode]) =
+      Some(Extraction(s"${v.name}/extract-${e.toOrdinal}", v.fusedChain.head, key.map(extractorJson(v, _)), values))
+    v.description match {
+      case Aggregate(stage, Seq(op: PythonAggregateSpec), keys) if stage != AggregationStage.Combine =>
+        of(keys.headOption, PythonAggregations.bind(op.json).extractors)
+      case RollingAggregate(key, op: PythonAggregateSpec) => of(key, PythonAggregations.bind(op.json).extractors)
+      case MapStateful(key, _, _) => of(key, Nil)
+      case Distinct(key) => of(Some(key), Nil)
+      case Sort(SortPhase.LocalSort, key, _) => of(None, Seq(extractorJson(v, key.getOrElse(Extractor.WholeItem))))
+      case _ => e.kind match {
+        case EdgeKind.Partitioned(key, false) => of(Some(key), Nil)
+        case _ => None
+      }
+    }
+  }
+
+  private def vertex(dag: PhysicalDag, v: Vertex, python: PythonCallback): LocalVertex = {
+    def local(newProcessor: ProcessorContext => Processor, output: Any => Any = identity) =
+      LocalVertex(v.name, v.localParallelism, newProcessor, output = output)
+    val key: Any => Any = _.asInstanceOf[Extracted].key
+    val item: Any => Any = _.asInstanceOf[Extracted].item.bytes
+    def bound(op: PythonAggregateSpec) = PythonAggregations.bind(op.json).op.asInstanceOf[AggregateOperation[Nothing, Any, Any]]
+    v.description match {
+      case Source(source, None) if source.name == "items" => LocalVertices.itemsSource(v, source.parameters("items").asInstanceOf[Seq[Any]])
+      case StatelessChain(steps) =>
+        steps.find(t => !runsInPython(t))
+          .foreach(t => LocalVertices.unsupported(v, s"step ${t.describe}: Python pipelines run Python functions"))
+        val work = chainWork(v, steps)
+        val outputs: IndexedSeq[Any] => IterableOnce[Any] = batch => withFailures(call(python, work, batch.map(pickle)))
+        LocalVertex(v.name, v.localParallelism, _ => new BatchTransformProcessor(outputs), cooperative = false)
+      case MapStateful(key, Extractor.PythonFn(PythonRef(create), _), Extractor.PythonFn(PythonRef(fn), _)) =>
+        val work = mapper.writeValueAsString(mapper.createObjectNode().put("kind", "stateful").put("vertex", v.name)
+          .put("stage", v.fusedChain.head).put("create_ref", create).put("fn_ref", fn).put("keyed", key.isDefined)
+          .put("dead_letter", dag.edgesFrom(v.name).exists(_.errorsOf.isDefined)))
+        // Python keeps the state of each key: every item goes with its key's canonical bytes.
+        val outputs: IndexedSeq[Any] => IterableOnce[Any] = batch =>
+          withFailures(call(python, work, batch.flatMap { x => val e = x.asInstanceOf[Extracted]; Seq(e.key.bytes, e.item.bytes) }))
+        LocalVertex(v.name, v.localParallelism, _ => new BatchTransformProcessor(outputs), cooperative = false)
+      case Merge(_, false) => local(LocalVertices.passThrough)
+      case Aggregate(stage, Seq(op: PythonAggregateSpec), keys) =>
+        val (aop, keyed) = (bound(op), keys.nonEmpty)
+        stage match {
+          case AggregationStage.Accumulate if keyed => local(_ => new AccumulateByKeyProcessor(IndexedSeq(key), aop))
+          case AggregationStage.Accumulate => local(_ => new AccumulateProcessor(aop))
+          case AggregationStage.Combine if keyed => local(_ => new CombineByKeyProcessor(aop), result(keyed))
+          case AggregationStage.Combine => local(_ => new CombineProcessor(aop), result(keyed))
+          case AggregationStage.SingleStage if keyed => local(_ => new AggregateByKeyProcessor(IndexedSeq(key), aop), result(keyed))
+          case AggregationStage.SingleStage => local(_ => new AggregateProcessor(aop), result(keyed))
+        }
+      case RollingAggregate(k, op: PythonAggregateSpec) =>
+        val aop = bound(op)
+        if (k.isDefined) local(_ => RollingAggregateProcessor.keyed(key, aop), result(keyed = true))
+        else local(_ => RollingAggregateProcessor.global(aop), result(keyed = false))
+      case Distinct(_) => local(_ => new DistinctProcessor(key), item)
+      case Sort(SortPhase.LocalSort, _, reverse) =>
+        val sort = SortDefinition(Some(_.asInstanceOf[Extracted].values(0)), AnyOrdering, reverse)
+        local(_ => new SortProcessor(sort))
+      case Sort(SortPhase.MergeSorted, _, reverse) =>
+        val sort = SortDefinition(Some(_.asInstanceOf[Extracted].values(0)), AnyOrdering, reverse)
+        val runs = dag.vertex(dag.edgesInto(v.name).head.from).localParallelism
+        local(_ => new SortedMergeProcessor(runs, sort), item)
+      case Sink(sink) => sink.name match {
+        case "list" | "deadLetter" =>
+          val write = LocalVertices.listWriter(LocalVertices.sinkName(v))
+          LocalVertices.sinkVertex(v, items => write(items.map(pickle)))
+        case "console" =>
+          val work = printWork(v)
+          LocalVertices.sinkVertex(v, items => { call(python, work, items.map(pickle)); () }).copy(cooperative = false)
+        case "noop" => LocalVertices.sinkVertex(v, _ => ())
+        case other => LocalVertices.unsupported(v, s"$other sink")
+      }
+      case other => LocalVertices.unsupported(v, other.describe)
+    }
+  }
+
+  /** The pickle of an item, also when it travels with what Python extracted from it. */
+  private def pickle(x: Any): Array[Byte] = x match {
+    case bytes: Array[Byte] => bytes
+    case e: Extracted => e.item.bytes
+    case other => throw new IllegalStateException(s"expected a Python item, got ${other.getClass.getName}")
+  }
+
+  /** A result as the pickle of an item: `(key, result)` when keyed, else the result. */
+  private def result(keyed: Boolean): Any => Any = {
+    case (k: PickledKey, value) if keyed => PythonValues.dumps((k, value))
+    case value => PythonValues.dumps(value)
+  }
+
+  /** Python's answer of pairs (the stage a record failed in, empty for an output; the pickle) as items. */
+  private def withFailures(frames: Vector[Array[Byte]]): Iterator[Any] = frames.grouped(2).map { pair =>
+    val (stage, output) = (pair(0), pair(1))
+    if (stage.isEmpty) output else FailedRecord(new String(stage, UTF_8), output)
+  }
+
+  private def call(python: PythonCallback, work: String, pickles: IndexedSeq[Array[Byte]]): Vector[Array[Byte]] =
+    PythonValues.unpackFrames(python.call(work, PythonValues.packFrames(pickles)))
+
+  private def extractor(python: PythonCallback, x: Extraction): IndexedSeq[Any] => IterableOnce[Any] = {
+    val (work, perItem) = (x.work, x.values.size + 2)
+    batch => {
+      val frames = call(python, work, batch.map(pickle))
+      if (frames.size != batch.size * perItem)
+        throw new IllegalStateException(s"${x.vertex}: Python answered ${frames.size} frames for ${batch.size} items")
+      frames.grouped(perItem).map { f =>
+        val raw = f.slice(1, perItem - 1).toArray
+        new Extracted(new PickledKey(f.head), new PickledItem(f.last), raw.map(PythonValues.loads), raw)
+      }
+    }
+  }
+
+  /** Python functions run in the chain's callback, and so does a plain `peek()`: it prints the item,
+    * which only Python can show.
+    */
+  private def runsInPython(step: StatelessTransform): Boolean = step match {
+    case p: PeekTransform => p.fn == Extractor.WholeItem || p.runsInPython
+    case other => other.runsInPython
+  }
+
+  private def stepKind(t: StatelessTransform): String = t match {
+    case _: io.jetspark.pipeline.transform.MapTransform => "map"
+    case _: io.jetspark.pipeline.transform.FilterTransform => "filter"
+    case _: io.jetspark.pipeline.transform.FlatMapTransform => "flat_map"
+    case _: PeekTransform => "peek"
+  }
+
+  /** How Python extracts a key or value: `{"kind": "field", "name"}`, `{"kind": "python", "ref"}` or
+    * `{"kind": "item"}` (the Spark engine's form, read by `jetspark._python_steps.extract`).
+    */
+  private def extractorJson(v: Vertex, e: Extractor): JsonNode = {
+    val node = mapper.createObjectNode()
+    e match {
+      case Extractor.FieldName(name) => node.put("kind", "field").put("name", name)
+      case Extractor.PythonFn(PythonRef(ref), _) => node.put("kind", "python").put("ref", ref)
+      case Extractor.WholeItem => node.put("kind", "item")
+      case other => LocalVertices.unsupported(v, s"${other.describe}: keys of Python items are field names or Python functions")
+    }
+  }
+}

@@ -1,0 +1,203 @@
+"""Light jobs (Jet's design doc 020): a pipeline run on the local engine inside the Spark driver's JVM,
+started by one call and then only joined or cancelled. No snapshots, no metadata kept; the JVM forgets
+the job when it ends. Python callables run in this process: the JVM calls back through py4j's callback
+server (bound to 127.0.0.1), one call per batch of items.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import re
+import threading
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from jetspark import _jvm
+from jetspark._items import canonical_key, loads_key, pack_frames, unpack_frames
+from jetspark._python_steps import PICKLE_PROTOCOL, Step, StepFailedError, extract, run_steps
+from jetspark.errors import DeadLetter, JobCancelledError, JobFailedError
+from jetspark.job import _STEP_FAILED, JobStatus, _jvm_objects
+
+if TYPE_CHECKING:
+    from jetspark._session import JetSession
+    from jetspark.pipeline import Pipeline
+
+__all__ = ["LightJob"]
+
+LOOPBACK = "127.0.0.1"
+_JOIN_SLICE_MS = 200
+_VERTEX = re.compile(r"vertex '(?P<vertex>[^']*)'")
+
+
+class LightJob:
+    """A pipeline running as a light job on the local engine. Start one with
+    :meth:`JetSession.new_light_job`; then ``join()`` or ``cancel()``.
+
+    What the local engine cannot run (yet) fails when the job is started, with ``NotImplementedError``
+    naming the vertex. A user function that fails makes ``join()`` raise :class:`JobFailedError` naming
+    the stage.
+    """
+
+    def __init__(self, jet: JetSession, pipeline: Pipeline) -> None:
+        self._jet = jet
+        self.name = f"light-{uuid.uuid4().hex[:12]}"
+        spec, objects = pipeline.to_spec()
+        self._callback = _Callback(objects)
+        _ensure_callback_server(jet)
+        try:
+            self._j = _jvm.call(jet._bridge.startLight, json.dumps(spec), _jvm_objects(spec, objects), self._callback,
+                                self.name, 0)
+        except _jvm_errors() as e:
+            cause = _java_exception(e)
+            if cause.getClass().getName() == "io.jetspark.engine.local.UnsupportedVertexException":
+                raise NotImplementedError(str(cause.getMessage())) from None
+            raise
+
+    @property
+    def status(self) -> JobStatus:
+        """RUNNING, then COMPLETED, FAILED or CANCELLED."""
+        return JobStatus(str(self._j.status()))
+
+    def join(self, timeout: float | None = None) -> None:
+        """Waits until the job ends; raises :class:`JobFailedError` (with the failing stage) if it failed,
+        :class:`JobCancelledError` if it was cancelled, TimeoutError if ``timeout`` seconds pass first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            # In slices, so that Ctrl-C reaches Python while a long job runs.
+            while not self._j.join(_JOIN_SLICE_MS if deadline is None else
+                                   max(0, min(_JOIN_SLICE_MS, int((deadline - time.monotonic()) * 1000)))):
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise TimeoutError(f"light job {self.name} still running after {timeout} s")
+        except _jvm_errors() as e:
+            raise self._error(e) from e
+
+    def cancel(self) -> None:
+        """Cancels the job; ``join()`` then raises :class:`JobCancelledError`. No effect once it ended."""
+        self._j.cancel()
+
+    def _error(self, e: Any) -> Exception:
+        cause = _java_exception(e)
+        if cause.getClass().getName() == "java.util.concurrent.CancellationException":
+            return JobCancelledError(f"light job {self.name} was cancelled")
+        message = str(cause.getMessage())
+        failed = _STEP_FAILED.search(message)
+        if failed:
+            return JobFailedError(f"light job {self.name} failed: {failed.group(0).splitlines()[0]}",
+                                  stage=failed.group("stage"))
+        vertex = _VERTEX.search(message)
+        return JobFailedError(f"light job {self.name} failed: {message.splitlines()[0]}",
+                              stage=vertex.group("vertex") if vertex else None)
+
+    def __repr__(self) -> str:
+        return f"LightJob({self.name!r})"
+
+
+def _jvm_errors() -> tuple[type[Exception], ...]:
+    """What a failed JVM call raises: py4j's error, or the PySpark exception it converts known JVM ones into."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors.exceptions.captured import CapturedException
+
+    return Py4JJavaError, CapturedException
+
+
+def _java_exception(e: Exception) -> Any:
+    """The JVM exception behind a failed py4j call."""
+    return getattr(e, "java_exception", None) or getattr(e, "_origin")
+
+
+class _Callback:
+    """The Python work of one light job, called by the JVM through py4j: ``call(work, packed pickles)``
+    returns packed pickles. ``work`` is the JSON description the JVM sends with every call of a vertex
+    (``PythonVertices``): a fused chain, a ``map_stateful``, an extraction of keys and values, or printing
+    (a console sink)."""
+
+    def __init__(self, objects: list[Any]) -> None:
+        self._functions = dict(enumerate(objects))
+        self._works: dict[str, dict[str, Any]] = {}
+        # The instances of a vertex call from several JVM threads at once; a work's parsed form (with a
+        # map_stateful's states) must be made once.
+        self._lock = threading.Lock()
+
+    def _parsed(self, work: str) -> dict[str, Any]:
+        with self._lock:
+            if work not in self._works:
+                spec = json.loads(work)
+                if spec["kind"] == "chain":
+                    spec["steps"] = [Step(s["kind"], self._functions.get(s["ref"]), s["stage"], s["dead_letter"])
+                                     for s in spec["steps"]]
+                elif spec["kind"] == "stateful":
+                    spec["states"] = {}
+                self._works[work] = spec
+            return self._works[work]
+
+    def call(self, work: str, data: bytes) -> bytes:
+        spec = self._works.get(work) or self._parsed(work)
+        frames = unpack_frames(bytes(data))
+        if spec["kind"] == "stateful":
+            return pack_frames(self._stateful(spec, frames))
+        items = [pickle.loads(b) for b in frames]
+        out: list[bytes] = []
+        if spec["kind"] == "print":
+            for item in items:
+                print(item)
+        elif spec["kind"] == "chain":
+            # Pairs of frames: the stage a record failed in (empty for an output), then the pickle.
+            for item in items:
+                results, letters = run_steps(spec["steps"], item)
+                for result in results:
+                    out += [b"", pickle.dumps(result, protocol=PICKLE_PROTOCOL)]
+                for letter in letters:
+                    out += [letter.stage.encode(), pickle.dumps(letter, protocol=PICKLE_PROTOCOL)]
+        else:
+            for item in items:
+                try:
+                    key = spec["key"]
+                    out.append(b"" if key is None else canonical_key(extract(key, item, self._functions)))
+                    out.extend(pickle.dumps(extract(v, item, self._functions), protocol=PICKLE_PROTOCOL)
+                               for v in spec["values"])
+                except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
+                    raise StepFailedError(
+                        f"stage '{spec['stage']}' failed on record {item!r}: {type(e).__name__}: {e}") from e
+                out.append(pickle.dumps(item, protocol=PICKLE_PROTOCOL))
+        return pack_frames(out)
+
+    def _stateful(self, spec: dict[str, Any], frames: list[bytes]) -> list[bytes]:
+        """``map_stateful`` over pairs of frames (the key's canonical bytes, the item's pickle): the state of
+        each key lives here across calls; answers in the chains' form (stage or empty, pickle)."""
+        create, fn, states = self._functions[spec["create_ref"]], self._functions[spec["fn_ref"]], spec["states"]
+        out: list[bytes] = []
+        for key_bytes, raw in zip(frames[::2], frames[1::2]):
+            item = pickle.loads(raw)
+            state = states[key_bytes] if key_bytes in states else create()
+            try:
+                state, output = fn(state, loads_key(key_bytes), item) if spec["keyed"] else fn(state, item)
+            except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
+                error = f"{type(e).__name__}: {e}"
+                if not spec["dead_letter"]:
+                    raise StepFailedError(f"stage '{spec['stage']}' failed on record {item!r}: {error}") from e
+                letter = DeadLetter(item, spec["stage"], error)
+                out += [spec["stage"].encode(), pickle.dumps(letter, protocol=PICKLE_PROTOCOL)]
+                continue
+            states[key_bytes] = state
+            if output is not None:
+                out += [b"", pickle.dumps(output, protocol=PICKLE_PROTOCOL)]
+        return out
+
+    def ping(self) -> bool:
+        return True
+
+    class Java:
+        implements = ["io.jetspark.engine.local.PythonCallback"]
+
+
+def _ensure_callback_server(jet: JetSession) -> None:
+    """Starts py4j's callback server for this session's gateway, bound to the loopback address (pyspark's
+    own helper, as streaming listeners and foreachBatch use it)."""
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    gateway = jet.spark.sparkContext._gateway
+    if gateway.__dict__.get("_callback_server") is None:
+        gateway.callback_server_parameters.address = LOOPBACK
+    ensure_callback_server_started(gateway)

@@ -1,0 +1,166 @@
+"""Light jobs run Python pipelines on the local engine inside the driver's JVM: results equal the
+brute-force reference's, a failing callable names its stage, cancel stops the job, what the local
+engine cannot run fails at submit naming the vertex."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import pytest
+
+from jetspark import JobCancelledError, JobFailedError, JobStatus, JoinClause, LightJob, Pipeline, Sinks, Sources
+from jetspark import AggregateOperations as ops
+from reference import as_multiset, as_sequence, run_reference
+
+
+def run_light(jet, p: Pipeline, *lists: str) -> dict[str, list]:
+    """Runs ``p`` as a light job to completion; returns (and clears) the lists it wrote."""
+    jet.new_light_job(p).join(timeout=120)
+    out = {name: jet.get_list(name) for name in lists}
+    for name in lists:
+        jet.clear_list(name)
+    return out
+
+
+def test_a_python_chain_equals_the_reference(jet):
+    p = Pipeline.create()
+    (p.read_from(Sources.items(list(range(-50, 250)))).map(lambda x: None if x % 11 == 0 else x * 3)
+     .filter(lambda x: x % 2 == 0).flat_map(lambda x: [x, str(x)]).write_to(Sinks.list("light-chain")))
+    assert as_multiset(run_light(jet, p, "light-chain")["light-chain"]) == as_multiset(run_reference(p)["light-chain"])
+
+
+def test_aggregation_by_key_and_global_equal_the_reference(jet):
+    words = [f"w{i % 17}" for i in range(0, 900, 7)] + ["x"] * 5
+    p = Pipeline.create()
+    stage = p.read_from(Sources.items(words))
+    stage.grouping_key(lambda w: w[:2]).aggregate(ops.counting()).write_to(Sinks.list("light-counts"))
+    (stage.map(len).aggregate(ops.all_of(ops.summing(lambda n: n), ops.max_by(lambda n: n)))
+     .write_to(Sinks.list("light-total")))
+    stage.rebalance(lambda w: w).grouping_key(lambda w: w).aggregate(ops.to_list()).write_to(Sinks.list("light-lists"))
+    got = run_light(jet, p, "light-counts", "light-total", "light-lists")
+    expected = run_reference(p)
+    for name in got:
+        assert as_multiset(got[name]) == as_multiset(expected[name]), name
+
+
+def test_sort_delivers_the_reference_order(jet):
+    items = [(i * 37) % 101 - 50 for i in range(300)]
+    p = Pipeline.create(preserve_order=True)
+    p.read_from(Sources.items(items)).rebalance(lambda x: x % 7).sort(key=lambda x: abs(x), reverse=True)\
+        .write_to(Sinks.list("light-sorted"))
+    got = run_light(jet, p, "light-sorted")["light-sorted"]
+    expected = run_reference(p)["light-sorted"]
+    # Equal keys (x and -x) may come in either order: compare the keys in order, the items as multisets.
+    assert [abs(x) for x in got] == [abs(x) for x in expected]
+    assert as_multiset(got) == as_multiset(expected)
+    assert as_sequence([abs(x) for x in got]) == as_sequence(sorted((abs(x) for x in items), reverse=True))
+
+
+def test_distinct_and_merge_equal_the_reference(jet):
+    p = Pipeline.create()
+    a = p.read_from(Sources.items([i % 13 for i in range(100)]))
+    b = p.read_from(Sources.items([{"k": i % 4} for i in range(20)])).map(lambda d: d["k"] * 100)
+    a.merge(b).distinct().write_to(Sinks.list("light-distinct"))
+    assert as_multiset(run_light(jet, p, "light-distinct")["light-distinct"]) == \
+        as_multiset(run_reference(p)["light-distinct"])
+
+
+def test_a_failing_callable_fails_the_job_naming_the_stage(jet):
+    p = Pipeline.create()
+    p.read_from(Sources.items([1, 2, 0, 4])).map(lambda x: 12 // x).set_name("twelve-by").write_to(Sinks.noop())
+    with pytest.raises(JobFailedError) as reference_error:
+        run_reference(p)
+    job = jet.new_light_job(p)
+    with pytest.raises(JobFailedError) as e:
+        job.join(timeout=120)
+    assert e.value.stage == "twelve-by" == reference_error.value.stage
+    assert "ZeroDivisionError" in str(e.value)
+    assert job.status is JobStatus.FAILED
+
+
+def test_a_failing_key_function_names_the_aggregation_stage(jet):
+    p = Pipeline.create()
+    p.read_from(Sources.items([{"a": 1}, {"b": 2}])).grouping_key(lambda d: d["a"]).aggregate(ops.counting())\
+        .set_name("by-a").write_to(Sinks.noop())
+    with pytest.raises(JobFailedError) as e:
+        jet.new_light_job(p).join(timeout=120)
+    assert e.value.stage == "by-a" and "KeyError" in str(e.value)
+
+
+def test_cancel_stops_the_job(jet):
+    p = Pipeline.create()
+    p.read_from(Sources.items(list(range(100_000)))).map(lambda x: time.sleep(0.001) or x).write_to(Sinks.noop())
+    job = jet.new_light_job(p)
+    with pytest.raises(TimeoutError):
+        job.join(timeout=0.2)
+    assert job.status is JobStatus.RUNNING
+    job.cancel()
+    with pytest.raises(JobCancelledError):
+        job.join(timeout=60)
+    assert job.status is JobStatus.CANCELLED
+
+
+def test_what_the_local_engine_cannot_run_fails_at_submit_naming_the_vertex(jet):
+    p = Pipeline.create()
+    stage = p.read_from(Sources.items([1, 2]))
+    enriching = p.read_from(Sources.items([(1, "a")]))
+    stage.hash_join(enriching, JoinClause.on(lambda x: x, lambda pair: pair[0])).set_name("joined").write_to(Sinks.noop())
+    with pytest.raises(NotImplementedError, match="vertex 'joined'"):
+        jet.new_light_job(p)
+
+
+def test_console_sink_prints_after_join(jet, capsys):
+    p = Pipeline.create()
+    p.read_from(Sources.items(["hello light"])).write_to(Sinks.console())
+    jet.new_light_job(p).join(timeout=120)
+    assert "hello light" in capsys.readouterr().out
+
+
+def test_the_callback_server_listens_on_loopback_only(jet):
+    p = Pipeline.create()
+    p.read_from(Sources.items([1])).map(lambda x: x).write_to(Sinks.noop())
+    jet.new_light_job(p).join(timeout=120)
+    server = jet.spark.sparkContext._gateway._callback_server
+    assert server.server_socket.getsockname()[0] == "127.0.0.1"
+
+
+def test_round_trip_of_small_light_jobs_is_measured(jet):
+    """Printed, not asserted: submit + join of a tiny job, with and without a Python callable."""
+    plain, with_callable = Pipeline.create(), Pipeline.create()
+    plain.read_from(Sources.items([1])).write_to(Sinks.noop())
+    with_callable.read_from(Sources.items([1])).map(lambda x: x + 1).write_to(Sinks.noop())
+    for name, p in (("items -> noop", plain), ("items -> map(lambda) -> noop", with_callable)):
+        times = []
+        for _ in range(60):
+            start = time.perf_counter()
+            job = jet.new_light_job(p)
+            job.join(timeout=60)
+            times.append((time.perf_counter() - start) * 1000)
+        assert isinstance(job, LightJob) and job.status is JobStatus.COMPLETED
+        print(f"\nlight job round trip from Python ({name}): median {statistics.median(times[10:]):.2f} ms, "
+              f"max {max(times[10:]):.2f} ms")
+
+
+def test_dead_letters_keep_the_failed_records_and_the_rest_flows_on(jet):
+    p = Pipeline.create()
+    (p.read_from(Sources.items(list(range(-5, 20)))).map(lambda x: 60 // (x % 4)).set_name("sixty-by")
+     .on_error(Sinks.dead_letter("light-letters")).write_to(Sinks.list("light-quotients")))
+    got = run_light(jet, p, "light-quotients", "light-letters")
+    expected = run_reference(p)
+    assert as_multiset(got["light-quotients"]) == as_multiset(expected["light-quotients"])
+    assert sorted((d.record, d.stage, d.error.split(":")[0]) for d in got["light-letters"]) == \
+        sorted(expected["dead_letter:light-letters"])
+
+
+def test_map_stateful_keeps_a_state_per_key_in_encounter_order(jet):
+    items = [(i % 3, i) for i in range(120)]
+    p = Pipeline.create(preserve_order=True)
+    (p.read_from(Sources.items(items)).grouping_key(lambda kv: kv[0])
+     .map_stateful(lambda: 0, lambda total, key, kv: (total + kv[1], (key, total + kv[1])))
+     .write_to(Sinks.list("light-running")))
+    got = run_light(jet, p, "light-running")["light-running"]
+    expected = run_reference(p)["light-running"]
+    assert as_multiset(got) == as_multiset(expected)
+    for key in range(3):
+        assert [x for x in got if x[0] == key] == [x for x in expected if x[0] == key]
