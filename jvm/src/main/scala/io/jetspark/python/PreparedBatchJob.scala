@@ -1,7 +1,7 @@
 package io.jetspark.python
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import io.jetspark.engine.spark.SparkBatchEngine
+import io.jetspark.engine.spark.{SparkBatchEngine, TypedPlan}
 import io.jetspark.pipeline.{Extractor, PythonRef}
 import io.jetspark.pipeline.transform._
 import io.jetspark.plan.PhysicalDag
@@ -14,6 +14,8 @@ import scala.jdk.CollectionConverters._
   * it runs the job with them (`run`).
   */
 final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
+  // Typed items and Catalyst delegation are decided here, so that a Column on Python items fails now.
+  private val typedPlan = TypedPlan(dag)
 
   /** Every Arrow UDF the job needs from Python, as JSON:
     * {{{
@@ -21,10 +23,11 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     *  "extractions": [{"vertex", "ordinal", "key": extractor or null, "values": [extractor]}], // keys, values
     *  "dataframe_sources": [{"vertex", "schema": Spark's schema JSON}],             // rows to items
     *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter"}], // map_stateful
-    *  "joins": [{"vertex", "stage", "mapper_ref", "dead_letter"}]}                 // hash join mappers
+    *  "joins": [{"vertex", "stage", "mapper_ref", "dead_letter"}],                // hash join mappers
+    *  "typed_results": [{"vertex", "schema", "shape"}]}                            // Catalyst results to items
     * }}}
     * `ref`s number the Python callables of the pipeline's spec (null: a `peek()` without one). Python
-    * answers with `run`, naming each UDF `chain:`, `rows:`, `stateful:` or `join:` + the vertex, or
+    * answers with `run`, naming each UDF `chain:`, `rows:`, `stateful:`, `join:` or `results:` + the vertex, or
     * `extract:` + the vertex + `:` + the input ordinal.
     */
   def pythonWorkJson(): String = {
@@ -54,6 +57,9 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
         Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "mapper_ref" -> mapperRef,
           "dead_letter" -> deadLetter).asJava
     }.asJava))
+    work.set[JsonNode]("typed_results", mapper.valueToTree[JsonNode](typedPlan.pythonResults.map { case (vertex, schema, shape) =>
+      Map[String, AnyRef]("vertex" -> vertex, "schema" -> schema.json, "shape" -> shape).asJava
+    }.asJava))
     mapper.writeValueAsString(work)
   }
 
@@ -79,14 +85,17 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
 
   /** Runs the job with the UDFs Python built for `pythonWorkJson`: `udfs(i)` is named `names(i)`;
     * `jobId` scopes what the job's console sinks collect (`SparkBatchEngine.consoleList`).
-    * Returns the metrics as JSON: `{"vertices": {name: {"items_in", "items_out", "dead_letters"}}}`.
+    * Returns the metrics as JSON: `{"vertices": {name: {"items_in", "items_out", "dead_letters"}},
+    * "catalyst": [vertices Catalyst ran], "physical_plans": {sink vertex: Spark's physical plan}}`.
     */
   def run(names: java.util.List[String], udfs: java.util.List[Column], jobId: String): String = {
-    val out = new SparkBatchEngine(spark, dag, names.asScala.zip(udfs.asScala).toMap, jobId).run().withDefaultValue(0L)
+    val engine = new SparkBatchEngine(spark, dag, names.asScala.zip(udfs.asScala).toMap, jobId)
+    val out = engine.run().withDefaultValue(0L)
     val perVertex = dag.vertices.map { v =>
       val in = dag.edgesInto(v.name).map(e => out(e.errorsOf.fold(e.from)(_ => s"${e.from}.errors"))).sum
       v.name -> Map[String, Any]("items_in" -> in, "items_out" -> out(v.name), "dead_letters" -> out(s"${v.name}.errors")).asJava
     }
-    new ObjectMapper().writeValueAsString(Map("vertices" -> perVertex.toMap.asJava).asJava)
+    new ObjectMapper().writeValueAsString(Map[String, AnyRef]("vertices" -> perVertex.toMap.asJava, "catalyst" -> engine.catalystVertices.asJava,
+      "physical_plans" -> engine.sinkPhysicalPlans.asJava).asJava)
   }
 }

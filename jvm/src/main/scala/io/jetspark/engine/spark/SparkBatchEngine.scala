@@ -38,8 +38,9 @@ import scala.collection.mutable
   * processors run in the Spark tasks; partial accumulators cross the shuffle Java-serialized, keyed by
   * the key's pickle; results go back to Python as pickles ([[PythonValues]]).
   *
-  * A DataFrame source becomes items through one Arrow UDF that turns its rows into pickled PySpark `Row`s
-  * (`dataframeSources`).
+  * A DataFrame source's output is its DataFrame (typed rows); aggregations that read it directly may run
+  * in Catalyst, their results typed too; typed outputs become opaque items only on the edges to vertices
+  * that need them, through one Arrow UDF (`rows:<vertex>`, `results:<vertex>`): see [[TypedPlan]].
   *
   * What this engine does not run yet (windows, joins of several enriching sides, aggregate2, file
   * sources, JVM functions, typed items kept as columns) fails before any Spark job starts, naming the
@@ -51,6 +52,9 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private val outputs = mutable.Map.empty[String, DataFrame]
   private val counters = mutable.LinkedHashMap.empty[String, LongAccumulator]
   private val fanOut: Map[String, Int] = dag.edges.groupBy(_.from).view.mapValues(_.size).toMap
+  private val typedPlan = TypedPlan(dag)
+  private val typedStages = new TypedStages(typedPlan, pythonUdfs, counter)
+  private val sinkPlans = mutable.LinkedHashMap.empty[String, String]
 
   dag.vertices.foreach(requireSupported)
   dag.edges.filter(e => e.restoresSequence || e.carriesSequence).foreach { e =>
@@ -61,9 +65,15 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   /** Runs every sink; returns the items each vertex emitted (dead letters under "<vertex>.errors"). */
   def run(): Map[String, Long] = {
     try dag.vertices.foreach { v => v.description match { case Sink(_) => writeSink(v); case _ => () } }
-    finally outputs.values.foreach(_.unpersist())
+    finally { outputs.values.foreach(_.unpersist()); typedStages.unpersist() }
     counters.map { case (name, acc) => name -> acc.sum }.toMap
   }
+
+  /** The vertices that Catalyst ran (see [[TypedPlan]]). */
+  def catalystVertices: Seq[String] = typedPlan.catalystVertices
+
+  /** Per sink vertex, Spark's physical plan of what it wrote (once `run` has run). */
+  def sinkPhysicalPlans: Map[String, String] = sinkPlans.toMap
 
   private val aggregations: Map[String, BoundAggregation] = dag.vertices.collect {
     case v @ Vertex(_, Aggregate(_, Seq(op: PythonAggregateSpec), _), _, _, _) => v.name -> PythonAggregations.bind(op.json)
@@ -87,9 +97,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
 
   /** The vertex's whole output: for a Python chain, with the `failure` column that routes dead letters. */
   private def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, {
-    val df = counted(v.name, v.description match {
-      case Source(source, _) if source.name == "dataframe" =>
-        SqlBridge.mapInArrow(source.parameters("dataframe").asInstanceOf[DataFrame], pythonUdfs(s"rows:${v.name}"))
+    val df = typedStages.output(v, () => singleInput(v)).getOrElse(counted(v.name, v.description match {
       case Source(source, _) => itemsFrame(source.parameters("items").asInstanceOf[Seq[Any]], v)
       case StatelessChain(_) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"chain:${v.name}"))
       case Merge(_, _) => dag.edgesInto(v.name).map(input).reduce(_ union _)
@@ -116,7 +124,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case Distinct(_) => ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[Extracted].key), extracted,
         e => InternalRow(e.asInstanceOf[Extracted].item.bytes), ItemSchema).run(singleInput(v))
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
-    })
+    }))
     // Read by several edges: computed once.
     if (fanOut.getOrElse(v.name, 0) > 1) df.persist(StorageLevel.MEMORY_AND_DISK) else df
   })
@@ -140,8 +148,11 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   /** What `edge` delivers: the sender's data (or one stage's dead letters) — with key and values
     * extracted where the receiver aggregates items — moved as the edge kind says.
     */
-  private def input(edge: Edge): DataFrame = {
-    val sender = output(dag.vertex(edge.from))
+  private def input(edge: Edge): DataFrame =
+    if (typedPlan.takesTyped(edge)) output(dag.vertex(edge.from)) else itemsInput(edge)
+
+  private def itemsInput(edge: Edge): DataFrame = {
+    val sender = typedStages.items(edge.from, output(dag.vertex(edge.from)))
     val selected = edge.errorsOf match {
       case Some(stage) => sender.where(col(Failure) === stage).select(Item)
       case None if sender.columns.contains(Failure) => sender.where(col(Failure).isNull).select(Item)
@@ -193,6 +204,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private def writeSink(v: Vertex): Unit = {
     val Sink(sink) = v.description: @unchecked
     val items = output(v)
+    sinkPlans(v.name) = items.queryExecution.executedPlan.toString
     sink.name match {
       case "list" | "deadLetter" =>
         ListSinkRegistry.append(sink.parameters("name").toString, items.collect().map(_.getAs[Array[Byte]](0)).toSeq)
@@ -238,18 +250,22 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     SqlBridge.internalCreateDataFrame(spark, rows, RunSchema)
   }
 
-  /** Counts the rows of `df` as they pass (an accumulator per vertex; "<vertex>.errors" for dead letters). */
+  /** Counts the rows of `df` as they pass (an accumulator per vertex; "<vertex>.errors" for dead letters).
+    * The result reads an RDD made once: the engine's next steps look at its partitions and run
+    * processors over it, which must not plan (and run) the rows' query again.
+    */
   private def counted(vertex: String, df: DataFrame): DataFrame = {
-    val items = spark.sparkContext.longAccumulator(vertex)
-    counters(vertex) = items
+    val items = counter(vertex)
     val hasFailures = df.columns.contains(Failure)
-    val errors = if (hasFailures) { val a = spark.sparkContext.longAccumulator(s"$vertex.errors"); counters(s"$vertex.errors") = a; a } else null
+    val errors = if (hasFailures) counter(s"$vertex.errors") else null
     val rows = df.queryExecution.toRdd.mapPartitions(_.map { row =>
       if (hasFailures && !row.isNullAt(1)) errors.add(1) else items.add(1)
       row
     })
     SqlBridge.internalCreateDataFrame(spark, rows, df.schema)
   }
+
+  private def counter(name: String): LongAccumulator = counters.getOrElseUpdate(name, spark.sparkContext.longAccumulator(name))
 }
 
 object SparkBatchEngine {
@@ -267,8 +283,9 @@ object SparkBatchEngine {
     * an aggregation where items enter, the grouping key (None: a global aggregation) and the operation's
     * values in slot order; behind a `rebalance(key)` edge, the key alone (it decides the partition).
     */
-  def pythonExtractions(dag: PhysicalDag): Seq[(Vertex, Int, Option[JsonNode], Seq[JsonNode])] =
-    dag.vertices.flatMap {
+  def pythonExtractions(dag: PhysicalDag): Seq[(Vertex, Int, Option[JsonNode], Seq[JsonNode])] = {
+    val typed = TypedPlan(dag)
+    dag.vertices.filterNot(v => typed.runsInCatalyst(v.name)).flatMap {
       case v @ Vertex(_, Aggregate(stage, Seq(op: PythonAggregateSpec), keys), _, _, _) =>
         if (stage == AggregationStage.Combine) Nil
         else Seq((v, 0, keys.headOption.map(extractorJson), PythonAggregations.bind(op.json).extractors))
@@ -283,6 +300,7 @@ object SparkBatchEngine {
         case e if rebalancedByKey(e) => (v, e.toOrdinal, Some(extractorJson(e.kind.asInstanceOf[EdgeKind.Partitioned].key)), Nil)
       }
     }
+  }
 
   /** How Python extracts a key or value: `{"kind": "field", "name"}`, `{"kind": "python", "ref"}` (a
     * callable the Python layer numbered) or `{"kind": "item"}`.
