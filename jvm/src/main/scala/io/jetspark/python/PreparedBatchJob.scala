@@ -37,14 +37,15 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       Map[String, AnyRef]("vertex" -> vertex.name, "steps" -> steps.map(stepSpec).asJava).asJava
     }.asJava))
     val extractions = work.putArray("extractions")
-    SparkBatchEngine.pythonExtractions(dag).foreach { case (vertex, ordinal, key, values) =>
+    SparkBatchEngine.pythonExtractions(dag, typedPlan).foreach { case (vertex, ordinal, key, values) =>
       val node = extractions.addObject()
       node.put("vertex", vertex.name)
       node.put("ordinal", ordinal)
       node.set[JsonNode]("key", key.getOrElse(mapper.nullNode()))
       node.set[JsonNode]("values", mapper.valueToTree[JsonNode](values.asJava))
     }
-    work.set[JsonNode]("dataframe_sources", mapper.valueToTree[JsonNode](SparkBatchEngine.dataframeSources(dag).map {
+    work.set[JsonNode]("dataframe_sources", mapper.valueToTree[JsonNode](SparkBatchEngine.dataframeSources(dag)
+        .filter { case (vertex, _) => typedPlan.opaqueReaders(vertex.name) > 0 }.map {
       case (vertex, schema) => Map[String, AnyRef]("vertex" -> vertex.name, "schema" -> schema.json).asJava
     }.asJava))
     work.set[JsonNode]("stateful", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonStateful(dag).map {
@@ -57,7 +58,8 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
         Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "mapper_ref" -> mapperRef,
           "dead_letter" -> deadLetter).asJava
     }.asJava))
-    work.set[JsonNode]("typed_results", mapper.valueToTree[JsonNode](typedPlan.pythonResults.map { case (vertex, schema, shape) =>
+    work.set[JsonNode]("typed_results", mapper.valueToTree[JsonNode](typedPlan.pythonResults.collect {
+      case (vertex, schema, shape) if typedPlan.opaqueReaders(vertex) > 0 =>
       Map[String, AnyRef]("vertex" -> vertex, "schema" -> schema.json, "shape" -> shape).asJava
     }.asJava))
     mapper.writeValueAsString(work)
@@ -89,7 +91,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     * "catalyst": [vertices Catalyst ran], "physical_plans": {sink vertex: Spark's physical plan}}`.
     */
   def run(names: java.util.List[String], udfs: java.util.List[Column], jobId: String): String = {
-    val engine = new SparkBatchEngine(spark, dag, names.asScala.zip(udfs.asScala).toMap, jobId)
+    val engine = new SparkBatchEngine(spark, dag, names.asScala.zip(udfs.asScala).toMap, jobId, typedPlan)
     val out = engine.run().withDefaultValue(0L)
     val perVertex = dag.vertices.map { v =>
       val in = dag.edgesInto(v.name).map(e => out(e.errorsOf.fold(e.from)(_ => s"${e.from}.errors"))).sum

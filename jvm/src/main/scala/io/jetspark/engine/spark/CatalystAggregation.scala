@@ -34,24 +34,25 @@ import scala.jdk.CollectionConverters._
   * single null under `min_by` is that item, as in Python. Anything else (variance, linear_trend,
   * top_n, to_list, to_set, Python extractors, other value types) is not delegated: `plan` says why.
   *
-  * The output has the columns `key` (when keyed) and `result`, plus [[RowsColumn]], the group's row
-  * count (for metrics), which the engine drops. [[shape]] tells Python how a result row becomes the
-  * value the API promises (`python/jetspark/_typed.py`).
+  * The output has the columns `key` (when keyed) and `result`. [[shape]] tells Python how a result row
+  * becomes the value the API promises (`python/jetspark/_typed.py`).
   */
 final class CatalystAggregation private (key: Option[Column], aggregates: Seq[Column], result: Column, val shape: JsonNode) {
   import CatalystAggregation._
 
-  def run(rows: DataFrame): DataFrame = {
+  /** The results over `rows`; `keep` is a condition on each group's row count that keeps every group
+    * (a counter for metrics, see [[RowCounting.groups]]).
+    */
+  def run(rows: DataFrame, keep: Column => Column): DataFrame = {
     val named = count(lit(1)).as(RowsColumn) +: aggregates.zipWithIndex.map { case (a, i) => a.as(s"a$i") }
     val grouped = key.fold(rows.agg(named.head, named.tail: _*))(k => rows.groupBy(k.as(KeyColumn)).agg(named.head, named.tail: _*))
-    grouped.select(key.map(_ => col(KeyColumn)).toSeq ++ Seq(result.as(ResultColumn), col(RowsColumn)): _*)
+    grouped.where(keep(col(RowsColumn))).select(key.map(_ => col(KeyColumn)).toSeq :+ result.as(ResultColumn): _*)
   }
 }
 
 object CatalystAggregation {
   val KeyColumn = "key"
   val ResultColumn = "result"
-  val RowsColumn = "__rows"
 
   /** The Catalyst plan of aggregating `rows` by `key` (None: globally) with the operation `opJson`
     * (python/jetspark/aggregate.py's spec; `columns` resolves its Column refs), or why it cannot be
@@ -66,6 +67,7 @@ object CatalystAggregation {
   }
 
   private val Exact = DecimalType(38, 0)
+  private val RowsColumn = "__rows"
 
   /** A value extractor of an operation as a Column, with what it gives and how to name it in errors. */
   private final case class Value(column: Column, field: StructField, text: String)
@@ -98,11 +100,14 @@ object CatalystAggregation {
         case "column" => Extractor.ColumnExpr(columns.getOrElse(e.get("ref").asInt, e.path("name").asText))
         case _ => Extractor.PythonFn(null, e.path("name").asText)
       }
-      for {
+      values.getOrElseUpdate(extractor, for {
         c <- TypedExtraction.column(extractor, rows)
         f <- TypedExtraction.field(c, rows)
-      } yield Value(c, f, extractor.describe)
+      } yield Value(c, f, extractor.describe))
     }
+
+    // Each distinct extractor analysed once (analysis is the cost of planning).
+    private val values = scala.collection.mutable.Map.empty[Extractor, Either[String, Value]]
 
     def translate(spec: JsonNode): Either[String, (Column, JsonNode)] = spec.get("name").asText match {
       case "counting" => Right(aggregate(count(lit(1))) -> shapeOf("plain"))

@@ -46,14 +46,17 @@ import scala.collection.mutable
   * sources, JVM functions, typed items kept as columns) fails before any Spark job starts, naming the
   * vertex.
   */
-final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[String, Column], jobId: String) {
+final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[String, Column], jobId: String,
+    typedPlan: TypedPlan) {
   import SparkBatchEngine._
+
+  def this(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[String, Column], jobId: String) =
+    this(spark, dag, pythonUdfs, jobId, TypedPlan(dag))
 
   private val outputs = mutable.Map.empty[String, DataFrame]
   private val counters = mutable.LinkedHashMap.empty[String, LongAccumulator]
   private val fanOut: Map[String, Int] = dag.edges.groupBy(_.from).view.mapValues(_.size).toMap
-  private val typedPlan = TypedPlan(dag)
-  private val typedStages = new TypedStages(typedPlan, pythonUdfs, counter)
+  private val typedStages = new TypedStages(typedPlan, dag, pythonUdfs, counter)
   private val sinkPlans = mutable.LinkedHashMap.empty[String, String]
 
   dag.vertices.foreach(requireSupported)
@@ -80,7 +83,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     case v @ Vertex(_, RollingAggregate(_, op: PythonAggregateSpec), _, _, _) => v.name -> PythonAggregations.bind(op.json)
   }.toMap
 
-  private val extractingInputs: Set[(String, Int)] = pythonExtractions(dag).map(e => (e._1.name, e._2)).toSet
+  private val extractingInputs: Set[(String, Int)] = pythonExtractions(dag, typedPlan).map(e => (e._1.name, e._2)).toSet
 
   private def requireSupported(v: Vertex): Unit = v.description match {
     case Source(source, _) if source.name == "items" || source.name == "dataframe" => ()
@@ -204,14 +207,16 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private def writeSink(v: Vertex): Unit = {
     val Sink(sink) = v.description: @unchecked
     val items = output(v)
-    sinkPlans(v.name) = items.queryExecution.executedPlan.toString
     sink.name match {
       case "list" | "deadLetter" =>
         ListSinkRegistry.append(sink.parameters("name").toString, items.collect().map(_.getAs[Array[Byte]](0)).toSeq)
       case "console" => ListSinkRegistry.append(consoleList(jobId, v.name), items.collect().map(_.getAs[Array[Byte]](0)).toSeq)
-      case "noop" => items.write.format("noop").mode("overwrite").save()
+      // Every row computed and dropped, through the rows' own query execution (planned once, and
+      // the plan recorded below is the one that ran).
+      case "noop" => items.queryExecution.toRdd.foreachPartition(_.foreach(_ => ()))
       case other => throw new UnsupportedOperationException(s"sink '${v.name}': $other sinks are not run yet")
     }
+    sinkPlans(v.name) = items.queryExecution.executedPlan.toString
   }
 
   /** Every item of input 0 with its matches on input 1 (collected and broadcast), as pickled pairs
@@ -279,12 +284,11 @@ object SparkBatchEngine {
   /** A partial accumulator on its way to the combining stage. */
   val PartialSchema: StructType = StructType(Seq(StructField(Key, BinaryType), StructField("acc", BinaryType)))
 
-  /** The vertices whose input items Python must first take apart, with what it extracts from each: at
+  /** The vertices whose input items Python must first take apart (none that `typed` runs in Catalyst), with what it extracts from each: at
     * an aggregation where items enter, the grouping key (None: a global aggregation) and the operation's
     * values in slot order; behind a `rebalance(key)` edge, the key alone (it decides the partition).
     */
-  def pythonExtractions(dag: PhysicalDag): Seq[(Vertex, Int, Option[JsonNode], Seq[JsonNode])] = {
-    val typed = TypedPlan(dag)
+  def pythonExtractions(dag: PhysicalDag, typed: TypedPlan): Seq[(Vertex, Int, Option[JsonNode], Seq[JsonNode])] = {
     dag.vertices.filterNot(v => typed.runsInCatalyst(v.name)).flatMap {
       case v @ Vertex(_, Aggregate(stage, Seq(op: PythonAggregateSpec), keys), _, _, _) =>
         if (stage == AggregationStage.Combine) Nil

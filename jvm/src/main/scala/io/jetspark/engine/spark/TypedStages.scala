@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.pipeline.{Extractor, PipelineDefinitionError, PythonAggregateSpec}
 import io.jetspark.plan.VertexDescription._
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
+import org.apache.spark.sql.functions.lit
 import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.{Column, DataFrame}
@@ -19,7 +20,10 @@ import scala.jdk.CollectionConverters._
   * rows through); `rows` is the DataFrame source it reads.
   */
 final case class Delegation(result: String, accumulate: Option[String], rows: String, aggregation: CatalystAggregation,
-    keyed: Boolean, resultSchema: StructType)
+    keyed: Boolean, source: DataFrame) {
+  /** The schema of the typed results (what Python reads where it needs them as items). */
+  lazy val resultSchema: StructType = aggregation.run(source, _ => lit(true)).schema
+}
 
 /** Which vertices of a batch DAG work on typed items (DESIGN.md "Items": a row of a Spark SQL schema)
   * and which run in Catalyst (DESIGN.md "Edges on Spark": delegation where the semantics are equal).
@@ -71,11 +75,25 @@ final class TypedPlan private (dag: PhysicalDag) {
   def writesTyped(vertex: String): Boolean =
     dag.vertex(vertex).description.isInstanceOf[Sink] && dag.edgesInto(vertex).exists(takesTyped)
 
+  /** Whether the aggregation that Catalyst runs counts `vertex`'s items for it (no count per row): a
+    * DataFrame source that only it reads, or a noop sink of its results that is all that reads them.
+    */
+  def countedByAggregation(vertex: String): Boolean =
+    if (rowSources.contains(vertex)) dag.edgesFrom(vertex).map(_.to) match {
+      case Seq(reader) => runsInCatalyst(reader)
+      case _ => false
+    }
+    else writesTyped(vertex) && (dag.edgesInto(vertex) match {
+      case Seq(e) => delegations.contains(e.from) && dag.edgesFrom(e.from).size == 1
+      case _ => false
+    })
+
   /** How many edges read `vertex`'s output as opaque items. */
   def opaqueReaders(vertex: String): Int = dag.edgesFrom(vertex).count(e => !takesTyped(e))
 
-  /** For Python's `results:<vertex>` UDFs: each delegated aggregation's result schema and how a row of it
-    * becomes a Python value (`{"keyed": bool, "result": shape}`, see python/jetspark/_typed.py).
+  /** For Python's `results:<vertex>` UDFs (needed where [[opaqueReaders]] is positive): each delegated
+    * aggregation's result schema and how a row of it becomes a Python value
+    * (`{"keyed": bool, "result": shape}`, see python/jetspark/_typed.py).
     */
   def pythonResults: Seq[(String, StructType, JsonNode)] = delegations.values.toSeq.sortBy(_.result).map { d =>
     val shape: ObjectNode = new ObjectMapper().createObjectNode().put("keyed", d.keyed)
@@ -93,8 +111,7 @@ final class TypedPlan private (dag: PhysicalDag) {
         val rows = rowSources(input.from)
         CatalystAggregation.plan(stageOf(v), op.json, op.columns, keys.headOption, rows) match {
           case Right(aggregation) =>
-            val schema = StructType(aggregation.run(rows).schema.filterNot(_.name == CatalystAggregation.RowsColumn))
-            Some(Delegation(result.name, if (result eq v) None else Some(v.name), input.from, aggregation, keys.nonEmpty, schema))
+            Some(Delegation(result.name, if (result eq v) None else Some(v.name), input.from, aggregation, keys.nonEmpty, rows))
           case Left(why) if usesColumns(v) => throw new PipelineDefinitionError(stageOf(v), ColumnsOnTypedItems,
             s"its Columns run in the JVM only where Catalyst runs the whole aggregation, and it cannot: $why")
           case Left(_) => None // field names: Python reads them from the rows, as from any item
@@ -132,6 +149,7 @@ object TypedPlan {
   /** The rule a Column on items that are not typed breaks. */
   val ColumnsOnTypedItems = "columns-on-typed-items"
 
+  /** The plan of `dag`. It analyses DataFrames: a job makes it once and hands it on. */
   def apply(dag: PhysicalDag): TypedPlan = new TypedPlan(dag)
 
   /** The name of the stage a vertex runs, for errors. */
@@ -146,21 +164,26 @@ object TypedPlan {
 /** The typed side of a running batch job: the outputs of typed vertices (counted into `counter(vertex)`)
   * and their conversion to opaque items, made once per vertex, with the UDFs Python built.
   */
-final class TypedStages(plan: TypedPlan, pythonUdfs: Map[String, Column], counter: String => LongAccumulator) {
+final class TypedStages(plan: TypedPlan, dag: PhysicalDag, pythonUdfs: Map[String, Column], counter: String => LongAccumulator) {
   private val asItems = mutable.Map.empty[String, DataFrame]
 
   /** The output of `v` when it is typed, or a sink that takes typed rows (`input` gives its single
     * input); None for any other vertex.
     */
-  def output(v: Vertex, input: () => DataFrame): Option[DataFrame] =
-    plan.rowSources.get(v.name).orElse(if (plan.writesTyped(v.name)) Some(input()) else None).map(RowCounting.counted(_, counter(v.name)))
+  def output(v: Vertex, input: () => DataFrame): Option[DataFrame] = {
+    def counted(rows: DataFrame) = if (plan.countedByAggregation(v.name)) rows else RowCounting.counted(rows, counter(v.name))
+    plan.rowSources.get(v.name).map(counted)
+      .orElse(if (plan.writesTyped(v.name)) Some(counted(input())) else None)
       .orElse(plan.delegations.get(v.name).map { d =>
-        val results = d.aggregation.run(input())
-        // The group sizes are what the pass-through vertex passed on: its items out.
-        RowCounting.countedGroups(results, results(CatalystAggregation.RowsColumn), d.accumulate.map(counter), counter(v.name))
-          .drop(CatalystAggregation.RowsColumn)
+        // The group sizes add up to the rows the aggregation read: the items out of the pass-through
+        // vertex, and of the source when the aggregation is all that reads it (no count per row); the
+        // groups are its results, and the items of a noop sink that is all that reads them.
+        val passedOn = d.accumulate.toSeq ++ Some(d.rows).filter(plan.countedByAggregation)
+        val results = v.name +: dag.edgesFrom(v.name).map(_.to).filter(plan.countedByAggregation)
+        d.aggregation.run(input(), RowCounting.groups(passedOn.map(counter), results.map(counter)))
       })
       .orElse(if (plan.runsInCatalyst(v.name)) Some(input()) else None)
+  }
 
   /** `output` of `vertex` as opaque items (one binary column `item`): converted by Python where typed. */
   def items(vertex: String, output: DataFrame): DataFrame =
