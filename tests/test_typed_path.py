@@ -43,7 +43,9 @@ KEYS: dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]] = {
     "string column": (lambda: F.upper(F.col("s").substr(1, 1)), lambda r: r.s[:1].upper()),
 }
 
-rows = st.lists(st.tuples(st.integers(0, 4), st.floats(-1e6, 1e6, allow_nan=False), st.text("abcXY", max_size=3)),
+# Doubles are quarters: their sums are exact in any order, so float results compare exactly too.
+rows = st.lists(st.tuples(st.integers(0, 4), st.integers(-4 * 10**6, 4 * 10**6).map(lambda q: q / 4),
+                          st.text("abcXY", max_size=3)),
                 max_size=40).flatmap(lambda drawn: st.lists(
                     st.integers(-2**62, 2**62), min_size=len(drawn), max_size=len(drawn), unique=True).map(
                     lambda vs: [(k, v, x, f"{s}{i}") for i, ((k, x, s), v) in enumerate(zip(drawn, vs))]))

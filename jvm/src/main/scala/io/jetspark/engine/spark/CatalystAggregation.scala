@@ -87,11 +87,10 @@ object CatalystAggregation {
 
     private def fail(message: String): Column = raise_error(lit(s"stage '$stage' failed: $message"))
 
-    def groupingKey(e: Extractor): Either[String, Column] = for {
-      c <- TypedExtraction.column(e, rows)
-      f <- TypedExtraction.field(c, rows)
-      _ <- if (hasMap(f.dataType)) Left(s"the key ${e.describe} is a map (${f.dataType.simpleString}), which Spark cannot group by") else Right(())
-    } yield c
+    def groupingKey(e: Extractor): Either[String, Column] = TypedExtraction.typed(e, rows).flatMap { case (c, f) =>
+      if (hasMap(f.dataType)) Left(s"the key ${e.describe} is a map (${f.dataType.simpleString}), which Spark cannot group by")
+      else Right(c)
+    }
 
     private def value(spec: JsonNode, i: Int): Either[String, Value] = {
       val e = spec.get("extractors").get(i)
@@ -100,10 +99,7 @@ object CatalystAggregation {
         case "column" => Extractor.ColumnExpr(columns.getOrElse(e.get("ref").asInt, e.path("name").asText))
         case _ => Extractor.PythonFn(null, e.path("name").asText)
       }
-      values.getOrElseUpdate(extractor, for {
-        c <- TypedExtraction.column(extractor, rows)
-        f <- TypedExtraction.field(c, rows)
-      } yield Value(c, f, extractor.describe))
+      values.getOrElseUpdate(extractor, TypedExtraction.typed(extractor, rows).map { case (c, f) => Value(c, f, extractor.describe) })
     }
 
     // Each distinct extractor analysed once (analysis is the cost of planning).

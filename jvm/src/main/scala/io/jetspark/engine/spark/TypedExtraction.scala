@@ -10,7 +10,7 @@ import scala.util.control.NonFatal
 /** Keys, timestamps and values of typed items, evaluated in the JVM as Catalyst expressions (DESIGN.md
   * "Items"): a typed item is a row of a DataFrame, and an extractor given as a field name or a Column is
   * a Column over that DataFrame. Any typed stage (an aggregation, a window) takes its extractions from
-  * here: [[column]] for one extractor, [[field]] for what it gives (type, nullability) before anything
+  * here: [[column]] for one extractor, [[typed]] with what it gives (type, nullability) before anything
   * runs.
   */
 object TypedExtraction {
@@ -34,12 +34,18 @@ object TypedExtraction {
   /** The row itself as one struct value (its fields, names and order kept). */
   def wholeRow(rows: DataFrame): Column = struct(rows.columns.toSeq.map(c => col(quoted(c))): _*)
 
-  /** The type and nullability of `c` over `rows`, from analysis alone (nothing runs); Left with Spark's
-    * reason when it does not resolve there (a missing field, a type error).
+  /** [[column]] with what it gives (type, nullability), known before anything runs: a field's from the
+    * schema, a Column's from Spark's analysis (Left with Spark's reason when it does not resolve there:
+    * a missing field, a type error).
     */
-  def field(c: Column, rows: DataFrame): Either[String, StructField] =
-    try Right(rows.select(c).schema.head)
-    catch { case NonFatal(e) => Left(s"$c does not resolve on rows ${rows.schema.simpleString}: ${firstLine(e)}") }
+  def typed(e: Extractor, rows: DataFrame): Either[String, (Column, StructField)] = column(e, rows).flatMap { c =>
+    e match {
+      case Extractor.FieldName(name) => Right(c -> rows.schema(name))
+      case _ =>
+        try Right(c -> rows.select(c).schema.head)
+        catch { case NonFatal(error) => Left(s"$c does not resolve on rows ${rows.schema.simpleString}: ${firstLine(error)}") }
+    }
+  }
 
   private def quoted(name: String): String = "`" + name.replace("`", "``") + "`"
 
