@@ -43,8 +43,8 @@ import scala.collection.mutable
   * that need them, through one Arrow UDF (`rows:<vertex>`, `results:<vertex>`): see [[TypedPlan]].
   *
   * What this engine does not run yet (windows, joins of several enriching sides, aggregate2, file
-  * sources, JVM functions, typed items kept as columns) fails before any Spark job starts, naming the
-  * vertex.
+  * sources, JVM functions, typed items other than a DataFrame's rows and the results of aggregations
+  * Catalyst runs) fails before any Spark job starts, naming the vertex.
   */
 final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[String, Column], jobId: String,
     typedPlan: TypedPlan) {
@@ -284,11 +284,11 @@ object SparkBatchEngine {
   /** A partial accumulator on its way to the combining stage. */
   val PartialSchema: StructType = StructType(Seq(StructField(Key, BinaryType), StructField("acc", BinaryType)))
 
-  /** The vertices whose input items Python must first take apart (none that `typed` runs in Catalyst), with what it extracts from each: at
-    * an aggregation where items enter, the grouping key (None: a global aggregation) and the operation's
+  /** The vertices whose input items Python must first take apart (none that `typed` runs in Catalyst),
+    * with what it extracts from each: at an aggregation where items enter, the grouping key (None: a global aggregation) and the operation's
     * values in slot order; behind a `rebalance(key)` edge, the key alone (it decides the partition).
     */
-  def pythonExtractions(dag: PhysicalDag, typed: TypedPlan): Seq[(Vertex, Int, Option[JsonNode], Seq[JsonNode])] = {
+  def pythonExtractions(dag: PhysicalDag, typed: TypedPlan): Seq[(Vertex, Int, Option[JsonNode], Seq[JsonNode])] =
     dag.vertices.filterNot(v => typed.runsInCatalyst(v.name)).flatMap {
       case v @ Vertex(_, Aggregate(stage, Seq(op: PythonAggregateSpec), keys), _, _, _) =>
         if (stage == AggregationStage.Combine) Nil
@@ -304,7 +304,6 @@ object SparkBatchEngine {
         case e if rebalancedByKey(e) => (v, e.toOrdinal, Some(extractorJson(e.kind.asInstanceOf[EdgeKind.Partitioned].key)), Nil)
       }
     }
-  }
 
   /** How Python extracts a key or value: `{"kind": "field", "name"}`, `{"kind": "python", "ref"}` (a
     * callable the Python layer numbered) or `{"kind": "item"}`.
