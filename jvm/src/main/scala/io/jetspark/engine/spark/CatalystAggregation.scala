@@ -58,7 +58,8 @@ object CatalystAggregation {
     * (python/jetspark/aggregate.py's spec; `columns` resolves its Column refs), or why it cannot be
     * delegated. `stage` names the stage in the errors the plan raises while it runs.
     */
-  def plan(stage: String, opJson: String, columns: Map[Int, AnyRef], key: Option[Extractor], rows: DataFrame): Either[String, CatalystAggregation] = {
+  def plan(stage: String, opJson: String, columns: Map[Int, AnyRef], key: Option[Extractor],
+      rows: DataFrame): Either[String, CatalystAggregation] = {
     val translator = new Translator(stage, columns, rows)
     for {
       keyColumn <- key.fold[Either[String, Option[Column]]](Right(None))(k => translator.groupingKey(k).map(Some(_)))
