@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from jetspark import _jvm
 from jetspark._items import pack_frames
 from jetspark._sinks_runtime import attach as attach_row_sinks
+from jetspark._typed import jvm_columns
 from jetspark.errors import JobCancelledError, JobFailedError
 
 if TYPE_CHECKING:
@@ -178,6 +179,7 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
     from jetspark._custom_ops import custom_aggregation_udf_column
     from jetspark._python_steps import (Step, chain_udf_column, extraction_udf_column, rows_to_items_udf_column,
                                         stateful_udf_column)
+    from jetspark._typed import results_to_items_udf_column
 
     def ref(r: int | None) -> Any:
         return None if r is None else objects[r]
@@ -201,6 +203,8 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
         mapper = ref(j["mapper_ref"])
         pair_mapper = _pair_mapper(mapper)
         udfs[f"join:{j['vertex']}"] = chain_udf_column([Step("map", pair_mapper, j["stage"], j["dead_letter"])])
+    for r in work["typed_results"]:
+        udfs[f"results:{r['vertex']}"] = results_to_items_udf_column(r["schema"], r["shape"])
     return list(udfs), [column._jc for column in udfs.values()]
 
 
@@ -211,8 +215,9 @@ def _pair_mapper(mapper: Any) -> Any:
 
 def _jvm_objects(spec: dict[str, Any], objects: list[Any]) -> list[Any]:
     """What the JVM gets for the spec's refs: item pickles for `Sources.items`, the JVM DataFrame for
-    `Sources.dataframe`, and None for what stays in Python (callables)."""
+    `Sources.dataframe`, the JVM Column of a Column extractor, and None for what stays in Python (callables)."""
     out: list[Any] = [None] * len(objects)
+    jvm_columns(spec, objects, out)
     for node in spec["nodes"]:
         source = node["args"].get("source")
         if source is None:

@@ -11,9 +11,10 @@ final case class PythonRef(ref: Int)
   * whether its result depends on order; `json` is its whole definition, as python/jetspark/aggregate.py
   * wrote it. The engine binds it to its values (extracted in the JVM or in
   * a Python worker) before anything is accumulated; until then it cannot run, and says so.
+  * `columns` holds the Spark Columns its `{"kind": "column", "ref": n}` extractors name, by `n`.
   */
 final case class PythonAggregateSpec(name: String, json: String, canCombineSpec: Boolean, canDeductSpec: Boolean,
-    orderSensitive: Boolean)
+    orderSensitive: Boolean, columns: Map[Int, AnyRef] = Map.empty)
     extends AggregateOperation[Any, Any, Any] {
   private def unbound = throw new IllegalStateException(s"Python aggregate operation '$name' runs only once an engine binds it")
   override def arity: Int = 1

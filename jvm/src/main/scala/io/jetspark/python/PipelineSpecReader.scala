@@ -84,7 +84,13 @@ final class PipelineSpecReader private (objects: java.util.List[AnyRef]) {
 
   private def op(spec: JsonNode): AggregateOperation[_, _, _] = PythonAggregateSpec(
     spec.get("name").asText, spec.toString,
-    spec.get("can_combine").asBoolean, spec.get("can_deduct").asBoolean, spec.get("order_sensitive").asBoolean)
+    spec.get("can_combine").asBoolean, spec.get("can_deduct").asBoolean, spec.get("order_sensitive").asBoolean,
+    columnRefs(spec).flatMap(r => Option(objects).map(o => r -> o.get(r))).toMap)
+
+  /** The refs of the Column extractors anywhere in an operation's spec (all_of parts included). */
+  private def columnRefs(spec: JsonNode): Seq[Int] =
+    (if (spec.path("kind").asText == "column") Seq(spec.get("ref").asInt) else Nil) ++
+      spec.elements().asScala.flatMap(columnRefs)
 
   /** The stage `node` reads on input `i`, with the rebalance the Python side recorded on that input. */
   private def input(node: JsonNode, i: Int): AnyRef = {

@@ -2,7 +2,7 @@ package io.jetspark.python
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import com.fasterxml.jackson.databind.node.ObjectNode
-import io.jetspark.engine.spark.{CustomAggregations, SparkBatchEngine, WindowStages}
+import io.jetspark.engine.spark.{CustomAggregations, SparkBatchEngine, TypedPlan, WindowStages}
 import io.jetspark.pipeline.{Extractor, PythonRef}
 import io.jetspark.pipeline.transform._
 import io.jetspark.plan.{PhysicalDag, Vertex}
@@ -15,6 +15,8 @@ import scala.jdk.CollectionConverters._
   * it runs the job with them (`run`).
   */
 final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
+  // Typed items and Catalyst delegation are decided here, so that a Column on Python items fails now.
+  private val typedPlan = TypedPlan(dag)
 
   /** Every Arrow UDF the job needs from Python, as JSON:
     * {{{
@@ -24,10 +26,11 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     *  "dataframe_sources": [{"vertex", "schema": Spark's schema JSON}],             // rows to items
     *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter"}], // map_stateful
     *  "joins": [{"vertex", "stage", "mapper_ref", "dead_letter"}],                // hash join mappers
-    *  "custom_aggregations": [{"vertex", "stage", "mode", "functions_refs", "keyed", "dead_letter"}]} // AggregateOperation.of
+    *  "custom_aggregations": [{"vertex", "stage", "mode", "functions_refs", "keyed", "dead_letter"}], // AggregateOperation.of
+    *  "typed_results": [{"vertex", "schema", "shape"}]}                            // Catalyst results to items
     * }}}
     * `ref`s number the Python callables of the pipeline's spec (null: a `peek()` without one). Python
-    * answers with `run`, naming each UDF `chain:`, `rows:`, `stateful:`, `join:` or `custom:` + the vertex, or
+    * answers with `run`, naming each UDF `chain:`, `rows:`, `stateful:`, `join:`, `custom:` or `results:` + the vertex, or
     * `extract:` + the vertex + `:` + the input ordinal.
     */
   def pythonWorkJson(): String = {
@@ -46,11 +49,12 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       node.set[JsonNode]("values", mapper.valueToTree[JsonNode](values.asJava))
       node
     }
-    SparkBatchEngine.pythonExtractions(dag).foreach { case (vertex, ordinal, key, values) => extraction(vertex, ordinal, key, values) }
+    SparkBatchEngine.pythonExtractions(dag, typedPlan).foreach { case (vertex, ordinal, key, values) => extraction(vertex, ordinal, key, values) }
     WindowStages.pythonExtractions(dag).foreach { case (vertex, key, values, timestamp) =>
       extraction(vertex, 0, key, values).set[JsonNode]("timestamp", timestamp)
     }
-    work.set[JsonNode]("dataframe_sources", mapper.valueToTree[JsonNode](SparkBatchEngine.dataframeSources(dag).map {
+    work.set[JsonNode]("dataframe_sources", mapper.valueToTree[JsonNode](SparkBatchEngine.dataframeSources(dag)
+        .filter { case (vertex, _) => typedPlan.opaqueReaders(vertex.name) > 0 }.map {
       case (vertex, schema) => Map[String, AnyRef]("vertex" -> vertex.name, "schema" -> schema.json).asJava
     }.asJava))
     work.set[JsonNode]("stateful", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonStateful(dag).map {
@@ -66,6 +70,10 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregations.work(dag).map { w =>
       Map[String, Any]("vertex" -> w.vertex.name, "stage" -> w.vertex.fusedChain.head, "mode" -> w.mode,
         "functions_refs" -> w.functionsRefs.asJava, "keyed" -> w.keyed, "dead_letter" -> w.deadLetter).asJava
+    }.asJava))
+    work.set[JsonNode]("typed_results", mapper.valueToTree[JsonNode](typedPlan.pythonResults.collect {
+      case (vertex, schema, shape) if typedPlan.opaqueReaders(vertex) > 0 =>
+      Map[String, AnyRef]("vertex" -> vertex, "schema" -> schema.json, "shape" -> shape).asJava
     }.asJava))
     mapper.writeValueAsString(work)
   }
@@ -92,14 +100,17 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
 
   /** Runs the job with the UDFs Python built for `pythonWorkJson`: `udfs(i)` is named `names(i)`;
     * `jobId` scopes what the job's console sinks collect (`SparkBatchEngine.consoleList`).
-    * Returns the metrics as JSON: `{"vertices": {name: {"items_in", "items_out", "dead_letters"}}}`.
+    * Returns the metrics as JSON: `{"vertices": {name: {"items_in", "items_out", "dead_letters"}},
+    * "catalyst": [vertices Catalyst ran], "physical_plans": {sink vertex: Spark's physical plan}}`.
     */
   def run(names: java.util.List[String], udfs: java.util.List[Column], jobId: String): String = {
-    val out = new SparkBatchEngine(spark, dag, names.asScala.zip(udfs.asScala).toMap, jobId).run().withDefaultValue(0L)
+    val engine = new SparkBatchEngine(spark, dag, names.asScala.zip(udfs.asScala).toMap, jobId, typedPlan)
+    val out = engine.run().withDefaultValue(0L)
     val perVertex = dag.vertices.map { v =>
       val in = dag.edgesInto(v.name).map(e => out(e.errorsOf.fold(e.from)(SparkBatchEngine.deadLettersOf(e.from, _)))).sum
       v.name -> Map[String, Any]("items_in" -> in, "items_out" -> out(v.name), "dead_letters" -> out(s"${v.name}.errors")).asJava
     }
-    new ObjectMapper().writeValueAsString(Map("vertices" -> perVertex.toMap.asJava).asJava)
+    new ObjectMapper().writeValueAsString(Map[String, AnyRef]("vertices" -> perVertex.toMap.asJava, "catalyst" -> engine.catalystVertices.asJava,
+      "physical_plans" -> engine.sinkPhysicalPlans.asJava).asJava)
   }
 }

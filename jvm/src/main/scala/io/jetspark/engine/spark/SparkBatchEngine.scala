@@ -42,24 +42,32 @@ import scala.collection.mutable
   * input and reads both inputs partition by partition ([[CoGroupStages]]). User-defined operations run
   * in Python ([[CustomAggregations]]). Hash joins broadcast every enriching side ([[HashJoinStage]]).
   *
-  * A DataFrame source becomes items through one Arrow UDF that turns its rows into pickled PySpark `Row`s
-  * (`dataframeSources`).
+  * A DataFrame source's output is its DataFrame (typed rows); aggregations that read it directly may run
+  * in Catalyst, their results typed too; typed outputs become opaque items only on the edges to vertices
+  * that need them, through one Arrow UDF (`rows:<vertex>`, `results:<vertex>`): see [[TypedPlan]].
   *
   * Files and foreach-batch sinks take the items as rows of a schema ([[RowSinks]]); a files source is
   * the DataFrame source of what it reads ([[FileSources]]). Windows (after `addTimestamps`) run as
   * [[WindowStages]] say.
   *
   * What this engine does not run yet (`aggregate2` mixing a user-defined operation with a built-in one,
-  * a user-defined operation inside `all_of` or a window, JVM functions, typed items kept as columns)
-  * fails before any Spark job starts, naming the vertex.
+  * a user-defined operation inside `all_of` or a window, JVM functions, typed items other than a
+  * DataFrame's rows and the results of aggregations Catalyst runs) fails before any Spark job starts,
+  * naming the vertex.
   */
-final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[String, Column], jobId: String) {
+final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[String, Column], jobId: String,
+    typedPlan: TypedPlan) {
   import SparkBatchEngine._
+
+  def this(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[String, Column], jobId: String) =
+    this(spark, dag, pythonUdfs, jobId, TypedPlan(dag))
 
   private val outputs = mutable.Map.empty[String, DataFrame]
   private val counters = mutable.LinkedHashMap.empty[String, LongAccumulator]
   private val fanOut: Map[String, Int] = dag.edges.groupBy(_.from).view.mapValues(_.size).toMap
   private lazy val rowSinks = new RowSinks(spark, dag, jobId)
+  private val typedStages = new TypedStages(typedPlan, dag, pythonUdfs, counter)
+  private val sinkPlans = mutable.LinkedHashMap.empty[String, String]
 
   dag.vertices.foreach(requireSupported)
   dag.edges.filter(e => e.restoresSequence || e.carriesSequence).foreach { e =>
@@ -70,9 +78,15 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   /** Runs every sink; returns the items each vertex emitted (dead letters under "<vertex>.errors"). */
   def run(): Map[String, Long] = {
     try dag.vertices.foreach { v => v.description match { case Sink(_) => writeSink(v); case _ => () } }
-    finally outputs.values.foreach(_.unpersist())
+    finally { outputs.values.foreach(_.unpersist()); typedStages.unpersist() }
     counters.map { case (name, acc) => name -> acc.sum }.toMap
   }
+
+  /** The vertices that Catalyst ran (see [[TypedPlan]]). */
+  def catalystVertices: Seq[String] = typedPlan.catalystVertices
+
+  /** Per sink vertex, Spark's physical plan of what it wrote (once `run` has run). */
+  def sinkPhysicalPlans: Map[String, String] = sinkPlans.toMap
 
   /** The core operation of each aggregating vertex whose operations the JVM runs (built-in ones). */
   private val aggregations: Map[String, AggregateOperation[Extracted, Any, Any]] = dag.vertices.collect {
@@ -85,7 +99,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   }.toMap
 
   private val extractingInputs: Set[(String, Int)] =
-    (pythonExtractions(dag).map(e => (e._1.name, e._2)) ++ WindowStages.pythonExtractions(dag).map(e => (e._1.name, 0))).toSet
+    (pythonExtractions(dag, typedPlan).map(e => (e._1.name, e._2)) ++ WindowStages.pythonExtractions(dag).map(e => (e._1.name, 0))).toSet
 
   private def requireSupported(v: Vertex): Unit = v.description match {
     case Source(source, _) if source.name == "items" || source.name == "dataframe" => ()
@@ -106,9 +120,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
 
   /** The vertex's whole output: for a Python chain, with the `failure` column that routes dead letters. */
   private def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, {
-    val df = counted(v.name, v.description match {
-      case Source(source, _) if source.name == "dataframe" =>
-        SqlBridge.mapInArrow(source.parameters("dataframe").asInstanceOf[DataFrame], pythonUdfs(s"rows:${v.name}"))
+    val df = typedStages.output(v, () => singleInput(v)).getOrElse(counted(v.name, v.description match {
       case Source(source, _) => itemsFrame(source.parameters("items").asInstanceOf[Seq[Any]], v)
       case StatelessChain(_) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"chain:${v.name}"))
       case Merge(_, _) => dag.edgesInto(v.name).map(input).reduce(_ union _)
@@ -146,7 +158,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case Distinct(_) => ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[Extracted].key), extracted,
         e => InternalRow(e.asInstanceOf[Extracted].item.bytes), ItemSchema).run(singleInput(v))
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
-    })
+    }))
     // Read by several edges: computed once.
     if (fanOut.getOrElse(v.name, 0) > 1 || RowSinks.keepsOutput(v)) df.persist(StorageLevel.MEMORY_AND_DISK) else df
   })
@@ -170,8 +182,11 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   /** What `edge` delivers: the sender's data (or one stage's dead letters) — with key and values
     * extracted where the receiver aggregates items — moved as the edge kind says.
     */
-  private def input(edge: Edge): DataFrame = {
-    val sender = output(dag.vertex(edge.from))
+  private def input(edge: Edge): DataFrame =
+    if (typedPlan.takesTyped(edge)) output(dag.vertex(edge.from)) else itemsInput(edge)
+
+  private def itemsInput(edge: Edge): DataFrame = {
+    val sender = typedStages.items(edge.from, output(dag.vertex(edge.from)))
     val selected = edge.errorsOf match {
       case Some(stage) => sender.where(col(Failure) === stage).select(Item)
       case None if sender.columns.contains(Failure) => sender.where(col(Failure).isNull).drop(Failure)
@@ -229,10 +244,13 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case "list" | "deadLetter" =>
         ListSinkRegistry.append(sink.parameters("name").toString, items.collect().map(_.getAs[Array[Byte]](0)).toSeq)
       case "console" => ListSinkRegistry.append(consoleList(jobId, v.name), items.collect().map(_.getAs[Array[Byte]](0)).toSeq)
-      case "noop" => items.write.format("noop").mode("overwrite").save()
+      // Every row computed and dropped, through the rows' own query execution (planned once, and
+      // the plan recorded below is the one that ran).
+      case "noop" => items.queryExecution.toRdd.foreachPartition(_.foreach(_ => ()))
       case "files" | "foreachBatch" => rowSinks.write(v, items)
       case other => throw new UnsupportedOperationException(s"sink '${v.name}': $other sinks are not run yet")
     }
+    sinkPlans(v.name) = items.queryExecution.executedPlan.toString
   }
 
   /** A result as the row of a pickled item: `(key, result)` when keyed, else the result. */
@@ -251,9 +269,10 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
 
   /** Counts the rows of `df` as they pass: an accumulator per vertex, "<vertex>.errors" for all its dead
     * letters and [[deadLettersOf]] for those of one of its stages (what that stage's dead-letter sink gets).
+    * The result reads an RDD made once: the engine's next steps look at its partitions and run
+    * processors over it, which must not plan (and run) the rows' query again.
     */
   private def counted(vertex: String, df: DataFrame): DataFrame = {
-    def counter(name: String) = { val a = spark.sparkContext.longAccumulator(name); counters(name) = a; a }
     val items = counter(vertex)
     val hasFailures = df.columns.contains(Failure)
     val errors = if (hasFailures) counter(s"$vertex.errors") else null
@@ -269,6 +288,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     })
     SqlBridge.internalCreateDataFrame(spark, rows, df.schema)
   }
+
+  private def counter(name: String): LongAccumulator = counters.getOrElseUpdate(name, spark.sparkContext.longAccumulator(name))
 }
 
 object SparkBatchEngine {
@@ -290,10 +311,10 @@ object SparkBatchEngine {
     * and that input's operation's values in slot order; at a hash join, each side's key of its clause
     * (the streamed side's other clauses' keys as values); behind a `rebalance(key)` edge, that key,
     * which decides the partition (also where the vertex has no key of its own: a global aggregation, a
-    * sort).
+    * sort). None for the vertices that Catalyst runs (see [[TypedPlan]]).
     */
-  def pythonExtractions(dag: PhysicalDag): Seq[(Vertex, Int, Option[JsonNode], Seq[JsonNode])] =
-    dag.vertices.flatMap {
+  def pythonExtractions(dag: PhysicalDag, typed: TypedPlan): Seq[(Vertex, Int, Option[JsonNode], Seq[JsonNode])] =
+    dag.vertices.filterNot(v => typed.runsInCatalyst(v.name)).flatMap {
       case v @ Vertex(_, Aggregate(stage, PythonOps(ops), keys), _, _, _) =>
         if (stage == AggregationStage.Combine) Nil
         else ops.indices.map { i =>

@@ -1,0 +1,202 @@
+package io.jetspark.engine.spark
+
+import com.fasterxml.jackson.databind.node.ObjectNode
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import io.jetspark.pipeline.{Extractor, PipelineDefinitionError, PythonAggregateSpec}
+import io.jetspark.plan.VertexDescription._
+import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
+import org.apache.spark.sql.functions.lit
+import org.apache.spark.sql.jetspark.SqlBridge
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.{Column, DataFrame}
+import org.apache.spark.storage.StorageLevel
+import org.apache.spark.util.LongAccumulator
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+
+/** An aggregation that Catalyst runs: `result` emits its results; `accumulate` is its first vertex when
+  * the planner split it in two (Catalyst does its own partial aggregation, so that vertex passes its
+  * rows through); `rows` is the DataFrame source it reads.
+  */
+final case class Delegation(result: String, accumulate: Option[String], rows: String, aggregation: CatalystAggregation,
+    keyed: Boolean, source: DataFrame) {
+  /** The schema of the typed results (what Python reads where it needs them as items). */
+  lazy val resultSchema: StructType = aggregation.run(source, _ => lit(true)).schema
+}
+
+/** Which vertices of a batch DAG work on typed items (DESIGN.md "Items": a row of a Spark SQL schema)
+  * and which run in Catalyst (DESIGN.md "Edges on Spark": delegation where the semantics are equal).
+  *
+  * A DataFrame source's output is its DataFrame. A keyed or global aggregation that reads it directly
+  * runs as `groupBy(...).agg(...)` where [[CatalystAggregation.plan]] finds Spark functions with the
+  * core's results; its output stays typed (`key`, `result`). Typed outputs become opaque Python items
+  * only on an edge to a vertex that needs them (everything but a delegated aggregation and a noop sink):
+  * the rows of a source as PySpark `Row`s (Python's `rows:<vertex>` UDF), aggregation results as the
+  * values the API promises (`results:<vertex>`, shaped by [[Delegation]]).
+  *
+  * A Column extractor is evaluated only on typed items: anywhere else it is a definition error naming
+  * the stage, found when the job is prepared.
+  */
+final class TypedPlan private (dag: PhysicalDag) {
+  import TypedPlan._
+
+  /** The DataFrame sources by vertex. */
+  val rowSources: Map[String, DataFrame] = dag.vertices.collect {
+    case v @ Vertex(_, Source(source, _), _, _, _) if source.name == "dataframe" =>
+      v.name -> source.parameters("dataframe").asInstanceOf[DataFrame]
+  }.toMap
+
+  /** The delegated aggregations by the vertex that emits their results. */
+  val delegations: Map[String, Delegation] = dag.vertices.flatMap(delegation).map(d => d.result -> d).toMap
+
+  private val passThrough: Set[String] = delegations.values.flatMap(_.accumulate).toSet
+
+  dag.vertices.filterNot(v => runsInCatalyst(v.name)).foreach(refuseColumns)
+
+  /** Whether Catalyst runs `vertex` (nothing of it runs in Python or in the core's processors). */
+  def runsInCatalyst(vertex: String): Boolean = delegations.contains(vertex) || passThrough(vertex)
+
+  /** The vertices Catalyst runs, in plan order. */
+  def catalystVertices: Seq[String] = dag.vertices.map(_.name).filter(runsInCatalyst)
+
+  /** Whether `vertex` emits typed rows rather than opaque items. */
+  def isTyped(vertex: String): Boolean = rowSources.contains(vertex) || runsInCatalyst(vertex)
+
+  /** Whether `edge` delivers its sender's typed rows as they are: into a vertex that Catalyst runs (which
+    * shuffles for itself), or into a noop sink.
+    */
+  def takesTyped(edge: Edge): Boolean = isTyped(edge.from) && (runsInCatalyst(edge.to) || (dag.vertex(edge.to).description match {
+    case Sink(sink) => sink.name == "noop"
+    case _ => false
+  }))
+
+  /** Whether `vertex` is a sink that writes typed rows as they are. */
+  def writesTyped(vertex: String): Boolean =
+    dag.vertex(vertex).description.isInstanceOf[Sink] && dag.edgesInto(vertex).exists(takesTyped)
+
+  /** Whether the aggregation that Catalyst runs counts `vertex`'s items for it (no count per row): a
+    * DataFrame source that only it reads, or a noop sink of its results that is all that reads them.
+    */
+  def countedByAggregation(vertex: String): Boolean =
+    if (rowSources.contains(vertex)) dag.edgesFrom(vertex).map(_.to) match {
+      case Seq(reader) => runsInCatalyst(reader)
+      case _ => false
+    }
+    else writesTyped(vertex) && (dag.edgesInto(vertex) match {
+      case Seq(e) => delegations.contains(e.from) && dag.edgesFrom(e.from).size == 1
+      case _ => false
+    })
+
+  /** How many edges read `vertex`'s output as opaque items. */
+  def opaqueReaders(vertex: String): Int = dag.edgesFrom(vertex).count(e => !takesTyped(e))
+
+  /** For Python's `results:<vertex>` UDFs (needed where [[opaqueReaders]] is positive): each delegated
+    * aggregation's result schema and how a row of it becomes a Python value
+    * (`{"keyed": bool, "result": shape}`, see python/jetspark/_typed.py).
+    */
+  def pythonResults: Seq[(String, StructType, JsonNode)] = delegations.values.toSeq.sortBy(_.result).map { d =>
+    val shape: ObjectNode = new ObjectMapper().createObjectNode().put("keyed", d.keyed)
+    shape.set[JsonNode]("result", d.aggregation.shape)
+    (d.result, d.resultSchema, shape)
+  }
+
+  private def delegation(v: Vertex): Option[Delegation] = v.description match {
+    case Aggregate(stage, Seq(op: PythonAggregateSpec), keys) if stage != AggregationStage.Combine =>
+      val input = dag.edgesInto(v.name).head
+      val result = if (stage == AggregationStage.Accumulate) dag.vertex(dag.edgesFrom(v.name).head.to) else v
+      val readsRows = rowSources.contains(input.from) && input.errorsOf.isEmpty && !SparkBatchEngine.rebalancedByKey(input)
+      if (!readsRows || dag.edgesFrom(result.name).exists(_.errorsOf.isDefined)) None
+      else {
+        val rows = rowSources(input.from)
+        CatalystAggregation.plan(stageOf(v), op.json, op.columns, keys.headOption, rows) match {
+          case Right(aggregation) =>
+            Some(Delegation(result.name, if (result eq v) None else Some(v.name), input.from, aggregation, keys.nonEmpty, rows))
+          case Left(why) if usesColumns(v) => throw new PipelineDefinitionError(stageOf(v), ColumnsOnTypedItems,
+            s"its Columns run in the JVM only where Catalyst runs the whole aggregation, and it cannot: $why")
+          case Left(_) => None // field names: Python reads them from the rows, as from any item
+        }
+      }
+    case _ => None
+  }
+
+  private def refuseColumns(v: Vertex): Unit = if (usesColumns(v)) throw new PipelineDefinitionError(stageOf(v), ColumnsOnTypedItems,
+    "a Column is evaluated in the JVM on typed items (the rows of a DataFrame source, aggregated directly), " +
+      "but the items here are Python objects; give a field name or a Python function instead")
+
+  /** Whether `v` has a Column among its keys or values (or on the edges that partition its input). */
+  private def usesColumns(v: Vertex): Boolean = {
+    val extractors: Seq[Extractor] = (v.description match {
+      case Aggregate(_, _, keys) => keys
+      case RollingAggregate(key, _) => key.toSeq
+      case MapStateful(key, create, fn) => key.toSeq ++ Seq(create, fn)
+      case Distinct(key) => Seq(key)
+      case Sort(_, key, _) => key.toSeq
+      case HashJoin(clauses, mapper, _) => clauses.flatMap(c => Seq(c.leftKey, c.rightKey)) ++ mapper
+      case StatelessChain(steps) => steps.map(_.fn)
+      case _ => Nil
+    }) ++ dag.edgesInto(v.name).collect { case Edge(_, _, _, _, EdgeKind.Partitioned(key, _), _, _, _) => key }
+    val opColumns = v.description match {
+      case Aggregate(_, ops, _) => ops.exists { case op: PythonAggregateSpec => hasColumnExtractor(op.json); case _ => false }
+      case RollingAggregate(_, op: PythonAggregateSpec) => hasColumnExtractor(op.json)
+      case _ => false
+    }
+    opColumns || extractors.exists(_.isInstanceOf[Extractor.ColumnExpr])
+  }
+}
+
+object TypedPlan {
+  /** The rule a Column on items that are not typed breaks. */
+  val ColumnsOnTypedItems = "columns-on-typed-items"
+
+  /** The plan of `dag`. It analyses DataFrames: a job makes it once and hands it on. */
+  def apply(dag: PhysicalDag): TypedPlan = new TypedPlan(dag)
+
+  /** The name of the stage a vertex runs, for errors. */
+  def stageOf(v: Vertex): String = v.fusedChain.headOption.getOrElse(v.name)
+
+  private def hasColumnExtractor(opJson: String): Boolean = {
+    def walk(n: JsonNode): Boolean = n.path("kind").asText == "column" || n.elements().asScala.exists(walk)
+    walk(new ObjectMapper().readTree(opJson))
+  }
+}
+
+/** The typed side of a running batch job: the outputs of typed vertices (counted into `counter(vertex)`)
+  * and their conversion to opaque items, made once per vertex, with the UDFs Python built.
+  */
+final class TypedStages(plan: TypedPlan, dag: PhysicalDag, pythonUdfs: Map[String, Column], counter: String => LongAccumulator) {
+  private val asItems = mutable.Map.empty[String, DataFrame]
+
+  /** The output of `v` when it is typed, or a sink that takes typed rows (`input` gives its single
+    * input); None for any other vertex.
+    */
+  def output(v: Vertex, input: () => DataFrame): Option[DataFrame] = {
+    def counted(rows: DataFrame) = if (plan.countedByAggregation(v.name)) rows else RowCounting.counted(rows, counter(v.name))
+    plan.rowSources.get(v.name).map(counted)
+      .orElse(if (plan.writesTyped(v.name)) Some(counted(input())) else None)
+      .orElse(plan.delegations.get(v.name).map { d =>
+        // The group sizes add up to the rows the aggregation read: the items out of the pass-through
+        // vertex, and of the source when the aggregation is all that reads it (no count per row); the
+        // groups are its results, and the items of a noop sink that is all that reads them.
+        val passedOn = d.accumulate.toSeq ++ Some(d.rows).filter(plan.countedByAggregation)
+        val results = v.name +: dag.edgesFrom(v.name).map(_.to).filter(plan.countedByAggregation)
+        d.aggregation.run(input(), RowCounting.groups(passedOn.map(counter), results.map(counter)))
+      })
+      .orElse(if (plan.runsInCatalyst(v.name)) Some(input()) else None)
+  }
+
+  /** `output` of `vertex` as opaque items (one binary column `item`): converted by Python where typed. */
+  def items(vertex: String, output: DataFrame): DataFrame =
+    if (!plan.isTyped(vertex)) output
+    else asItems.getOrElseUpdate(vertex, {
+      val udf = if (plan.rowSources.contains(vertex)) s"rows:$vertex" else s"results:$vertex"
+      val mapped = SqlBridge.mapInArrow(output, pythonUdfs(udf))
+      // Like every opaque output, over an RDD made once: the engine's next steps (partition counts,
+      // processors) must not plan and run the typed query again.
+      val converted = SqlBridge.internalCreateDataFrame(mapped.sparkSession, mapped.queryExecution.toRdd, mapped.schema)
+      // Read by several edges: converted once.
+      if (plan.opaqueReaders(vertex) > 1) converted.persist(StorageLevel.MEMORY_AND_DISK) else converted
+    })
+
+  def unpersist(): Unit = asItems.values.foreach(_.unpersist())
+}
