@@ -43,3 +43,15 @@ def run_python(code: str, *, python: str = sys.executable, cwd: Path | None = No
     env = {**os.environ, **LOOPBACK_ENV, "PYSPARK_PYTHON": python}
     return subprocess.run([python, "-c", code, *(args or [])], cwd=cwd or REPO, env=env, capture_output=True,
                           text=True, timeout=timeout)
+
+
+def run_job(jet: object, p: object, *lists: str, timeout: int = 300) -> tuple[object, list[list[object]]]:
+    """Runs pipeline ``p`` to completion; returns the job and what each named list sink got, in the
+    order named (the lists are cleared)."""
+    job = jet.new_job(p)  # type: ignore[attr-defined]
+    job.join(timeout=timeout)
+    got = []
+    for name in lists:
+        got.append(jet.get_list(name))  # type: ignore[attr-defined]
+        jet.clear_list(name)  # type: ignore[attr-defined]
+    return job, got

@@ -8,6 +8,7 @@ import time
 from collections import Counter
 
 import pytest
+from conftest import run_job
 
 from jetspark import (DeadLetter, JobCancelledError, JobConfig, JobFailedError, JobStatus, JoinClause, Pipeline, Sinks,
                       Sources)
@@ -18,11 +19,7 @@ from jetspark import AggregateOperations as ops
 def run(jet):
     """Runs a pipeline to completion and returns a function reading (and clearing) its lists."""
     def go(p: Pipeline, *lists: str) -> list | tuple:
-        jet.new_job(p).join(timeout=300)
-        out = []
-        for name in lists:
-            out.append(jet.get_list(name))
-            jet.clear_list(name)
+        _, out = run_job(jet, p, *lists)
         return out[0] if len(out) == 1 else tuple(out)
     return go
 

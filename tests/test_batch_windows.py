@@ -16,6 +16,7 @@ from test_batch_engine_random import mismatches_on_engine
 
 from jetspark import AggregateOperations as ops
 from jetspark import (KeyedWindowResult, Pipeline, PipelineDefinitionError, Sinks, Sources, WindowDefinition,
+from conftest import run_job
                       WindowResult)
 
 
@@ -23,12 +24,7 @@ from jetspark import (KeyedWindowResult, Pipeline, PipelineDefinitionError, Sink
 def run(jet):
     """Runs a pipeline; returns what its list sinks got, by name (and clears them)."""
     def go(p: Pipeline, *lists: str) -> dict[str, list[Any]]:
-        jet.new_job(p).join(timeout=300)
-        out = {}
-        for name in lists:
-            out[name] = jet.get_list(name)
-            jet.clear_list(name)
-        return out
+        return dict(zip(lists, run_job(jet, p, *lists)[1]))
     return go
 
 

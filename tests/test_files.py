@@ -23,6 +23,7 @@ from jetspark import DeadLetter, JobFailedError, Pipeline, PipelineDefinitionErr
 from jetspark import AggregateOperations as ops
 
 from file_items import Point, Reading, SlottedReading
+from conftest import run_job
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -32,12 +33,7 @@ def workers_import_item_classes(jet):
 
 def run(jet, p: Pipeline, *lists: str):
     """Runs ``p``; returns its metrics per vertex and what its lists got (then clears them)."""
-    job = jet.new_job(p)
-    job.join(timeout=300)
-    got = []
-    for name in lists:
-        got.append(jet.get_list(name))
-        jet.clear_list(name)
+    job, got = run_job(jet, p, *lists)
     return job.metrics()["vertices"], got
 
 

@@ -17,6 +17,7 @@ from reference import as_multiset, as_sequence, run_reference
 
 from jetspark import JobFailedError, Pipeline, PipelineDefinitionError, Sinks, Sources
 from jetspark import AggregateOperations as ops
+from conftest import run_job
 
 SCHEMA = "k INT, v BIGINT, x DOUBLE, s STRING"
 
@@ -52,12 +53,7 @@ rows = st.lists(st.tuples(st.integers(0, 4), st.integers(-4 * 10**6, 4 * 10**6).
 
 
 def collect(jet, p: Pipeline, *lists: str) -> tuple[list[Any], ...] | Any:
-    job = jet.new_job(p)
-    job.join(timeout=300)
-    out = []
-    for name in lists:
-        out.append(jet.get_list(name))
-        jet.clear_list(name)
+    job, out = run_job(jet, p, *lists)
     collect.metrics = job.metrics()  # type: ignore[attr-defined]
     return out[0] if len(out) == 1 else tuple(out)
 
