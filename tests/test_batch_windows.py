@@ -9,6 +9,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
+from conftest import run_job
 from hypothesis import HealthCheck, assume, given, settings
 from reference import as_multiset, run_reference
 from strategies import batch_pipelines
@@ -16,7 +17,6 @@ from test_batch_engine_random import mismatches_on_engine
 
 from jetspark import AggregateOperations as ops
 from jetspark import (KeyedWindowResult, Pipeline, PipelineDefinitionError, Sinks, Sources, WindowDefinition,
-from conftest import run_job
                       WindowResult)
 
 

@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import run_job
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import Row
@@ -23,7 +24,6 @@ from jetspark import DeadLetter, JobFailedError, Pipeline, PipelineDefinitionErr
 from jetspark import AggregateOperations as ops
 
 from file_items import Point, Reading, SlottedReading
-from conftest import run_job
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from conftest import run_job
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
@@ -17,7 +18,6 @@ from reference import as_multiset, as_sequence, run_reference
 
 from jetspark import JobFailedError, Pipeline, PipelineDefinitionError, Sinks, Sources
 from jetspark import AggregateOperations as ops
-from conftest import run_job
 
 SCHEMA = "k INT, v BIGINT, x DOUBLE, s STRING"
 
