@@ -128,3 +128,18 @@ def test_operations_know_whether_they_combine_and_deduct():
     assert ops.to_list().is_order_sensitive and not ops.to_set().is_order_sensitive
     assert ops.all_of(ops.counting(), ops.summing("v")).can_deduct
     assert not ops.all_of(ops.counting(), ops.max_by("v")).can_deduct
+
+
+@pytest.mark.parametrize("transform", ["aggregate", "aggregate2", "distinct"])
+def test_keyed_whole_stream_results_are_refused_on_a_stream_stage(transform):
+    # A stream aggregates per window (Jet's StreamStageWithKey has no aggregate); the same calls on the
+    # batch stage before add_timestamps are fine.
+    p = Pipeline.create()
+    batch = p.read_from(Sources.items([1, 2])).grouping_key(lambda x: x % 2)
+    stream = p.read_from(Sources.items([3])).add_timestamps(lambda x: x).grouping_key(lambda x: x % 2)
+    calls = {"aggregate": lambda k: k.aggregate(ops.counting()), "distinct": lambda k: k.distinct(),
+             "aggregate2": lambda k: k.aggregate2(k, ops.counting(), ops.counting())}
+    calls[transform](batch)
+    with pytest.raises(PipelineDefinitionError, match="needs a batch stage") as raised:
+        calls[transform](stream)
+    assert raised.value.stage.startswith("add_timestamps") and raised.value.rule == "keyed aggregation needs a batch stage"

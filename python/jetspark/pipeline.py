@@ -15,6 +15,7 @@ from typing import Any
 
 from jetspark._extractors import Extractor, ExtractorLike, extractor, optional_extractor
 from jetspark.aggregate import AggregateOperation
+from jetspark.errors import PipelineDefinitionError
 from jetspark.sinks import Sink
 from jetspark.sources import Source
 from jetspark.window import WindowDefinition
@@ -460,14 +461,26 @@ class _KeyedStage:
         node = up._pipeline._add(transform, up._node.is_stream, [up], [self._key], args)
         return type(up)(up._pipeline, node)
 
+    def _require_batch(self, transform: str) -> None:
+        # A stream never ends, so a result over all of a key's items never comes: Jet offers these on
+        # batch stages only, and windows on streams.
+        if isinstance(self._upstream, StreamStage):
+            stage = self._upstream.name
+            raise PipelineDefinitionError(
+                f"{stage}: rule 'keyed {transform} needs a batch stage' is broken: a stream stage (after "
+                f"timestamps) aggregates per window: .grouping_key(k).window(w).aggregate(op)", stage,
+                "keyed aggregation needs a batch stage")
+
     def aggregate(self, op: AggregateOperation) -> Any:
-        """Items ``(key, result)``: ``op`` per key."""
+        """Items ``(key, result)``: ``op`` per key (batch stages; a stream aggregates per window)."""
+        self._require_batch("aggregate")
         return self._next("aggregate", op=_op(op, "aggregate(op)"))
 
     def aggregate2(self, other: _KeyedStage, op0: AggregateOperation, op1: AggregateOperation) -> Any:
         """Items ``(key, (result0, result1))``: co-groups this keyed stage with ``other``."""
         if not isinstance(other, type(self)):
             raise TypeError(f"aggregate2(other): other must be a {type(self).__name__}")
+        self._require_batch("aggregate2")
         up = self._upstream
         node = up._pipeline._add("aggregate2", up._node.is_stream, [up, other._upstream], [self._key, other._key],
                                  {"op0": _op(op0, "aggregate2(op0)"), "op1": _op(op1, "aggregate2(op1)")})
@@ -483,7 +496,8 @@ class _KeyedStage:
         return self._next("rolling_aggregate", op=_op(op, "rolling_aggregate(op)"))
 
     def distinct(self) -> Any:
-        """The first item of each key."""
+        """The first item of each key (batch stages)."""
+        self._require_batch("distinct")
         return self._next("distinct")
 
     def __repr__(self) -> str:
