@@ -1,0 +1,124 @@
+"""Batch sliding windows against Spark's own ``window(ts, size, slide)`` group-by, and against the floor.
+
+Builds ``--events`` events over ``--span-s`` seconds and ``--keys`` keys as a cached DataFrame (local[2],
+bound to 127.0.0.1): columns ``key`` (int), ``ts`` (int, ms) and ``value`` (int). For each slide of
+``--slides`` (ms; the window is ``--window-ms``) and each operation (count, max), it times, ``--runs``
+times each and alternating after a warm-up round:
+
+- Spark: ``groupBy(window(timestamp_millis(ts), size, slide), key).agg(count(1) | max(value))`` written to
+  the noop format (Spark expands every event into size/slide rows before grouping);
+- jetspark: ``Sources.dataframe(df) -> add_timestamps("ts") -> grouping_key("key") ->
+  window(sliding(size, slide)) -> aggregate(counting() | max_by("value")) -> Sinks.noop()``, a whole job
+  each time (frames with deduct for count, two stacks for max);
+- the floor: ``df.groupBy("key").count()`` written to noop, the least any keyed pass over the data costs.
+
+Slides below ``--spark-min-slide-ms`` are timed for jetspark alone (Spark's expansion makes them take
+minutes). Prints medians and the ratios Spark / jetspark and jetspark / floor. Before timing a slide,
+with ``--check`` (default when there are at most 200k events), both sides' window counts are compared
+window by window. A measurement, not a test: nothing here asserts a time.
+
+    python benchmarks/python/sliding_windows.py --events 200000          # quick
+    python benchmarks/python/sliding_windows.py                          # 2M events over 400 s, 100 keys
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=2_000_000)
+    parser.add_argument("--span-s", type=int, default=400)
+    parser.add_argument("--keys", type=int, default=100)
+    parser.add_argument("--window-ms", type=int, default=10_000)
+    parser.add_argument("--slides", type=str, default="2000,1000,100,20")
+    parser.add_argument("--spark-min-slide-ms", type=int, default=100)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--check", action=argparse.BooleanOptionalAction, default=None)
+    args = parser.parse_args()
+    check = args.events <= 200_000 if args.check is None else args.check
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    import jetspark as js
+    from jetspark import AggregateOperations as ops
+    from pyspark.sql import functions as F
+
+    jet = js.session(master="local[2]", conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
+                                              "spark.driver.memory": "4g"})
+    spark = jet.spark
+    span_ms = args.span_s * 1000
+    # Event i: a key, a time spread over the span (not sorted: i * a large odd step mod span), a value.
+    df = (spark.range(args.events, numPartitions=2)
+          .select((F.col("id") % args.keys).cast("int").alias("key"),
+                  (F.col("id") * 7_919 % span_ms).cast("long").alias("ts"),
+                  (F.col("id") * 104_729 % 1_000_003).cast("int").alias("value"))
+          .cache())
+    df.count()
+
+    operations = {"count": (F.count(F.lit(1)), ops.counting), "max": (F.max("value"), lambda: ops.max_by("value"))}
+
+    def spark_query(slide: int, op: str):
+        w = F.window(F.timestamp_millis("ts"), f"{args.window_ms} milliseconds", f"{slide} milliseconds")
+        return df.groupBy(w.alias("w"), "key").agg(operations[op][0].alias("result"))
+
+    def pipeline(slide: int, op: str, sink) -> js.Pipeline:
+        p = js.Pipeline.create()
+        (p.read_from(js.Sources.dataframe(df)).add_timestamps("ts").grouping_key("key")
+         .window(js.WindowDefinition.sliding(args.window_ms, slide)).aggregate(operations[op][1]()).write_to(sink))
+        return p
+
+    def same_counts(slide: int) -> None:
+        jet.new_job(pipeline(slide, "count", js.Sinks.list("bench"))).join()
+        ours = sorted((r.start, r.end, r.key, r.result) for r in jet.get_list("bench"))
+        jet.clear_list("bench")
+        theirs = sorted((round(r.w.start.timestamp() * 1000), round(r.w.end.timestamp() * 1000), r.key, r.result)
+                        for r in spark_query(slide, "count").collect())
+        if ours != theirs:
+            raise SystemExit(f"slide {slide} ms: window counts differ: {ours[:3]} ... vs {theirs[:3]} ...")
+
+    def timed(fns: dict[str, Callable[[], None]]) -> dict[str, float]:
+        times: dict[str, list[float]] = {name: [] for name in fns}
+        for run in range(args.runs + 1):  # the first round warms up and is not counted
+            for name, fn in fns.items():
+                start = time.perf_counter()
+                fn()
+                if run:
+                    times[name].append(time.perf_counter() - start)
+        return {name: statistics.median(ts) for name, ts in times.items()}
+
+    def noop(query) -> Callable[[], None]:
+        return lambda: query.write.format("noop").mode("overwrite").save()
+
+    def jetspark_job(slide: int, op: str) -> Callable[[], None]:
+        return lambda: jet.new_job(pipeline(slide, op, js.Sinks.noop())).join()
+
+    floor = timed({"floor": noop(df.groupBy("key").count())})["floor"]
+    print(f"{args.events:,} events over {args.span_s} s, {args.keys} keys, window {args.window_ms} ms, local[2], "
+          f"{args.runs} runs each (median)")
+    print(f"  floor: groupBy(key).count() -> noop   {floor * 1000:9.0f} ms")
+    print(f"  {'slide':>8} {'op':>5} {'Spark window()':>15} {'jetspark':>10} {'Spark/jetspark':>15} {'jetspark/floor':>15}")
+    for slide in (int(s) for s in args.slides.split(",")):
+        with_spark = slide >= args.spark_min_slide_ms
+        if check and with_spark:
+            same_counts(slide)
+        for op in operations:
+            fns = {"jetspark": jetspark_job(slide, op)}
+            if with_spark:
+                fns["spark"] = noop(spark_query(slide, op))
+            t = timed(fns)
+            spark_text = f"{t['spark'] * 1000:12.0f} ms" if with_spark else f"{'-':>15}"
+            ratio_text = f"{t['spark'] / t['jetspark']:15.1f}" if with_spark else f"{'-':>15}"
+            print(f"  {slide:>5} ms {op:>5} {spark_text} {t['jetspark'] * 1000:7.0f} ms {ratio_text} "
+                  f"{t['jetspark'] / floor:15.2f}", flush=True)
+    jet.stop()
+
+
+if __name__ == "__main__":
+    main()
