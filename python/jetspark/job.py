@@ -115,7 +115,9 @@ class Job:
         self._jet.spark.sparkContext.cancelJobGroup(self._group)
 
     def metrics(self) -> dict[str, Any]:
-        """Per vertex of the plan: ``items_in``, ``items_out``, ``dead_letters`` (complete once the job ends)."""
+        """``vertices``: per vertex of the plan, ``items_in``, ``items_out``, ``dead_letters`` (complete once
+        the job ends); ``catalyst``: the vertices Catalyst ran; ``typed_windows``: the windows that read a
+        DataFrame's rows in the JVM; ``physical_plans``: Spark's plan per sink."""
         return json.loads(json.dumps(self._metrics))
 
     def _run(self) -> None:

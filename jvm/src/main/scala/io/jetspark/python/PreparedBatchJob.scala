@@ -50,7 +50,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       node
     }
     SparkBatchEngine.pythonExtractions(dag, typedPlan).foreach { case (vertex, ordinal, key, values) => extraction(vertex, ordinal, key, values) }
-    WindowStages.pythonExtractions(dag).foreach { case (vertex, key, values, timestamp) =>
+    WindowStages.pythonExtractions(dag, typedPlan).foreach { case (vertex, key, values, timestamp) =>
       extraction(vertex, 0, key, values).set[JsonNode]("timestamp", timestamp)
     }
     work.set[JsonNode]("dataframe_sources", mapper.valueToTree[JsonNode](SparkBatchEngine.dataframeSources(dag)
@@ -101,7 +101,8 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
   /** Runs the job with the UDFs Python built for `pythonWorkJson`: `udfs(i)` is named `names(i)`;
     * `jobId` scopes what the job's console sinks collect (`SparkBatchEngine.consoleList`).
     * Returns the metrics as JSON: `{"vertices": {name: {"items_in", "items_out", "dead_letters"}},
-    * "catalyst": [vertices Catalyst ran], "physical_plans": {sink vertex: Spark's physical plan}}`.
+    * "catalyst": [vertices Catalyst ran], "typed_windows": [windows that read rows in the JVM],
+    * "physical_plans": {sink vertex: Spark's physical plan}}`.
     */
   def run(names: java.util.List[String], udfs: java.util.List[Column], jobId: String): String = {
     val engine = new SparkBatchEngine(spark, dag, names.asScala.zip(udfs.asScala).toMap, jobId, typedPlan)
@@ -111,6 +112,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       v.name -> Map[String, Any]("items_in" -> in, "items_out" -> out(v.name), "dead_letters" -> out(s"${v.name}.errors")).asJava
     }
     new ObjectMapper().writeValueAsString(Map[String, AnyRef]("vertices" -> perVertex.toMap.asJava, "catalyst" -> engine.catalystVertices.asJava,
+      "typed_windows" -> typedPlan.typedWindows.keys.toSeq.sorted.asJava,
       "physical_plans" -> engine.sinkPhysicalPlans.asJava).asJava)
   }
 }

@@ -99,7 +99,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   }.toMap
 
   private val extractingInputs: Set[(String, Int)] =
-    (pythonExtractions(dag, typedPlan).map(e => (e._1.name, e._2)) ++ WindowStages.pythonExtractions(dag).map(e => (e._1.name, 0))).toSet
+    (pythonExtractions(dag, typedPlan).map(e => (e._1.name, e._2)) ++ WindowStages.pythonExtractions(dag, typedPlan).map(e => (e._1.name, 0))).toSet
 
   private def requireSupported(v: Vertex): Unit = v.description match {
     case Source(source, _) if source.name == "items" || source.name == "dataframe" => ()
@@ -153,7 +153,13 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case HashJoin(_, _, inner) =>
         val streamed +: enriching = dag.edgesInto(v.name).sortBy(_.toOrdinal).map(input): @unchecked
         SqlBridge.mapInArrow(HashJoinStage.run(spark, v.name, streamed, enriching, inner), pythonUdfs(s"join:${v.name}"))
-      case w: WindowAggregate => WindowStages.run(v.name, w, aggregations(v.name), singleInput(v))
+      case w: WindowAggregate => typedPlan.typedWindows.get(v.name) match {
+        case Some(typed) =>
+          val edge = dag.edgesInto(v.name).head
+          val rows = moved(typed.project(output(dag.vertex(edge.from))), edge, v.localParallelism)
+          WindowStages.run(v.name, w, aggregations(v.name), rows, typed.events)
+        case None => WindowStages.run(v.name, w, aggregations(v.name), singleInput(v))
+      }
       case AddTimestamps(_, _) => singleInput(v) // a window reads the timestamps (see WindowStages)
       case Distinct(_) => ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[Extracted].key), extracted,
         e => InternalRow(e.asInstanceOf[Extracted].item.bytes), ItemSchema).run(singleInput(v))
@@ -200,18 +206,20 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     }
     val extracting = extractingInputs((receiver.name, edge.toOrdinal))
     val rows = if (extracting) SqlBridge.mapInArrow(selected, pythonUdfs(s"extract:${receiver.name}:${edge.toOrdinal}")) else selected
-    val target = receiver.localParallelism
-    val moved = edge.kind match {
-      case EdgeKind.Isolated => rows
-      case EdgeKind.Local => if (rows.queryExecution.toRdd.getNumPartitions == target) rows else rows.repartition(target)
-      case EdgeKind.RoundRobin => rows.repartition(target)
-      case EdgeKind.AllToOne => rows.repartition(1)
-      case EdgeKind.Partitioned(_, _) => rows.repartition(target, col(Key))
-      case EdgeKind.Broadcast => rows // the receiver collects and broadcasts it (see hashJoin)
-      case other => throw new UnsupportedOperationException(s"edge ${edge.from} -> ${edge.to}: ${other.describe} edges are not run yet")
-    }
+    val delivered = moved(rows, edge, receiver.localParallelism)
     // Only vertices that consume keys read the extracted columns; a rebalanced stage gets its items back.
-    if (extracting && !consumesKeys) moved.select(Item) else moved
+    if (extracting && !consumesKeys) delivered.select(Item) else delivered
+  }
+
+  /** `rows` moved to `target` partitions as `edge`'s kind says (a partitioned edge by the column `key`). */
+  private def moved(rows: DataFrame, edge: Edge, target: Int): DataFrame = edge.kind match {
+    case EdgeKind.Isolated => rows
+    case EdgeKind.Local => if (rows.queryExecution.toRdd.getNumPartitions == target) rows else rows.repartition(target)
+    case EdgeKind.RoundRobin => rows.repartition(target)
+    case EdgeKind.AllToOne => rows.repartition(1)
+    case EdgeKind.Partitioned(_, _) => rows.repartition(target, col(Key))
+    case EdgeKind.Broadcast => rows // the receiver collects and broadcasts it (see HashJoinStage)
+    case other => throw new UnsupportedOperationException(s"edge ${edge.from} -> ${edge.to}: ${other.describe} edges are not run yet")
   }
 
   /** The processors of one aggregation vertex, with how rows become their items and back. */

@@ -33,7 +33,8 @@ final case class Delegation(result: String, accumulate: Option[String], rows: St
   * core's results; its output stays typed (`key`, `result`). Typed outputs become opaque Python items
   * only on an edge to a vertex that needs them (everything but a delegated aggregation and a noop sink):
   * the rows of a source as PySpark `Row`s (Python's `rows:<vertex>` UDF), aggregation results as the
-  * values the API promises (`results:<vertex>`, shaped by [[Delegation]]).
+  * values the API promises (`results:<vertex>`, shaped by [[Delegation]]). A window that reads a
+  * source's rows directly takes their key, timestamp and values from Catalyst ([[TypedWindow]]).
   *
   * A Column extractor is evaluated only on typed items: anywhere else it is a definition error naming
   * the stage, found when the job is prepared.
@@ -52,7 +53,28 @@ final class TypedPlan private (dag: PhysicalDag) {
 
   private val passThrough: Set[String] = delegations.values.flatMap(_.accumulate).toSet
 
-  dag.vertices.filterNot(v => runsInCatalyst(v.name)).foreach(refuseColumns)
+  /** The `addTimestamps` vertices straight after a DataFrame source, with that source: they pass its rows
+    * on, typed, where every reader is a window that reads them in the JVM ([[typedStamps]]).
+    */
+  private val stampsOverRows: Map[String, String] = dag.vertices.collect {
+    case v @ Vertex(_, AddTimestamps(_, _), _, _, _) if dag.edgesInto(v.name).forall(readsRowsOf(rowSources.contains)) =>
+      v.name -> dag.edgesInto(v.name).head.from
+  }.toMap
+
+  private val windowsOverRows: Map[String, TypedWindow] = dag.vertices.flatMap(typedWindow).toMap
+
+  /** The `addTimestamps` vertices whose output stays typed (all their readers are [[typedWindows]]). */
+  val typedStamps: Set[String] = stampsOverRows.keySet.filter(v => dag.edgesFrom(v).forall(e => windowsOverRows.contains(e.to)))
+
+  /** The windows (where items enter them) that read a DataFrame source's rows in the JVM, by vertex. */
+  val typedWindows: Map[String, TypedWindow] = windowsOverRows.filter { case (v, _) =>
+    val from = dag.edgesInto(v).head.from
+    rowSources.contains(from) || typedStamps(from)
+  }
+
+  // A typed window's second stage takes its keys from the first (pickled there): its Column is fine.
+  dag.vertices.filterNot(v => runsInCatalyst(v.name) || typedWindows.contains(v.name) ||
+    dag.edgesInto(v.name).exists(e => typedWindows.contains(e.from))).foreach(refuseColumns)
 
   /** Whether Catalyst runs `vertex` (nothing of it runs in Python or in the core's processors). */
   def runsInCatalyst(vertex: String): Boolean = delegations.contains(vertex) || passThrough(vertex)
@@ -61,15 +83,16 @@ final class TypedPlan private (dag: PhysicalDag) {
   def catalystVertices: Seq[String] = dag.vertices.map(_.name).filter(runsInCatalyst)
 
   /** Whether `vertex` emits typed rows rather than opaque items. */
-  def isTyped(vertex: String): Boolean = rowSources.contains(vertex) || runsInCatalyst(vertex)
+  def isTyped(vertex: String): Boolean = rowSources.contains(vertex) || runsInCatalyst(vertex) || typedStamps(vertex)
 
   /** Whether `edge` delivers its sender's typed rows as they are: into a vertex that Catalyst runs (which
     * shuffles for itself), or into a noop sink.
     */
-  def takesTyped(edge: Edge): Boolean = isTyped(edge.from) && (runsInCatalyst(edge.to) || (dag.vertex(edge.to).description match {
-    case Sink(sink) => sink.name == "noop"
-    case _ => false
-  }))
+  def takesTyped(edge: Edge): Boolean = isTyped(edge.from) && (runsInCatalyst(edge.to) || typedWindows.contains(edge.to) || typedStamps(edge.to) ||
+    (dag.vertex(edge.to).description match {
+      case Sink(sink) => sink.name == "noop"
+      case _ => false
+    }))
 
   /** Whether `vertex` is a sink that writes typed rows as they are. */
   def writesTyped(vertex: String): Boolean =
@@ -119,6 +142,26 @@ final class TypedPlan private (dag: PhysicalDag) {
       }
     case _ => None
   }
+
+  private def typedWindow(v: Vertex): Option[(String, TypedWindow)] = v.description match {
+    case WindowAggregate(stage, _, op: PythonAggregateSpec, key, Some(timestamp)) if stage != AggregationStage.Combine =>
+      val input = dag.edgesInto(v.name).head
+      val source = stampsOverRows.getOrElse(input.from, input.from)
+      // A single-stage window's input is partitioned by its own key, which the projection carries.
+      val partitionedByOwnKey = input.kind match {
+        case EdgeKind.Partitioned(k, _) => key.contains(k)
+        case _ => false
+      }
+      val readsRows = (rowSources.contains(input.from) || stampsOverRows.contains(input.from)) && input.errorsOf.isEmpty &&
+        (partitionedByOwnKey || !SparkBatchEngine.rebalancedByKey(input))
+      if (!readsRows) None
+      else TypedWindow.plan(stageOf(v), key, timestamp, op, rowSources(source)).toOption.map(v.name -> _)
+    case _ => None
+  }
+
+  /** Whether `edge` delivers its sender's items as they are, from a vertex `typed` accepts. */
+  private def readsRowsOf(typed: String => Boolean)(edge: Edge): Boolean =
+    typed(edge.from) && edge.errorsOf.isEmpty && !SparkBatchEngine.rebalancedByKey(edge)
 
   private def refuseColumns(v: Vertex): Unit = if (usesColumns(v)) throw new PipelineDefinitionError(stageOf(v), ColumnsOnTypedItems,
     "a Column is evaluated in the JVM on typed items (the rows of a DataFrame source, aggregated directly), " +
@@ -183,6 +226,7 @@ final class TypedStages(plan: TypedPlan, dag: PhysicalDag, pythonUdfs: Map[Strin
         d.aggregation.run(input(), RowCounting.groups(passedOn.map(counter), results.map(counter)))
       })
       .orElse(if (plan.runsInCatalyst(v.name)) Some(input()) else None)
+      .orElse(if (plan.typedStamps(v.name)) Some(counted(input())) else None)
   }
 
   /** `output` of `vertex` as opaque items (one binary column `item`): converted by Python where typed. */

@@ -62,19 +62,20 @@ object WindowStages {
         "Spark batch engine can read; give them timestamps with add_timestamps(ts)")
   }
 
-  /** The window vertices where items enter, with what Python extracts from each item of input 0: the
+  /** The window vertices where Python items enter (not the [[TypedWindow]]s), with what Python extracts from each item of input 0: the
     * grouping key (None: a global window), the operation's values in slot order and the timestamp.
     */
-  def pythonExtractions(dag: PhysicalDag): Seq[(Vertex, Option[JsonNode], Seq[JsonNode], JsonNode)] = dag.vertices.collect {
+  def pythonExtractions(dag: PhysicalDag, typed: TypedPlan): Seq[(Vertex, Option[JsonNode], Seq[JsonNode], JsonNode)] = dag.vertices.collect {
     case v @ Vertex(_, WindowAggregate(stage, _, op: PythonAggregateSpec, key, Some(timestamp)), _, _, _)
-        if stage != AggregationStage.Combine =>
+        if stage != AggregationStage.Combine && !typed.typedWindows.contains(v.name) =>
       (v, key.map(SparkBatchEngine.extractorJson), PythonAggregations.extractors(op), SparkBatchEngine.extractorJson(timestamp))
   }
 
   /** The output of window vertex `vertex` over `input`: its processors, with how rows become their items
     * and back.
     */
-  def run(vertex: String, w: WindowAggregate, op: AggregateOperation[Extracted, Any, Any], input: DataFrame): DataFrame = {
+  def run(vertex: String, w: WindowAggregate, op: AggregateOperation[Extracted, Any, Any], input: DataFrame,
+      timedEvent: InternalRow => TimedEvent = timedEvent): DataFrame = {
     val keyed = w.key.isDefined
     val events = new OverTimedEvents(op)
     val keyOf: TimedEvent => Any = if (keyed) _.event.key else _ => NonKeyed
@@ -135,6 +136,7 @@ object WindowStages {
   /** The window results among what a processor emitted (it forwards the watermarks it was given). */
   private val results: Iterator[Any] => Iterator[InternalRow] = _.filterNot(_.isInstanceOf[Watermark]).map(resultRow)
 
+  /** An extraction row (key, values, item, ts) from Python as the event a window takes. */
   private val timedEvent: InternalRow => TimedEvent = {
     val extracted = SparkBatchEngine.extractedAt(0)
     row => new TimedEvent(row.getLong(3), extracted(row))

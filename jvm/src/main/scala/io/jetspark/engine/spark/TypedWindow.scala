@@ -1,0 +1,115 @@
+package io.jetspark.engine.spark
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import io.jetspark.pipeline.{Extractor, PythonAggregateSpec}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.functions.lit
+import org.apache.spark.sql.types._
+import org.apache.spark.sql.{Column, DataFrame}
+
+import java.util.concurrent.ConcurrentHashMap
+import scala.jdk.CollectionConverters._
+
+/** A window whose items are the rows of a DataFrame source, read in the JVM (DESIGN.md "Items"): Catalyst
+  * projects each row to its key, timestamp and the operation's values, and the core's window processors
+  * take them from there ([[WindowStages]]); no row becomes a Python object on the way in.
+  *
+  * It applies where the JVM makes exactly the Python values the opaque path would: the key and the
+  * values are field names or Columns of integer, float, string or boolean type, the timestamp an
+  * integer column (ms), and the operation's results are values, not
+  * items (`counting`, `summing`, `averaging`, `variance`, `linear_trend`, `all_of` of those). Anything
+  * else reads the rows as Python items, as before. See [[TypedWindow.plan]].
+  *
+  * @param key    the grouping key's Column and type (None: a global window)
+  * @param values the operation's value Columns and types, in slot order
+  */
+final case class TypedWindow(stage: String, key: Option[(Column, DataType)], timestamp: Column, values: Seq[(Column, DataType)]) {
+  import TypedWindow._
+
+  /** `rows` as (key, ts, v0, v1, ...): the key column is named [[SparkBatchEngine.Key]], so a
+    * partitioned edge moves the rows by it.
+    */
+  def project(rows: DataFrame): DataFrame = rows.select(
+    (key.fold(lit(null).as(SparkBatchEngine.Key))(_._1.as(SparkBatchEngine.Key)) +: timestamp.as(WindowStages.Ts) +:
+      values.zipWithIndex.map { case ((c, _), i) => c.as(s"v$i") }): _*)
+
+  /** A projected row as the event the window processors take. A key is pickled once per distinct key
+    * (a task has few), since keys compare by their pickles. A null timestamp or value fails the job
+    * naming the stage, as it does where Python reads the items (None is no number).
+    */
+  def events: InternalRow => TimedEvent = {
+    val keyOf = key.map(k => pythonValue(k._2))
+    val valueOf = values.map(v => pythonValue(v._2)).toArray
+    val pickledKeys = new ConcurrentHashMap[Any, PickledKey]()
+    val (name, columns) = (stage, values.map(_._1.toString))
+    row => {
+      if (row.isNullAt(1)) throw new StageFailedException(name, s"a row's timestamp is null")
+      val k = keyOf.fold(NoKey) { read =>
+        val value = read(row, 0)
+        // ConcurrentHashMap holds no null: the None key is pickled each time.
+        if (value == null) new PickledKey(PythonValues.dumps(null))
+        else pickledKeys.computeIfAbsent(value, v => new PickledKey(PythonValues.dumps(v)))
+      }
+      val vs = new Array[Any](valueOf.length)
+      var i = 0
+      while (i < vs.length) {
+        if (row.isNullAt(i + 2)) throw new StageFailedException(name, s"a row's value ${columns(i)} is null")
+        vs(i) = valueOf(i)(row, i + 2)
+        i += 1
+      }
+      new TimedEvent(row.getLong(1), new Extracted(k, NoItem, vs, null))
+    }
+  }
+}
+
+object TypedWindow {
+  private val NoKey = new PickledKey(Array.emptyByteArray)
+  private val NoItem = new PickledItem(Array.emptyByteArray)
+  /** Operations whose results are values computed from the extracted values alone. */
+  private val ValueOperations = Set("counting", "summing", "averaging", "variance", "linear_trend", "all_of")
+
+  /** The typed reading of a window over `rows` with these extractors, or why there is none. */
+  def plan(stage: String, key: Option[Extractor], timestamp: Extractor, op: PythonAggregateSpec,
+      rows: DataFrame): Either[String, TypedWindow] = {
+    def typed(e: Extractor): Either[String, (Column, DataType)] = TypedExtraction.typed(e, rows).flatMap {
+      case (_, f) if !pythonTypes(f.dataType) => Left(s"${e.describe} is of type ${f.dataType.simpleString}")
+      case (c, f) => Right(c -> f.dataType)
+    }
+    val spec = new ObjectMapper().readTree(op.json)
+    for {
+      _ <- Either.cond(onlyValueOperations(spec), (), s"${op.name} gives items or runs in Python")
+      k <- key.fold[Either[String, Option[(Column, DataType)]]](Right(None))(e => typed(e).map(Some(_)))
+      ts <- typed(timestamp).filterOrElse(t => Integral(t._2), s"${timestamp.describe} is not an integer")
+      vs <- PythonAggregations.extractors(op).foldLeft[Either[String, Seq[(Column, DataType)]]](Right(Nil)) { (acc, slot) =>
+        acc.flatMap(done => typed(slotExtractor(slot, op)).map(done :+ _))
+      }
+    } yield TypedWindow(stage, k, ts._1.cast(LongType), vs)
+  }
+
+  private def onlyValueOperations(spec: JsonNode): Boolean = ValueOperations(spec.get("name").asText) &&
+    Option(spec.get("parts")).forall(_.elements().asScala.forall(onlyValueOperations))
+
+  private def slotExtractor(slot: JsonNode, op: PythonAggregateSpec): Extractor = slot.get("kind").asText match {
+    case "field" => Extractor.FieldName(slot.get("name").asText)
+    case "column" => Extractor.ColumnExpr(op.columns(slot.get("ref").asInt))
+    case _ => Extractor.PythonFn(null, slot.path("name").asText) // TypedExtraction: runs in Python
+  }
+
+  private val Integral: Set[DataType] = Set(ByteType, ShortType, IntegerType, LongType)
+  private val pythonTypes: Set[DataType] = Integral ++ Set(FloatType, DoubleType, StringType, BooleanType)
+
+  /** How a column of type `t` at an ordinal becomes the Java value Python's unpickling would give (an int
+    * as Integer or Long, a float as Double); null stays null (None).
+    */
+  private def pythonValue(t: DataType): (InternalRow, Int) => Any = t match {
+    case ByteType => (r, i) => if (r.isNullAt(i)) null else Int.box(r.getByte(i).toInt)
+    case ShortType => (r, i) => if (r.isNullAt(i)) null else Int.box(r.getShort(i).toInt)
+    case IntegerType => (r, i) => if (r.isNullAt(i)) null else Int.box(r.getInt(i))
+    case LongType => (r, i) => if (r.isNullAt(i)) null else Long.box(r.getLong(i))
+    case FloatType => (r, i) => if (r.isNullAt(i)) null else Double.box(r.getFloat(i).toDouble)
+    case DoubleType => (r, i) => if (r.isNullAt(i)) null else Double.box(r.getDouble(i))
+    case StringType => (r, i) => if (r.isNullAt(i)) null else r.getUTF8String(i).toString
+    case BooleanType => (r, i) => if (r.isNullAt(i)) null else Boolean.box(r.getBoolean(i))
+    case other => throw new IllegalArgumentException(s"no Python value for ${other.simpleString}")
+  }
+}

@@ -1,0 +1,90 @@
+"""Windows over a DataFrame's rows read in the JVM (key, timestamp and values by Catalyst, no Python
+item on the way in) give what the reference gives for the same rows as Python items."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from conftest import run_job
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+from reference import as_multiset, run_reference
+
+from jetspark import AggregateOperations as ops
+from jetspark import Pipeline, Sinks, Sources, WindowDefinition
+
+SCHEMA = "k INT, t BIGINT, v BIGINT, x DOUBLE"
+
+# name -> (the operation on typed rows, the same on Python items, whether the JVM reads the rows)
+OPERATIONS: dict[str, tuple[Callable[[], Any], Callable[[], Any], bool]] = {
+    "counting": (ops.counting, ops.counting, True),
+    "summing": (lambda: ops.summing("v"), lambda: ops.summing("v"), True),
+    "summing column": (lambda: ops.summing(F.col("v") * 2 - F.col("k")), lambda: ops.summing(lambda r: r.v * 2 - r.k), True),
+    "averaging double": (lambda: ops.averaging("x"), lambda: ops.averaging("x"), True),
+    # (not variance: sliding windows deduct, and a deducted float sum of squares need not equal a fresh one)
+    "all_of": (lambda: ops.all_of(ops.counting(), ops.summing("x"), ops.averaging("v")),
+               lambda: ops.all_of(ops.counting(), ops.summing("x"), ops.averaging("v")), True),
+    "max_by": (lambda: ops.max_by("v"), lambda: ops.max_by("v"), False),  # gives items: read as Python items
+}
+
+KEYS: dict[str, tuple[Callable[[], Any], Any]] = {
+    "field": (lambda: "k", lambda r: r.k),
+    "column": (lambda: F.col("k") % 2, lambda r: r.k % 2),
+}
+
+WINDOWS = {"tumbling": WindowDefinition.tumbling(5), "sliding": WindowDefinition.sliding(6, 2),
+           "session": WindowDefinition.session(3)}
+
+# Doubles are quarters: their sums are exact in any order. Values of `v` are unique (max_by has no ties).
+rows = st.lists(st.tuples(st.integers(0, 3), st.integers(-20, 40), st.integers(-400, 400).map(lambda q: q / 4)),
+                max_size=40).map(lambda drawn: [(k, t, i * 7 - 50, x) for i, (k, t, x) in enumerate(drawn)])
+
+
+def windowed(source: Any, key: Any, window: Any, op: Any) -> Any:
+    stamped = source.add_timestamps("t")
+    return (stamped if key is None else stamped.grouping_key(key)).window(window).aggregate(op)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(rows, st.sampled_from(sorted(OPERATIONS)), st.sampled_from(sorted(KEYS) + [None]), st.sampled_from(sorted(WINDOWS)))
+def test_windows_over_typed_rows_equal_the_reference(jet, data, op_name, key_name, window_name):
+    typed_op, python_op, in_jvm = OPERATIONS[op_name]
+    if not in_jvm and key_name == "column":
+        key_name = "field"  # a Column runs only where the JVM reads the rows
+    df = jet.spark.createDataFrame(data, SCHEMA)
+    typed_key, python_key = KEYS[key_name] if key_name else (lambda: None, None)
+    window = WINDOWS[window_name]
+
+    p = Pipeline.create()
+    windowed(p.read_from(Sources.dataframe(df)), typed_key(), window, typed_op()).write_to(Sinks.list("out"))
+    job, (got,) = run_job(jet, p, "out")
+
+    reference = Pipeline.create()
+    windowed(reference.read_from(Sources.items(df.collect())), python_key, window, python_op()).write_to(Sinks.list("out"))
+    want = run_reference(reference)["out"]
+    assert as_multiset(got, float_digits=10) == as_multiset(want, float_digits=10), (op_name, key_name, window_name)
+    assert bool(job.metrics()["typed_windows"]) == in_jvm
+
+
+@pytest.mark.parametrize("two_stage", [True, False])
+def test_a_typed_window_counts_its_rows_and_never_builds_python_rows(jet, two_stage):
+    #   t:  0 1 2 3 4 5 6 7 8 9   (key k = t % 2, ten rows)  tumbling(5):
+    #   k=0: [0,5) {0,2,4} -> 3   [5,10) {6,8} -> 2
+    #   k=1: [0,5) {1,3}   -> 2   [5,10) {5,7,9} -> 3
+    df = jet.spark.range(10).select((F.col("id") % 2).alias("k"), F.col("id").alias("t"))
+    p = Pipeline.create()
+    keyed = p.read_from(Sources.dataframe(df)).add_timestamps("t").grouping_key("k")
+    # to_list-free, combinable counting runs in two stages; sessions always run in one
+    window = WindowDefinition.tumbling(5) if two_stage else WindowDefinition.session(1)
+    keyed.window(window).aggregate(ops.counting()).write_to(Sinks.list("counts"))
+    job, (got,) = run_job(jet, p, "counts")
+    if two_stage:
+        assert sorted((r.key, r.start, r.end, r.result) for r in got) == [(0, 0, 5, 3), (0, 5, 10, 2), (1, 0, 5, 2), (1, 5, 10, 3)]
+    else:  # timeout 1: consecutive times of one key are 2 apart, so every row is its own session
+        assert sorted((r.key, r.start, r.end, r.result) for r in got) == sorted((t % 2, t, t + 1, 1) for t in range(10))
+    metrics = job.metrics()
+    assert len(metrics["typed_windows"]) == 1
+    assert metrics["vertices"]["dataframe-source"]["items_out"] == 10
