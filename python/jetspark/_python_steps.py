@@ -45,25 +45,33 @@ def run_steps(steps: list[Step], item: Any) -> tuple[list[Any], list[DeadLetter]
     """What the chain emits for one item, step by step (a plain loop: the reference semantics), and the
     dead letters of records that a stage routed to a dead-letter sink failed on. A failure affects only
     the record it happened on; one in a stage without a dead-letter sink raises StepFailedError."""
-    items = [item]
+    results, letters = run_steps_numbered(steps, item)
+    return [result for _, result in results], letters
+
+
+def run_steps_numbered(steps: list[Step], item: Any) -> tuple[list[tuple[tuple[int, ...], Any]], list[DeadLetter]]:
+    """:func:`run_steps`, each result with its fan-out path below ``item``: the j-th output of a flat_map
+    step for its input appends ``j``; map, filter and peek append nothing (the sequence ids of
+    ``jetspark._sequence``)."""
+    items: list[tuple[tuple[int, ...], Any]] = [((), item)]
     letters: list[DeadLetter] = []
     for step in steps:
-        produced: list[Any] = []
-        for x in items:
+        produced: list[tuple[tuple[int, ...], Any]] = []
+        for path, x in items:
             try:
                 if step.kind == "map":
                     result = step.fn(x)  # type: ignore[misc]
                     if result is not None:  # Jet: a map that returns null emits nothing
-                        produced.append(result)
+                        produced.append((path, result))
                 elif step.kind == "filter":
                     if step.fn(x):  # type: ignore[misc]
-                        produced.append(x)
+                        produced.append((path, x))
                 elif step.kind == "flat_map":
                     # Whole or not at all: a generator that fails half-way must not leave half its output.
-                    produced.extend(list(step.fn(x)))  # type: ignore[misc]
+                    produced.extend((path + (j,), y) for j, y in enumerate(list(step.fn(x))))  # type: ignore[misc]
                 elif step.kind == "peek":
                     print(f"[{step.stage}] {step.fn(x) if step.fn else x}", file=sys.stderr)
-                    produced.append(x)
+                    produced.append((path, x))
                 else:
                     raise ValueError(f"unknown step kind {step.kind!r}")
             except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
@@ -142,8 +150,14 @@ def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]]
 def extraction_udf_column(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
                           objects: list[Any]) -> Any:
     """The Spark Column of an aggregation's extraction, over the ``item`` column."""
+    return _arrow_udf(bound_extraction_function(key, values, stage, objects), EXTRACTED_SCHEMA)
+
+
+def bound_extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
+                              objects: list[Any]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """:func:`extraction_function` with the Python callables its extractors name taken from ``objects``."""
     refs = [s["ref"] for s in ([key] if key else []) + values if s["kind"] == "python"]
-    return _arrow_udf(extraction_function(key, values, stage, {r: objects[r] for r in refs}), EXTRACTED_SCHEMA)
+    return extraction_function(key, values, stage, {r: objects[r] for r in refs})
 
 
 def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, Any]], keyed: bool, stage: str,

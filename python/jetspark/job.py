@@ -172,6 +172,7 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
     """The Arrow UDFs the JVM asked for (``PreparedBatchJob.pythonWorkJson``), named as it expects."""
     from jetspark._python_steps import (Step, chain_udf_column, extraction_udf_column, rows_to_items_udf_column,
                                         stateful_udf_column)
+    from jetspark._sequence import sequenced_chain_udf_column, sequenced_extraction_udf_column
 
     def ref(r: int | None) -> Any:
         return None if r is None else objects[r]
@@ -179,9 +180,10 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
     udfs: dict[str, Any] = {}
     for chain in work["chains"]:
         steps = [Step(s["kind"], ref(s["ref"]), s["stage"], s["dead_letter"]) for s in chain["steps"]]
-        udfs[f"chain:{chain['vertex']}"] = chain_udf_column(steps)
+        udfs[f"chain:{chain['vertex']}"] = (sequenced_chain_udf_column if chain["sequenced"] else chain_udf_column)(steps)
     for e in work["extractions"]:
-        udfs[f"extract:{e['vertex']}:{e['ordinal']}"] = extraction_udf_column(e["key"], e["values"], e["vertex"], objects)
+        extraction = sequenced_extraction_udf_column if e["sequenced"] else extraction_udf_column
+        udfs[f"extract:{e['vertex']}:{e['ordinal']}"] = extraction(e["key"], e["values"], e["vertex"], objects)
     for f in work["dataframe_sources"]:
         udfs[f"rows:{f['vertex']}"] = rows_to_items_udf_column(f["schema"])
     for m in work["stateful"]:

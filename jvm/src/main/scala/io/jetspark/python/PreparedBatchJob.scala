@@ -1,7 +1,7 @@
 package io.jetspark.python
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import io.jetspark.engine.spark.SparkBatchEngine
+import io.jetspark.engine.spark.{SequenceStages, SparkBatchEngine}
 import io.jetspark.pipeline.{Extractor, PythonRef}
 import io.jetspark.pipeline.transform._
 import io.jetspark.plan.PhysicalDag
@@ -17,27 +17,30 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
 
   /** Every Arrow UDF the job needs from Python, as JSON:
     * {{{
-    * {"chains": [{"vertex", "steps": [{"kind", "ref", "stage", "dead_letter"}]}],   // fused steps
-    *  "extractions": [{"vertex", "ordinal", "key": extractor or null, "values": [extractor]}], // keys, values
+    * {"chains": [{"vertex", "steps": [{"kind", "ref", "stage", "dead_letter"}], "sequenced"}],   // fused steps
+    *  "extractions": [{"vertex", "ordinal", "key": extractor or null, "values": [extractor], "sequenced"}], // keys, values
     *  "dataframe_sources": [{"vertex", "schema": Spark's schema JSON}],             // rows to items
     *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter"}], // map_stateful
     *  "joins": [{"vertex", "stage", "mapper_ref", "dead_letter"}]}                 // hash join mappers
     * }}}
     * `ref`s number the Python callables of the pipeline's spec (null: a `peek()` without one). Python
     * answers with `run`, naming each UDF `chain:`, `rows:`, `stateful:` or `join:` + the vertex, or
-    * `extract:` + the vertex + `:` + the input ordinal.
+    * `extract:` + the vertex + `:` + the input ordinal. `sequenced`: the items carry sequence ids, which
+    * the UDF must keep (`python/jetspark/_sequence.py`, `SequenceStages`).
     */
   def pythonWorkJson(): String = {
     val mapper = new ObjectMapper()
     val work = mapper.createObjectNode()
     work.set[JsonNode]("chains", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonChains(dag).map { case (vertex, steps) =>
-      Map[String, AnyRef]("vertex" -> vertex.name, "steps" -> steps.map(stepSpec).asJava).asJava
+      Map[String, AnyRef]("vertex" -> vertex.name, "steps" -> steps.map(stepSpec).asJava,
+        "sequenced" -> Boolean.box(SequenceStages.chainKeepsSequence(dag, vertex))).asJava
     }.asJava))
     val extractions = work.putArray("extractions")
     SparkBatchEngine.pythonExtractions(dag).foreach { case (vertex, ordinal, key, values) =>
       val node = extractions.addObject()
       node.put("vertex", vertex.name)
       node.put("ordinal", ordinal)
+      node.put("sequenced", SequenceStages.extractionKeepsSequence(dag, vertex, ordinal))
       node.set[JsonNode]("key", key.getOrElse(mapper.nullNode()))
       node.set[JsonNode]("values", mapper.valueToTree[JsonNode](values.asJava))
     }

@@ -53,10 +53,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private val fanOut: Map[String, Int] = dag.edges.groupBy(_.from).view.mapValues(_.size).toMap
 
   dag.vertices.foreach(requireSupported)
-  dag.edges.filter(e => e.restoresSequence || e.carriesSequence).foreach { e =>
-    throw new UnsupportedOperationException(
-      s"edge ${e.from} -> ${e.to}: preserving order across a shuffle by sequence ids is not run by the Spark batch engine yet")
-  }
+  SequenceStages.requireSupported(dag)
+  private val sequences = new SequenceStages(spark, dag)
 
   /** Runs every sink; returns the items each vertex emitted (dead letters under "<vertex>.errors"). */
   def run(): Map[String, Long] = {
@@ -75,7 +73,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private def requireSupported(v: Vertex): Unit = v.description match {
     case Source(source, _) if source.name == "items" || source.name == "dataframe" => ()
     case StatelessChain(steps) if steps.forall(runsInPythonChain) => ()
-    case Merge(_, false) | Sink(_) => ()
+    case Merge(_, _) | Sink(_) => ()
     case Aggregate(_, Seq(_: PythonAggregateSpec), _) | RollingAggregate(_, _: PythonAggregateSpec) => ()
     case Distinct(_) => ()
     case MapStateful(_, Extractor.PythonFn(_, _), Extractor.PythonFn(_, _)) => ()
@@ -87,11 +85,12 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
 
   /** The vertex's whole output: for a Python chain, with the `failure` column that routes dead letters. */
   private def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, {
-    val df = counted(v.name, v.description match {
+    val df = sequences.assignedWhereNeeded(v, counted(v.name, v.description match {
       case Source(source, _) if source.name == "dataframe" =>
         SqlBridge.mapInArrow(source.parameters("dataframe").asInstanceOf[DataFrame], pythonUdfs(s"rows:${v.name}"))
       case Source(source, _) => itemsFrame(source.parameters("items").asInstanceOf[Seq[Any]], v)
       case StatelessChain(_) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"chain:${v.name}"))
+      case Merge(_, true) => sequences.orderedMerge(v, dag.edgesInto(v.name).map(input))
       case Merge(_, _) => dag.edgesInto(v.name).map(input).reduce(_ union _)
       case Sink(_) => singleInput(v)
       case Aggregate(stage, _, keys) => aggregationStage(v.name, stage, keyed = keys.nonEmpty).run(singleInput(v))
@@ -116,7 +115,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case Distinct(_) => ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[Extracted].key), extracted,
         e => InternalRow(e.asInstanceOf[Extracted].item.bytes), ItemSchema).run(singleInput(v))
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
-    })
+    }))
     // Read by several edges: computed once.
     if (fanOut.getOrElse(v.name, 0) > 1) df.persist(StorageLevel.MEMORY_AND_DISK) else df
   })
@@ -144,8 +143,9 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     val sender = output(dag.vertex(edge.from))
     val selected = edge.errorsOf match {
       case Some(stage) => sender.where(col(Failure) === stage).select(Item)
-      case None if sender.columns.contains(Failure) => sender.where(col(Failure).isNull).select(Item)
-      case None => sender
+      case None if sender.columns.contains(Failure) =>
+        sender.where(col(Failure).isNull).select((Item +: sequences.columnsOn(edge)).map(col): _*)
+      case None => sequences.forEdge(edge, sender)
     }
     val receiver = dag.vertex(edge.to)
     val consumesKeys = aggregations.contains(receiver.name) || (receiver.description match {
@@ -164,8 +164,9 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case EdgeKind.Broadcast => rows // the receiver collects and broadcasts it (see hashJoin)
       case other => throw new UnsupportedOperationException(s"edge ${edge.from} -> ${edge.to}: ${other.describe} edges are not run yet")
     }
+    val received = sequences.received(edge, moved)
     // Only vertices that consume keys read the extracted columns; a rebalanced stage gets its items back.
-    if (extracting && !consumesKeys) moved.select(Item) else moved
+    if (extracting && !consumesKeys) sequences.itemsOf(received) else received
   }
 
   /** The processors of one aggregation vertex, with how rows become their items and back. */
