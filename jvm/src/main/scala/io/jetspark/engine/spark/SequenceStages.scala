@@ -50,7 +50,8 @@ private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag)
       val width = types.length
       val rows = df.queryExecution.toRdd.mapPartitionsWithIndex { (substream, partition) =>
         var offset = -1L
-        partition.map { row =>
+        partition.map { reused =>
+          val row = reused.copy() // Spark reuses the row its values point into
           offset += 1
           val values = new Array[Any](width + 3)
           var i = 0
@@ -93,13 +94,13 @@ private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag)
   def orderedMerge(v: Vertex, branches: Seq[DataFrame]): DataFrame = {
     val schema = branches.head.schema
     val toItem = sequencedRow(schema)
-    val (name, lanes) = (v.name, branches.size)
+    val rdds = branches.map(_.queryExecution.toRdd)
+    val (name, lanes, partitions) = (v.name, branches.size, rdds.head.getNumPartitions)
     val merge: Seq[Iterator[InternalRow]] => Iterator[InternalRow] = inputs => {
       val index = org.apache.spark.TaskContext.getPartitionId()
-      new ProcessorTasklet(new OrderedMergeProcessor(lanes), ProcessorContext(name, index, 1),
+      new ProcessorTasklet(new OrderedMergeProcessor(lanes), ProcessorContext(name, index, partitions),
         inputs.map(_.map(toItem)).toIndexedSeq, Seq(inputs.indices)).map(_.asInstanceOf[Sequenced].item.asInstanceOf[InternalRow])
     }
-    val rdds = branches.map(_.queryExecution.toRdd)
     val merged: RDD[InternalRow] = rdds match {
       case Seq(a, b) => a.zipPartitions(b)((x, y) => merge(Seq(x, y)))
       case Seq(a, b, c) => a.zipPartitions(b, c)((x, y, z) => merge(Seq(x, y, z)))
