@@ -124,6 +124,21 @@ def _flat_map_then_rebalance(spark: Any) -> Pipeline:
     return p
 
 
+def _state_then_rebalance(spark: Any) -> Pipeline:
+    # df(3) ~~partitioned by k~~> mapStateful(2) [restore] ~~partitioned by x%3~~> map(2) [restore]
+    #   ~~all-to-one~~> rollingAggregate(1) [restore] ==> list     (ids carried through the keyed state)
+    # items(1) ==> rollingAggregate(1) ~~partitioned by x%2~~> map(2) ~~all-to-one~~> mapStateful(1) [restore] ==> list
+    p = Pipeline.create(preserve_order=True)
+    (p.read_from(Sources.dataframe(numbers(spark))).grouping_key("k")
+     .map_stateful(lambda: 0, lambda n, k, r: (n + 1, None if r.v == 0 else r.v * 10 + n))
+     .rebalance(lambda x: x % 3).map(lambda x: x + 1)
+     .rolling_aggregate(ops.max_by(lambda x: x)).write_to(Sinks.list("max_so_far")))
+    (p.read_from(Sources.items([(i * 7) % 10 for i in range(30)])).rolling_aggregate(ops.summing(lambda x: x))
+     .rebalance(lambda x: x % 2).map(lambda x: x * 3)
+     .map_stateful(lambda: None, lambda last, x: (x, (last, x))).write_to(Sinks.list("pairs")))
+    return p
+
+
 CASES = [
     Case("rebalance(key) then a global map_stateful", _rebalanced_then_global_state),
     Case("rebalance(key) then a keyed map_stateful, from a DataFrame", _rebalanced_then_keyed_state,
@@ -134,6 +149,7 @@ CASES = [
     Case("the diamond, from a DataFrame", _diamond(_triceps_dataframe), per_key={"with_previous": lambda o: o[0]}),
     Case("flat_map before and inside a diamond", _flat_map_around_a_diamond),
     Case("flat_map then rebalance(key)", _flat_map_then_rebalance),
+    Case("stateful stages, then rebalance(key), then a global stage", _state_then_rebalance),
 ]
 
 

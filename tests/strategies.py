@@ -90,9 +90,9 @@ class _Current:
 
     With preserve_order, a keyed rebalance keeps the order that order-sensitive stages see (the engine
     restores it by sequence ids) but a sink after it sees it per key only (``shuffled``), until a stage
-    gathers everything again (a global stateful stage). ``plain``: only stateless stages, rebalances by
-    key and diamonds since the source, so sequence ids can reach this stage (the Spark engine carries
-    them through Python chains and merges only)."""
+    gathers everything again (a global stateful stage). ``plain``: only stateless and stateful stages,
+    rebalances by key and diamonds since the source, so sequence ids can reach this stage (the Spark
+    engine carries them through Python chains, merges, map_stateful and rolling aggregates only)."""
 
     stage: Any
     item_type: str
@@ -434,12 +434,20 @@ _KEEPING_IDS = frozenset({_int_map, _int_map_to_none, _int_filter, _int_flat_map
                           _int_to_kv, _kv_map, _kv_filter})
 
 
+#: Order-sensitive stages that give each output the sequence id of its item.
+_STATEFUL = frozenset({_int_map_stateful, _int_rolling, _kv_stateful})
+
+
 def _order_flags(transform: Transform, before: _Current, origin: int) -> tuple[bool, bool]:
     """``(plain, shuffled)`` of the stage ``transform`` made of ``before`` (see :class:`_Current`)."""
     if transform is _int_rebalance_map and origin != before.origin:
         return before.plain, True
     if transform in _KEEPING_IDS or (transform is _int_merge and origin == before.origin):
         return before.plain, before.shuffled
+    if transform in _STATEFUL:
+        # Ids pass (each output keeps its item's); a global stage gathers a shuffled stream into one
+        # partition, which no branch of a diamond forked before it lines up with: no longer plain then.
+        return before.plain and not before.shuffled, False
     # Any other stage gathers (global state, sort, global aggregation: its order is total again) or
     # leaves an unordered stream; either way its output is not reached by sequence ids.
     return False, False

@@ -62,16 +62,16 @@ def test_a_diamond_whose_branch_is_reshuffled_fails_before_running_naming_the_me
     assert jet.get_list("never") == []
 
 
-def test_sequence_ids_needed_through_a_stateful_stage_fail_before_running_naming_it(jet):
-    #  df(2) ~~partitioned by x%2~~> mapStateful(2) ~~partitioned by x%3~~> map(2) [restore] ==> list
-    #  the restore at map needs ids carried through mapStateful, which this engine does not do yet
+def test_sequence_ids_needed_through_a_keyed_distinct_fail_before_running_naming_it(jet):
+    #  df(2) ~~partitioned by x%2~~> distinct(2) ~~partitioned by x%3~~> map(2) [restore] ==> list
+    #  the restore at map needs ids carried through the distinct, which this engine does not do yet
     from jetspark import JobFailedError
 
     p = Pipeline.create(preserve_order=True)
     (p.read_from(Sources.dataframe(jet.spark.range(0, 10, 1, 2))).map(lambda r: r.id)
-     .grouping_key(lambda x: x % 2).map_stateful(lambda: 0, lambda n, k, x: (n + 1, x + n))
+     .grouping_key(lambda x: x % 4).distinct()
      .rebalance(lambda x: x % 3).map(lambda x: x).write_to(Sinks.list("never")))
-    with pytest.raises(JobFailedError, match="'mapStateful'.*sequence ids carried through it"):
+    with pytest.raises(JobFailedError, match="'distinct'.*sequence ids carried through it"):
         jet.new_job(p).join(timeout=300)
     assert jet.get_list("never") == []
 

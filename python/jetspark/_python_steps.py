@@ -161,11 +161,12 @@ def bound_extraction_function(key: dict[str, Any] | None, values: list[dict[str,
 
 
 def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, Any]], keyed: bool, stage: str,
-                      dead_letter: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
+                      dead_letter: bool, passed_on: int = 0) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The Arrow map function of ``map_stateful``: over the extracted rows (key, values, item) of one
     partition, which holds every item of its keys (or, unkeyed, every item), it keeps a state per key
     from ``create()`` and emits what ``fn(state, key, item)`` (unkeyed: ``fn(state, item)``) returns
-    besides the new state, unless that is None."""
+    besides the new state, unless that is None. The ``passed_on`` columns after those three (a sequence
+    id) are copied from each row to what it gives, result or dead letter."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -174,7 +175,8 @@ def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, An
         for batch in batches:
             out: list[bytes] = []
             failures: list[str | None] = []
-            for key_bytes, raw in zip(batch.column(0).to_pylist(), batch.column(2).to_pylist()):
+            rows: list[int] = []  # the input row of each output
+            for row, (key_bytes, raw) in enumerate(zip(batch.column(0).to_pylist(), batch.column(2).to_pylist())):
                 item = pickle.loads(raw)
                 state = states[key_bytes] if key_bytes in states else create()
                 try:
@@ -184,13 +186,17 @@ def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, An
                         raise StepFailedError(f"stage '{stage}' failed on record {item!r}: {type(e).__name__}: {e}") from e
                     out.append(pickle.dumps(DeadLetter(item, stage, f"{type(e).__name__}: {e}"), protocol=PICKLE_PROTOCOL))
                     failures.append(stage)
+                    rows.append(row)
                     continue
                 states[key_bytes] = state
                 if output is not None:
                     out.append(pickle.dumps(output, protocol=PICKLE_PROTOCOL))
                     failures.append(None)
-            yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary()), pa.array(failures, pa.string())],
-                                             names=[ITEM, FAILURE])
+                    rows.append(row)
+            taken = pa.array(rows, pa.int64())
+            passed = [batch.column(3 + i).take(taken) for i in range(passed_on)]
+            yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary()), pa.array(failures, pa.string()), *passed],
+                                             names=[ITEM, FAILURE, *batch.schema.names[3:3 + passed_on]])
 
     return run
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from jetspark._python_steps import (CHAIN_SCHEMA, EXTRACTED_SCHEMA, FAILURE, ITEM, PICKLE_PROTOCOL, Step, _arrow_udf,
-                                    bound_extraction_function, run_steps_numbered)
+                                    bound_extraction_function, run_steps_numbered, stateful_function)
 
 SEQUENCE_COLUMNS = ["seq_substream", "seq_offset", "seq_fan_out"]
 SEQUENCE_SCHEMA = "seq_substream int, seq_offset bigint, seq_fan_out array<int>"
@@ -88,3 +88,11 @@ def sequenced_extraction_udf_column(key: dict[str, Any] | None, values: list[dic
     extracted rows keep."""
     extract = bound_extraction_function(key, values, stage, objects)
     return _arrow_udf(keeping_sequence(extract), f"{EXTRACTED_SCHEMA}, {SEQUENCE_SCHEMA}", [ITEM, *SEQUENCE_COLUMNS])
+
+
+def sequenced_stateful_udf_column(create: Callable[[], Any], fn: Callable[..., tuple[Any, Any]], keyed: bool, stage: str,
+                                  dead_letter: bool) -> Any:
+    """The Spark Column of a ``map_stateful`` vertex whose items carry sequence ids: each output keeps the
+    id of the item it was emitted for (one output at most per item)."""
+    return _arrow_udf(stateful_function(create, fn, keyed, stage, dead_letter, passed_on=len(SEQUENCE_COLUMNS)),
+                      f"{CHAIN_SCHEMA}, {SEQUENCE_SCHEMA}", ["key", "values", ITEM, *SEQUENCE_COLUMNS])

@@ -172,7 +172,8 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
     """The Arrow UDFs the JVM asked for (``PreparedBatchJob.pythonWorkJson``), named as it expects."""
     from jetspark._python_steps import (Step, chain_udf_column, extraction_udf_column, rows_to_items_udf_column,
                                         stateful_udf_column)
-    from jetspark._sequence import sequenced_chain_udf_column, sequenced_extraction_udf_column
+    from jetspark._sequence import (sequenced_chain_udf_column, sequenced_extraction_udf_column,
+                                    sequenced_stateful_udf_column)
 
     def ref(r: int | None) -> Any:
         return None if r is None else objects[r]
@@ -187,8 +188,9 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
     for f in work["dataframe_sources"]:
         udfs[f"rows:{f['vertex']}"] = rows_to_items_udf_column(f["schema"])
     for m in work["stateful"]:
-        udfs[f"stateful:{m['vertex']}"] = stateful_udf_column(ref(m["create_ref"]), ref(m["fn_ref"]), m["keyed"],
-                                                              m["stage"], m["dead_letter"])
+        stateful = sequenced_stateful_udf_column if m["sequenced"] else stateful_udf_column
+        udfs[f"stateful:{m['vertex']}"] = stateful(ref(m["create_ref"]), ref(m["fn_ref"]), m["keyed"], m["stage"],
+                                                   m["dead_letter"])
     for j in work["joins"]:
         mapper = ref(j["mapper_ref"])
         pair_mapper = _pair_mapper(mapper)

@@ -20,7 +20,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     * {"chains": [{"vertex", "steps": [{"kind", "ref", "stage", "dead_letter"}], "sequenced"}],   // fused steps
     *  "extractions": [{"vertex", "ordinal", "key": extractor or null, "values": [extractor], "sequenced"}], // keys, values
     *  "dataframe_sources": [{"vertex", "schema": Spark's schema JSON}],             // rows to items
-    *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter"}], // map_stateful
+    *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter", "sequenced"}], // map_stateful
     *  "joins": [{"vertex", "stage", "mapper_ref", "dead_letter"}]}                 // hash join mappers
     * }}}
     * `ref`s number the Python callables of the pipeline's spec (null: a `peek()` without one). Python
@@ -33,7 +33,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     val work = mapper.createObjectNode()
     work.set[JsonNode]("chains", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonChains(dag).map { case (vertex, steps) =>
       Map[String, AnyRef]("vertex" -> vertex.name, "steps" -> steps.map(stepSpec).asJava,
-        "sequenced" -> Boolean.box(SequenceStages.chainKeepsSequence(dag, vertex))).asJava
+        "sequenced" -> Boolean.box(SequenceStages.keepsSequenceIn(dag, vertex))).asJava
     }.asJava))
     val extractions = work.putArray("extractions")
     SparkBatchEngine.pythonExtractions(dag).foreach { case (vertex, ordinal, key, values) =>
@@ -50,7 +50,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     work.set[JsonNode]("stateful", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonStateful(dag).map {
       case (vertex, create, fn, keyed, deadLetter) =>
         Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "create_ref" -> create, "fn_ref" -> fn,
-          "keyed" -> keyed, "dead_letter" -> deadLetter).asJava
+          "keyed" -> keyed, "dead_letter" -> deadLetter, "sequenced" -> SequenceStages.keepsSequenceIn(dag, vertex)).asJava
     }.asJava))
     work.set[JsonNode]("joins", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonJoins(dag).map {
       case (vertex, mapperRef, deadLetter) =>

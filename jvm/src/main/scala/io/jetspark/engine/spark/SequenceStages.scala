@@ -3,10 +3,11 @@ package io.jetspark.engine.spark
 import io.jetspark.core.ProcessorContext
 import io.jetspark.core.execution.ProcessorTasklet
 import io.jetspark.core.processor.{OrderedMergeProcessor, SequenceId, SequenceRestoreProcessor, Sequenced}
-import io.jetspark.plan.VertexDescription.{Merge, StatelessChain}
+import io.jetspark.plan.VertexDescription.{MapStateful, Merge, RollingAggregate, StatelessChain}
 import io.jetspark.plan.{Edge, EdgeKind, PhysicalDag, Vertex}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.JoinedRow
 import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.jetspark.SqlBridge
@@ -35,8 +36,11 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   *    same items' outputs), one lane per branch.
   *  - Edges that carry no ids get none: without preserve_order nothing here runs.
   *
-  * Vertices that would have to carry ids through them other than Python chains and merges (stateful
-  * stages and joins feeding a later restore point), and ordered merges whose branches are re-partitioned
+  *  - Through `map_stateful` (Python) and a rolling aggregation (one output per item) each output keeps
+  *    the id of its item, so that a restore point behind them can order by it.
+  *
+  * Vertices that would have to carry ids through them other than these (joins, distinct, aggregations
+  * feeding a later restore point), and ordered merges whose branches are re-partitioned
   * between fork and merge, fail before any Spark job starts, naming the vertex.
   */
 private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag) {
@@ -90,6 +94,27 @@ private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag)
       sequencedRow(moved.schema), s => s.asInstanceOf[Sequenced].item.asInstanceOf[InternalRow], moved.schema).run(moved)
   }
 
+  /** `stage` over `input`, each output row followed by the id of the input row it was emitted for, where
+    * `v`'s ids go on; `stage`'s processor must emit exactly one output per input item, in input order (a
+    * rolling aggregation), so that the k-th output belongs to the k-th input.
+    */
+  def oneToOne(v: Vertex, stage: ProcessorStage, input: DataFrame): DataFrame =
+    if (!keepsSequenceIn(dag, v)) stage.run(input)
+    else {
+      val (s, o, f) = (input.schema.fieldIndex(Substream), input.schema.fieldIndex(Offset), input.schema.fieldIndex(FanOut))
+      val (name, create, in, out) = (stage.vertexName, stage.newProcessor, stage.toItem, stage.toRow)
+      val rows = input.queryExecution.toRdd
+      val total = rows.getNumPartitions
+      val produced = rows.mapPartitionsWithIndex { (index, partition) =>
+        val ids = new java.util.ArrayDeque[InternalRow]()
+        val items = partition.map { row => ids.addLast(InternalRow(row.getInt(s), row.getLong(o), row.getArray(f).copy())); in(row) }
+        ProcessorTasklet(create(), ProcessorContext(name, index, total), items).map { result =>
+          new JoinedRow(out(result), ids.removeFirst()).copy(): InternalRow
+        }
+      }
+      SqlBridge.internalCreateDataFrame(spark, produced, StructType(stage.outputSchema.fields ++ Fields))
+    }
+
   /** The merge of a diamond: partition i of every branch merged in sequence order. */
   def orderedMerge(v: Vertex, branches: Seq[DataFrame]): DataFrame = {
     val schema = branches.head.schema
@@ -138,8 +163,10 @@ object SequenceStages {
     edge.carriesSequence && (carriesOut(dag, receiver) || isOrderedMerge(receiver))
   }
 
-  /** Whether the Python chain of `v` runs on items with ids (the Python layer builds that variant). */
-  def chainKeepsSequence(dag: PhysicalDag, v: Vertex): Boolean = dag.edgesInto(v.name).exists(keepsSequence(dag, _))
+  /** Whether `v` takes its items with their ids and gives each output the id of its item (for a Python
+    * chain or `map_stateful`, the Python layer builds that variant).
+    */
+  def keepsSequenceIn(dag: PhysicalDag, v: Vertex): Boolean = dag.edgesInto(v.name).exists(keepsSequence(dag, _))
 
   /** Whether the extraction on input `ordinal` of `v` keeps the items' ids (for the restore point after it). */
   def extractionKeepsSequence(dag: PhysicalDag, v: Vertex, ordinal: Int): Boolean =
@@ -151,7 +178,7 @@ object SequenceStages {
   def requireSupported(dag: PhysicalDag): Unit = dag.vertices.foreach { v =>
     val carriesThrough = carriesOut(dag, v) && !v.assignsSequence
     v.description match {
-      case StatelessChain(_) => ()
+      case StatelessChain(_) | MapStateful(_, _, _) | RollingAggregate(_, _) => ()
       case Merge(_, true) => requireAligned(dag, v)
       case Merge(_, false) => ()
       case other if carriesThrough => throw new UnsupportedOperationException(

@@ -96,8 +96,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case Aggregate(stage, _, keys) => aggregationStage(v.name, stage, keyed = keys.nonEmpty).run(singleInput(v))
       case RollingAggregate(key, _) =>
         val op = aggregations(v.name).op.asInstanceOf[io.jetspark.core.aggregate.AggregateOperation[Nothing, Any, Any]]
-        ProcessorStage(v.name, () => if (key.isDefined) RollingAggregateProcessor.keyed(_.asInstanceOf[Extracted].key, op)
-          else RollingAggregateProcessor.global(op), extracted, resultRow(keyed = key.isDefined), ItemSchema).run(singleInput(v))
+        sequences.oneToOne(v, ProcessorStage(v.name, () => if (key.isDefined) RollingAggregateProcessor.keyed(_.asInstanceOf[Extracted].key, op)
+          else RollingAggregateProcessor.global(op), extracted, resultRow(keyed = key.isDefined), ItemSchema), singleInput(v))
       case Sort(SortPhase.LocalSort, _, reverse) => numberedRuns(ProcessorStage(v.name,
         () => new SortProcessor(SortDefinition(Some(sortValue), AnyOrdering, reverse)), extracted,
         e => { val x = e.asInstanceOf[Extracted]; InternalRow(x.key.bytes, rawValues(x), x.item.bytes) }, ExtractedSchema)
