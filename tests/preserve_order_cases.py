@@ -139,6 +139,18 @@ def _state_then_rebalance(spark: Any) -> Pipeline:
     return p
 
 
+def _diamond_copies_split_then_gathered(spark: Any) -> Pipeline:
+    # items(1) ==> fork: map(x) and map(x+100) ==> merge (ordered) ~~partitioned by x%3~~> map(2)
+    #   ~~all-to-one~~> mapStateful(1) [restore] ==> list
+    # A record's two copies may take different partitions behind the merge; gathered again, the first
+    # branch's copy still comes first, as at the merge.
+    p = Pipeline.create(preserve_order=True)
+    a = p.read_from(Sources.items([(i * 5) % 17 for i in range(30)]))
+    (a.map(lambda x: x).merge(a.map(lambda x: x + 100)).rebalance(lambda x: x % 3).map(lambda x: x * 2)
+     .map_stateful(lambda: 0, lambda n, x: (n + 1, (n, x))).write_to(Sinks.list("numbered")))
+    return p
+
+
 CASES = [
     Case("rebalance(key) then a global map_stateful", _rebalanced_then_global_state),
     Case("rebalance(key) then a keyed map_stateful, from a DataFrame", _rebalanced_then_keyed_state,
@@ -150,6 +162,7 @@ CASES = [
     Case("flat_map before and inside a diamond", _flat_map_around_a_diamond),
     Case("flat_map then rebalance(key)", _flat_map_then_rebalance),
     Case("stateful stages, then rebalance(key), then a global stage", _state_then_rebalance),
+    Case("a diamond's copies split by a keyed rebalance, then gathered", _diamond_copies_split_then_gathered),
 ]
 
 

@@ -3,12 +3,14 @@
 Where the plan needs order restored by sequence ids (DESIGN.md, Planner "Order"), the JVM gives each
 item its id where its ordered stream starts and carries it beside the item: ``seq_substream`` (the
 source partition, or the processor of an order-producing stage), ``seq_offset`` (the item's position
-in it) and ``seq_fan_out``, the path that tells apart the items one source item became. A fused Python
+in it), ``seq_fan_out``, the path that tells apart the items one source item became, and ``seq_ties``,
+which the JVM's ordered merges fill in (Python passes them on). A fused Python
 chain keeps the id of the record it ran on and extends the path by ``j`` for the j-th output of each
 flat_map step (:func:`jetspark._python_steps.run_steps_numbered`): the outputs of one record stay
 together and in their order, and a record that a flat_map did not touch sorts before what another
 branch's flat_map made of it, as in the brute-force reference. Ids are compared by substream, offset,
-then path element by element (a prefix first); the JVM's restore points and ordered merges do that.
+then path element by element (a prefix first), then ties; the JVM's restore points and ordered merges
+do that.
 """
 
 from __future__ import annotations
@@ -20,14 +22,14 @@ from typing import Any
 from jetspark._python_steps import (CHAIN_SCHEMA, EXTRACTED_SCHEMA, FAILURE, ITEM, PICKLE_PROTOCOL, Step, _arrow_udf,
                                     bound_extraction_function, run_steps_numbered, stateful_function)
 
-SEQUENCE_COLUMNS = ["seq_substream", "seq_offset", "seq_fan_out"]
-SEQUENCE_SCHEMA = "seq_substream int, seq_offset bigint, seq_fan_out array<int>"
+SEQUENCE_COLUMNS = ["seq_substream", "seq_offset", "seq_fan_out", "seq_ties"]
+SEQUENCE_SCHEMA = "seq_substream int, seq_offset bigint, seq_fan_out array<int>, seq_ties array<int>"
 
 
 def sequenced_chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The Arrow map function that runs ``steps`` over rows (item, substream, offset, path): each result
-    keeps the record's substream and offset, its path extended as the module docstring says; a dead
-    letter keeps the record's id (dead letters are not ordered)."""
+    """The Arrow map function that runs ``steps`` over rows (item, substream, offset, path, ties): each
+    result keeps the record's substream, offset and ties, its path extended as the module docstring
+    says; a dead letter keeps the record's id (dead letters are not ordered)."""
     steps = list(steps)
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
@@ -39,8 +41,9 @@ def sequenced_chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Ite
             substreams: list[int] = []
             offsets: list[int] = []
             paths: list[list[int]] = []
-            columns = [batch.column(i).to_pylist() for i in range(4)]
-            for raw, substream, offset, path in zip(*columns):
+            ties_out: list[list[int]] = []
+            columns = [batch.column(i).to_pylist() for i in range(5)]
+            for raw, substream, offset, path, ties in zip(*columns):
                 results, letters = run_steps_numbered(steps, pickle.loads(raw))
                 for below, result in results:
                     out.append(pickle.dumps(result, protocol=PICKLE_PROTOCOL))
@@ -50,11 +53,14 @@ def sequenced_chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Ite
                     out.append(pickle.dumps(letter, protocol=PICKLE_PROTOCOL))
                     failures.append(letter.stage)
                     paths.append(path)
-                substreams.extend([substream] * (len(results) + len(letters)))
-                offsets.extend([offset] * (len(results) + len(letters)))
+                given = len(results) + len(letters)
+                substreams.extend([substream] * given)
+                offsets.extend([offset] * given)
+                ties_out.extend([ties] * given)
             yield pa.RecordBatch.from_arrays(
                 [pa.array(out, pa.binary()), pa.array(failures, pa.string()), pa.array(substreams, pa.int32()),
-                 pa.array(offsets, pa.int64()), pa.array(paths, pa.list_(pa.int32()))],
+                 pa.array(offsets, pa.int64()), pa.array(paths, pa.list_(pa.int32())),
+                 pa.array(ties_out, pa.list_(pa.int32()))],
                 names=[ITEM, FAILURE, *SEQUENCE_COLUMNS])
 
     return run
@@ -66,7 +72,7 @@ def sequenced_chain_udf_column(steps: list[Step]) -> Any:
 
 
 def keeping_sequence(one_to_one: Callable[[Iterator[Any]], Iterator[Any]]) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """An Arrow map function over (item, substream, offset, path) rows that gives what ``one_to_one``
+    """An Arrow map function over (item, id columns...) rows that gives what ``one_to_one``
     gives for the items, with each row's id appended. ``one_to_one`` must yield one batch per batch and
     one row per row, keeping nothing between batches (an extraction does)."""
 
@@ -76,7 +82,8 @@ def keeping_sequence(one_to_one: Callable[[Iterator[Any]], Iterator[Any]]) -> Ca
         for batch in batches:
             items = pa.RecordBatch.from_arrays([batch.column(0)], names=[ITEM])
             (out,) = list(one_to_one(iter([items])))
-            yield pa.RecordBatch.from_arrays([*out.columns, *(batch.column(i) for i in range(1, 4))],
+            ids = (batch.column(i) for i in range(1, 1 + len(SEQUENCE_COLUMNS)))
+            yield pa.RecordBatch.from_arrays([*out.columns, *ids],
                                              names=[*out.schema.names, *SEQUENCE_COLUMNS])
 
     return run

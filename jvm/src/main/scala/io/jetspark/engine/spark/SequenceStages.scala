@@ -17,27 +17,27 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
 /** `preserve_order` across keyed shuffles and diamonds on the Spark batch engine (DESIGN.md, Planner
   * "Order"): sequence ids where the plan says items carry them, restored order where it says so.
   *
-  *  - Ids: a vertex that `assignsSequence` appends to each output row its id, three columns
+  *  - Ids: a vertex that `assignsSequence` appends to each output row its id, four columns
   *    ([[SequenceStages.Columns]]): the substream (its partition: a source's partition, or an order
-  *    producer's processor), the offset (the row's position in that partition) and an empty fan-out
-  *    path. A fused Python chain on the way keeps the id of the record it ran on and appends `j` to the
-  *    path for the j-th output of each flat_map step (`python/jetspark/_sequence.py`); an extraction of
-  *    keys and values keeps the ids beside the extracted columns. Ids are compared as the core's
-  *    [[SequenceId]]: substream, offset, then the path (a prefix first).
+  *    producer's processor), the offset (the row's position in that partition), an empty fan-out path
+  *    and empty ties. A fused Python chain on the way keeps the id of the record it ran on and appends
+  *    `j` to the path for the j-th output of each flat_map step (`python/jetspark/_sequence.py`); an
+  *    extraction of keys and values keeps the ids beside the extracted columns; through `map_stateful`
+  *    (Python) and a rolling aggregation (one output per item) each output keeps its item's id.
+  *  - Diamond: a merge `orderedBySequence` runs the core's [[OrderedMergeProcessor]] over partition i
+  *    of every branch (the branches are isolated from their fork, so partition i of each holds the
+  *    same items' outputs), one lane per branch: by path, then lane. It puts its lane in front of each
+  *    output's ties, so that copies of one record that took several branches keep that order wherever
+  *    they go next, whatever order they arrive in.
+  *  - Order: substream, offset, path element by element (a prefix first), then ties element by
+  *    element: the order in which the brute-force reference sorts at a merge (by id, stably). The core
+  *    processors get it as their [[SequenceId]] with the path and the ties in one fan-out path
+  *    ([[SequenceStages.fanOutOf]]).
   *  - Restore: the receiver of an edge that `restoresSequence` runs the core's
   *    [[SequenceRestoreProcessor]] over each of its partitions. A batch job is one epoch: the senders
   *    send no progress marks, and completing the input passes every offset, so the processor releases
-  *    the whole partition sorted by id; items with equal ids (copies of one record that took both
-  *    branches of a diamond) keep their arrival order, which is their order at the sender, since a
-  *    Spark shuffle keeps each sender's order towards each receiver and such copies share their sender
-  *    (they share the substream, and a substream's items stay in one partition up to the shuffle).
-  *  - Diamond: a merge `orderedBySequence` runs the core's [[OrderedMergeProcessor]] over partition i
-  *    of every branch (the branches are isolated from their fork, so partition i of each holds the
-  *    same items' outputs), one lane per branch.
+  *    the whole partition in id order.
   *  - Edges that carry no ids get none: without preserve_order nothing here runs.
-  *
-  *  - Through `map_stateful` (Python) and a rolling aggregation (one output per item) each output keeps
-  *    the id of its item, so that a restore point behind them can order by it.
   *
   * Vertices that would have to carry ids through them other than these (joins, distinct, aggregations
   * feeding a later restore point), and ordered merges whose branches are re-partitioned
@@ -57,12 +57,13 @@ private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag)
         partition.map { reused =>
           val row = reused.copy() // Spark reuses the row its values point into
           offset += 1
-          val values = new Array[Any](width + 3)
+          val values = new Array[Any](width + Columns.size)
           var i = 0
           while (i < width) { values(i) = if (row.isNullAt(i)) null else row.get(i, types(i)); i += 1 }
           values(width) = substream
           values(width + 1) = offset
           values(width + 2) = new GenericArrayData(Array.empty[Any])
+          values(width + 3) = new GenericArrayData(Array.empty[Any])
           InternalRow.fromSeq(values.toSeq): InternalRow
         }
       }
@@ -101,13 +102,14 @@ private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag)
   def oneToOne(v: Vertex, stage: ProcessorStage, input: DataFrame): DataFrame =
     if (!keepsSequenceIn(dag, v)) stage.run(input)
     else {
-      val (s, o, f) = (input.schema.fieldIndex(Substream), input.schema.fieldIndex(Offset), input.schema.fieldIndex(FanOut))
+      val (s, o, f, t) = (input.schema.fieldIndex(Substream), input.schema.fieldIndex(Offset), input.schema.fieldIndex(FanOut),
+        input.schema.fieldIndex(Ties))
       val (name, create, in, out) = (stage.vertexName, stage.newProcessor, stage.toItem, stage.toRow)
       val rows = input.queryExecution.toRdd
       val total = rows.getNumPartitions
       val produced = rows.mapPartitionsWithIndex { (index, partition) =>
         val ids = new java.util.ArrayDeque[InternalRow]()
-        val items = partition.map { row => ids.addLast(InternalRow(row.getInt(s), row.getLong(o), row.getArray(f).copy())); in(row) }
+        val items = partition.map { row => ids.addLast(InternalRow(row.getInt(s), row.getLong(o), row.getArray(f).copy(), row.getArray(t).copy())); in(row) }
         ProcessorTasklet(create(), ProcessorContext(name, index, total), items).map { result =>
           new JoinedRow(out(result), ids.removeFirst()).copy(): InternalRow
         }
@@ -119,12 +121,23 @@ private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag)
   def orderedMerge(v: Vertex, branches: Seq[DataFrame]): DataFrame = {
     val schema = branches.head.schema
     val toItem = sequencedRow(schema)
+    val types = schema.fields.map(_.dataType)
+    val ties = schema.fieldIndex(Ties)
     val rdds = branches.map(_.queryExecution.toRdd)
     val (name, lanes, partitions) = (v.name, branches.size, rdds.head.getNumPartitions)
+    // The row's lane rides along with it, to be put in front of its ties on the way out.
     val merge: Seq[Iterator[InternalRow]] => Iterator[InternalRow] = inputs => {
       val index = org.apache.spark.TaskContext.getPartitionId()
-      new ProcessorTasklet(new OrderedMergeProcessor(lanes), ProcessorContext(name, index, partitions),
-        inputs.map(_.map(toItem)).toIndexedSeq, Seq(inputs.indices)).map(_.asInstanceOf[Sequenced].item.asInstanceOf[InternalRow])
+      val laned = inputs.zipWithIndex.map { case (rows, lane) =>
+        rows.map { row => val s = toItem(row); s.copy(item = (lane, s.item)) }
+      }
+      new ProcessorTasklet(new OrderedMergeProcessor(lanes), ProcessorContext(name, index, partitions), laned.toIndexedSeq,
+        Seq(inputs.indices)).map { merged =>
+        val (lane, row) = merged.asInstanceOf[Sequenced].item.asInstanceOf[(Int, InternalRow)]
+        val values = row.toSeq(types.toIndexedSeq).toArray
+        values(ties) = new GenericArrayData((lane +: row.getArray(ties).toIntArray().toSeq).toArray[Any])
+        InternalRow.fromSeq(values.toSeq): InternalRow
+      }
     }
     val merged: RDD[InternalRow] = rdds match {
       case Seq(a, b) => a.zipPartitions(b)((x, y) => merge(Seq(x, y)))
@@ -140,15 +153,25 @@ object SequenceStages {
   val Substream = "seq_substream"
   val Offset = "seq_offset"
   val FanOut = "seq_fan_out"
-  val Columns: Seq[String] = Seq(Substream, Offset, FanOut)
+  val Ties = "seq_ties"
+  val Columns: Seq[String] = Seq(Substream, Offset, FanOut, Ties)
   private val Fields = Seq(StructField(Substream, IntegerType, nullable = false), StructField(Offset, LongType, nullable = false),
-    StructField(FanOut, ArrayType(IntegerType, containsNull = false), nullable = false))
+    StructField(FanOut, ArrayType(IntegerType, containsNull = false), nullable = false),
+    StructField(Ties, ArrayType(IntegerType, containsNull = false), nullable = false))
 
-  /** A row of `schema` (which ends with the id columns) as the core's [[Sequenced]] item, the row copied. */
-  private def sequencedRow(schema: StructType): InternalRow => Any = {
-    val (s, o, f) = (schema.fieldIndex(Substream), schema.fieldIndex(Offset), schema.fieldIndex(FanOut))
-    row => Sequenced(SequenceId(row.getInt(s), row.getLong(o), row.getArray(f).toIntArray().toVector), row.copy())
+  /** A row of `schema` (which holds the id columns) as the core's [[Sequenced]] item, the row copied. */
+  private def sequencedRow(schema: StructType): InternalRow => Sequenced = {
+    val (s, o, f, t) = (schema.fieldIndex(Substream), schema.fieldIndex(Offset), schema.fieldIndex(FanOut), schema.fieldIndex(Ties))
+    row => Sequenced(SequenceId(row.getInt(s), row.getLong(o), fanOutOf(row.getArray(f).toIntArray(), row.getArray(t).toIntArray())),
+      row.copy())
   }
+
+  /** Path and ties as one fan-out path of the core's [[SequenceId]] that orders as path, then ties: the
+    * path's elements shifted up by one, a 0 to end it, then the ties (a path that is a prefix of another
+    * ends where the other goes on with an element of at least 1, so it still comes first).
+    */
+  private[spark] def fanOutOf(path: Array[Int], ties: Array[Int]): Vector[Int] =
+    (path.iterator.map(_ + 1) ++ Iterator.single(0) ++ ties.iterator).toVector
 
   private def carriesOut(dag: PhysicalDag, v: Vertex): Boolean = dag.edgesFrom(v.name).exists(_.carriesSequence)
 
