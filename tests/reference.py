@@ -42,8 +42,9 @@ def run_reference(pipeline: Pipeline) -> dict[str, list[Any]]:
     ``Sinks.dead_letter(name)`` a stage routes its failures to. A user function that raises on a record
     fails the run with :class:`jetspark.JobFailedError` naming the stage, unless that stage has
     ``on_error(Sinks.dead_letter(...))``: then the record and its error go to the dead-letter list and
-    the record has no further effect. Stream stages, DataFrame/file sources, Columns and non-list sinks
-    other than ``noop``/``console`` raise :class:`NotImplementedError`.
+    the record has no further effect. Stream stages, file sources, Columns and non-list sinks
+    other than ``noop``/``console`` raise :class:`NotImplementedError`. A DataFrame source's items are its
+    ``collect()`` rows, in that order (the reference's one use of Spark).
     """
     spec, objects = pipeline.to_spec()
     run = _Run(objects)
@@ -169,9 +170,15 @@ class _Run:
 
     def _source(self, node: dict[str, Any], args: dict[str, Any]) -> Stream:
         source = args["source"]
-        if source["kind"] != "items":
-            raise NotImplementedError(f"{_label(node)}: the reference reads Sources.items only, not {source['kind']}")
-        items = self.objects[source["refs"]["items"]]
+        if source["kind"] == "dataframe":
+            # collect() gives partition 0's rows, then partition 1's, ...: numbering them in that order
+            # orders them as the engines' (partition, offset) ids do.
+            items = self.objects[source["refs"]["df"]].collect()
+        elif source["kind"] == "items":
+            items = self.objects[source["refs"]["items"]]
+        else:
+            raise NotImplementedError(f"{_label(node)}: the reference reads Sources.items and dataframe only, "
+                                      f"not {source['kind']}")
         return [((node["id"], offset), item) for offset, item in enumerate(items)]
 
     def _sink(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:

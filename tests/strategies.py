@@ -86,13 +86,21 @@ class GeneratedPipeline:
 class _Current:
     """A stage while drawing: its item type, whether its total order is promised (``ordered``), and the
     id of the stage where that ordered stream starts (a source or an order producer): two branches of
-    one origin merge in sequence order (the diamond)."""
+    one origin merge in sequence order (the diamond).
+
+    With preserve_order, a keyed rebalance keeps the order that order-sensitive stages see (the engine
+    restores it by sequence ids) but a sink after it sees it per key only (``shuffled``), until a stage
+    gathers everything again (a global stateful stage). ``plain``: only stateless and stateful stages,
+    rebalances by key and diamonds since the source, so sequence ids can reach this stage (the Spark
+    engine carries them through Python chains, merges, map_stateful and rolling aggregates only)."""
 
     stage: Any
     item_type: str
     ordered: bool
     origin: int
     label: str
+    plain: bool = True
+    shuffled: bool = False
 
 
 class _Builder:
@@ -122,7 +130,7 @@ class _Builder:
     def sink(self, current: _Current) -> None:
         name = f"out{len(self.generated.sinks)}"
         self.generated.sinks.append(name)
-        self.generated.exact_order[name] = current.ordered
+        self.generated.exact_order[name] = current.ordered and not current.shuffled
         self.log(f"{current.label} -> list({name!r})")
         current.stage.write_to(Sinks.list(name))
 
@@ -183,7 +191,13 @@ def _int_peek(b: _Builder, c: _Current) -> Result:
 
 def _int_rebalance_map(b: _Builder, c: _Current) -> Result:
     # An unkeyed rebalance reorders; with preserve_order in front of a sink that is a definition error.
-    if b.p.preserve_order or b.draw(st.booleans()):
+    if b.p.preserve_order:
+        if not c.plain:  # sequence ids would have to pass a stage the engine carries none through
+            return c.stage.map(lambda x: x - 1), INT, keep(c), "map(x-1)"
+        # order restored by sequence ids where it matters; a new origin: no diamond spans the shuffle
+        return (c.stage.rebalance(lambda x: x % 3).map(lambda x: x - 1), INT, (c.ordered, b.new_origin()),
+                "rebalance(x%3).map(x-1)")
+    if b.draw(st.booleans()):
         return c.stage.rebalance(lambda x: x % 3).map(lambda x: x - 1), INT, unordered(b), "rebalance(x%3).map(x-1)"
     return c.stage.rebalance().map(lambda x: x - 1), INT, unordered(b), "rebalance().map(x-1)"
 
@@ -262,13 +276,18 @@ def _int_keyed_aggregate(b: _Builder, c: _Current) -> Result:
 
 def _int_merge(b: _Builder, c: _Current) -> Result:
     forks = [e for e in b.earlier if e.item_type == INT]
+    if b.p.preserve_order:  # see below: only forks the engine can merge back in sequence order
+        forks = [e for e in forks if c.ordered and e.ordered and e.origin == c.origin and c.plain and e.plain]
     if forks and b.draw(st.booleans()):
         # the diamond: a fork of an earlier stage, changed on its way; in sequence order when both
         # branches are ordered from one origin
         fork = b.draw(st.sampled_from(forks))
         diamond = c.ordered and fork.ordered and fork.origin == c.origin
-        order = (True, c.origin) if diamond else unordered(b)
-        return c.stage.merge(fork.stage.map(lambda x: x + 100)), INT, order, f"merge({fork.label}.map(x+100))"
+        # With preserve_order the planner orders every merge of branches from one source; the engine
+        # merges only branches that sequence ids reach partition by partition: others merge a new source.
+        if not b.p.preserve_order or (diamond and c.plain and fork.plain):
+            order = (True, c.origin) if diamond else unordered(b)
+            return c.stage.merge(fork.stage.map(lambda x: x + 100)), INT, order, f"merge({fork.label}.map(x+100))"
     other = b.source(INT)
     return c.stage.merge(other.stage), INT, unordered(b), f"merge({other.label})"  # unrelated streams interleave
 
@@ -469,17 +488,20 @@ _TRANSFORMS: dict[str, tuple[list[Transform], list[Transform]]] = {
 
 @st.composite
 def batch_pipelines(draw: Callable[[Any], Any], max_steps: int = 5, allowed: frozenset[str] | None = None,
-                    preserve_order: bool | None = None) -> GeneratedPipeline:
+                    preserve_order: bool | None = None, first: tuple[str, ...] = ()) -> GeneratedPipeline:
     """A random valid batch pipeline: a source, up to ``max_steps`` transforms, a sink at the end and
     possibly sinks on intermediate stages (fan-out). See the module docstring and
     :class:`GeneratedPipeline` for what an engine must match.
 
     ``allowed`` limits the transforms to those named (``"map"``, ``"keyed_aggregate"``, ...: the names of
     the step functions here without their item-type prefix), for an engine that runs only some;
-    ``preserve_order`` fixes that choice instead of drawing it."""
+    ``preserve_order`` fixes that choice instead of drawing it. ``first`` names int transforms that open
+    the pipeline, in that order (the source then gives ints), before up to ``max_steps`` drawn ones: to
+    make a shape that random draws reach rarely (a keyed rebalance, a fork) the start of every example."""
     b = _Builder(draw, preserve_order=draw(st.booleans()) if preserve_order is None else preserve_order)
-    current = b.source(draw(st.sampled_from([INT, KV])))
-    for _ in range(draw(st.integers(1, max_steps))):
+    current = b.source(INT if first else draw(st.sampled_from([INT, KV])))
+    opening = [next(t for t in _TRANSFORMS[INT][0] + _TRANSFORMS[INT][1] if t.__name__ == f"_int_{name}") for name in first]
+    for step in range(len(opening) + draw(st.integers(1, max_steps))):
         if current.item_type == ANY:
             break  # results (tuples, lists, None) only go to a sink
         b.earlier.append(current)
@@ -489,12 +511,36 @@ def batch_pipelines(draw: Callable[[Any], Any], max_steps: int = 5, allowed: fro
             candidates = [t for t in candidates if t.__name__.split("_", 2)[2] in allowed]
             if not candidates:
                 break
-        transform = draw(st.sampled_from(candidates))
+        transform = opening[step] if step < len(opening) else draw(st.sampled_from(candidates))
         stage, item_type, (ordered, origin), text = transform(b, current)
         label = f"s{len(b.generated.steps)}"
         b.log(f"{label} = {text}")
-        current = _Current(stage, item_type, ordered, origin, label)
+        current = _Current(stage, item_type, ordered, origin, label, *_order_flags(transform, current, origin))
         if draw(st.integers(0, 4)) == 0:
             b.sink(current)  # an intermediate sink: this stage also feeds the next transform
     b.sink(current)
     return b.generated
+
+
+#: Stages that keep each record's sequence id (Python chains): what they get, they pass on.
+_KEEPING_IDS = frozenset({_int_map, _int_map_to_none, _int_filter, _int_flat_map, _int_peek, _int_failing_map,
+                          _int_to_kv, _kv_map, _kv_filter})
+
+
+#: Order-sensitive stages that give each output the sequence id of its item.
+_STATEFUL = frozenset({_int_map_stateful, _int_rolling, _kv_stateful})
+
+
+def _order_flags(transform: Transform, before: _Current, origin: int) -> tuple[bool, bool]:
+    """``(plain, shuffled)`` of the stage ``transform`` made of ``before`` (see :class:`_Current`)."""
+    if transform is _int_rebalance_map and origin != before.origin:
+        return before.plain, True
+    if transform in _KEEPING_IDS or (transform is _int_merge and origin == before.origin):
+        return before.plain, before.shuffled
+    if transform in _STATEFUL:
+        # Ids pass (each output keeps its item's); a global stage gathers a shuffled stream into one
+        # partition, which no branch of a diamond forked before it lines up with: no longer plain then.
+        return before.plain and not before.shuffled, False
+    # Any other stage gathers (global state, sort, global aggregation: its order is total again) or
+    # leaves an unordered stream; either way its output is not reached by sequence ids.
+    return False, False

@@ -48,25 +48,33 @@ def run_steps(steps: list[Step], item: Any) -> tuple[list[Any], list[DeadLetter]
     """What the chain emits for one item, step by step (a plain loop: the reference semantics), and the
     dead letters of records that a stage routed to a dead-letter sink failed on. A failure affects only
     the record it happened on; one in a stage without a dead-letter sink raises StepFailedError."""
-    items = [item]
+    results, letters = run_steps_numbered(steps, item)
+    return [result for _, result in results], letters
+
+
+def run_steps_numbered(steps: list[Step], item: Any) -> tuple[list[tuple[tuple[int, ...], Any]], list[DeadLetter]]:
+    """:func:`run_steps`, each result with its fan-out path below ``item``: the j-th output of a flat_map
+    step for its input appends ``j``; map, filter and peek append nothing (the sequence ids of
+    ``jetspark._sequence``)."""
+    items: list[tuple[tuple[int, ...], Any]] = [((), item)]
     letters: list[DeadLetter] = []
     for step in steps:
-        produced: list[Any] = []
-        for x in items:
+        produced: list[tuple[tuple[int, ...], Any]] = []
+        for path, x in items:
             try:
                 if step.kind == "map":
                     result = step.fn(x)  # type: ignore[misc]
                     if result is not None:  # Jet: a map that returns null emits nothing
-                        produced.append(result)
+                        produced.append((path, result))
                 elif step.kind == "filter":
                     if step.fn(x):  # type: ignore[misc]
-                        produced.append(x)
+                        produced.append((path, x))
                 elif step.kind == "flat_map":
                     # Whole or not at all: a generator that fails half-way must not leave half its output.
-                    produced.extend(list(step.fn(x)))  # type: ignore[misc]
+                    produced.extend((path + (j,), y) for j, y in enumerate(list(step.fn(x))))  # type: ignore[misc]
                 elif step.kind == "peek":
                     print(f"[{step.stage}] {step.fn(x) if step.fn else x}", file=sys.stderr)
-                    produced.append(x)
+                    produced.append((path, x))
                 else:
                     raise ValueError(f"unknown step kind {step.kind!r}")
             except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
@@ -155,21 +163,29 @@ def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]]
 def extraction_udf_column(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
                           objects: list[Any], timestamp: dict[str, Any] | None = None) -> Any:
     """The Spark Column of an aggregation's extraction (a window's, with ``timestamp``), over the ``item`` column."""
+    return _arrow_udf(bound_extraction_function(key, values, stage, objects, timestamp),
+                      EXTRACTED_SCHEMA if timestamp is None else TIMED_SCHEMA)
+
+
+def bound_extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
+                              objects: list[Any], timestamp: dict[str, Any] | None = None
+                              ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """:func:`extraction_function` with the Python callables its extractors name taken from ``objects``."""
     def refs(spec: dict[str, Any]) -> list[int]:
         return [spec["ref"]] if spec["kind"] == "python" else refs(spec["of"]) if spec["kind"] == "key" else []
 
     specs = ([key] if key else []) + values + ([timestamp] if timestamp else [])
     used = [r for s in specs for r in refs(s)]
-    return _arrow_udf(extraction_function(key, values, stage, {r: objects[r] for r in used}, timestamp),
-                      EXTRACTED_SCHEMA if timestamp is None else TIMED_SCHEMA)
+    return extraction_function(key, values, stage, {r: objects[r] for r in used}, timestamp)
 
 
 def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, Any]], keyed: bool, stage: str,
-                      dead_letter: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
+                      dead_letter: bool, passed_on: int = 0) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The Arrow map function of ``map_stateful``: over the extracted rows (key, values, item) of one
     partition, which holds every item of its keys (or, unkeyed, every item), it keeps a state per key
     from ``create()`` and emits what ``fn(state, key, item)`` (unkeyed: ``fn(state, item)``) returns
-    besides the new state, unless that is None."""
+    besides the new state, unless that is None. The ``passed_on`` columns after those three (a sequence
+    id) are copied from each row to what it gives, result or dead letter."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -178,7 +194,8 @@ def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, An
         for batch in batches:
             out: list[bytes] = []
             failures: list[str | None] = []
-            for key_bytes, raw in zip(batch.column(0).to_pylist(), batch.column(2).to_pylist()):
+            rows: list[int] = []  # the input row of each output
+            for row, (key_bytes, raw) in enumerate(zip(batch.column(0).to_pylist(), batch.column(2).to_pylist())):
                 item = pickle.loads(raw)
                 state = states[key_bytes] if key_bytes in states else create()
                 try:
@@ -188,13 +205,17 @@ def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, An
                         raise StepFailedError(f"stage '{stage}' failed on record {item!r}: {type(e).__name__}: {e}") from e
                     out.append(pickle.dumps(DeadLetter(item, stage, f"{type(e).__name__}: {e}"), protocol=PICKLE_PROTOCOL))
                     failures.append(stage)
+                    rows.append(row)
                     continue
                 states[key_bytes] = state
                 if output is not None:
                     out.append(pickle.dumps(output, protocol=PICKLE_PROTOCOL))
                     failures.append(None)
-            yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary()), pa.array(failures, pa.string())],
-                                             names=[ITEM, FAILURE])
+                    rows.append(row)
+            taken = pa.array(rows, pa.int64())
+            passed = [batch.column(3 + i).take(taken) for i in range(passed_on)]
+            yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary()), pa.array(failures, pa.string()), *passed],
+                                             names=[ITEM, FAILURE, *batch.schema.names[3:3 + passed_on]])
 
     return run
 

@@ -182,6 +182,8 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
     from jetspark._python_steps import (Step, chain_udf_column, extraction_udf_column, rows_to_items_udf_column,
                                         stateful_udf_column)
     from jetspark._typed import results_to_items_udf_column
+    from jetspark._sequence import (sequenced_chain_udf_column, sequenced_extraction_udf_column,
+                                    sequenced_stateful_udf_column)
 
     def ref(r: int | None) -> Any:
         return None if r is None else objects[r]
@@ -189,15 +191,19 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
     udfs: dict[str, Any] = {}
     for chain in work["chains"]:
         steps = [Step(s["kind"], ref(s["ref"]), s["stage"], s["dead_letter"]) for s in chain["steps"]]
-        udfs[f"chain:{chain['vertex']}"] = chain_udf_column(steps)
+        udfs[f"chain:{chain['vertex']}"] = (sequenced_chain_udf_column if chain["sequenced"] else chain_udf_column)(steps)
     for e in work["extractions"]:
-        udfs[f"extract:{e['vertex']}:{e['ordinal']}"] = extraction_udf_column(e["key"], e["values"], e["stage"], objects,
-                                                                              e.get("timestamp"))
+        name = f"extract:{e['vertex']}:{e['ordinal']}"
+        if e["sequenced"]:  # never a window's input: windows produce their own order
+            udfs[name] = sequenced_extraction_udf_column(e["key"], e["values"], e["stage"], objects)
+        else:
+            udfs[name] = extraction_udf_column(e["key"], e["values"], e["stage"], objects, e.get("timestamp"))
     for f in work["dataframe_sources"]:
         udfs[f"rows:{f['vertex']}"] = rows_to_items_udf_column(f["schema"])
     for m in work["stateful"]:
-        udfs[f"stateful:{m['vertex']}"] = stateful_udf_column(ref(m["create_ref"]), ref(m["fn_ref"]), m["keyed"],
-                                                              m["stage"], m["dead_letter"])
+        stateful = sequenced_stateful_udf_column if m["sequenced"] else stateful_udf_column
+        udfs[f"stateful:{m['vertex']}"] = stateful(ref(m["create_ref"]), ref(m["fn_ref"]), m["keyed"], m["stage"],
+                                                   m["dead_letter"])
     for c in work["custom_aggregations"]:
         udfs[f"custom:{c['vertex']}"] = custom_aggregation_udf_column([ref(r) for r in c["functions_refs"]], c["mode"],
                                                                       c["keyed"], c["stage"], c["dead_letter"])

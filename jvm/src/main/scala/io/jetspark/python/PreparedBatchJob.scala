@@ -2,7 +2,7 @@ package io.jetspark.python
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import com.fasterxml.jackson.databind.node.ObjectNode
-import io.jetspark.engine.spark.{CustomAggregations, SparkBatchEngine, TypedPlan, WindowStages}
+import io.jetspark.engine.spark.{CustomAggregations, SequenceStages, SparkBatchEngine, TypedPlan, WindowStages}
 import io.jetspark.pipeline.{Extractor, PythonRef}
 import io.jetspark.pipeline.transform._
 import io.jetspark.plan.{PhysicalDag, Vertex}
@@ -20,24 +20,26 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
 
   /** Every Arrow UDF the job needs from Python, as JSON:
     * {{{
-    * {"chains": [{"vertex", "steps": [{"kind", "ref", "stage", "dead_letter"}]}],   // fused steps
+    * {"chains": [{"vertex", "steps": [{"kind", "ref", "stage", "dead_letter"}], "sequenced"}],   // fused steps
     *  "extractions": [{"vertex", "stage", "ordinal", "key": extractor or null, "values": [extractor],  // keys, values
-    *                   "timestamp": extractor (windows only)}],
+    *                   "timestamp": extractor (windows only), "sequenced"}],
     *  "dataframe_sources": [{"vertex", "schema": Spark's schema JSON}],             // rows to items
-    *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter"}], // map_stateful
+    *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter", "sequenced"}], // map_stateful
     *  "joins": [{"vertex", "stage", "mapper_ref", "dead_letter"}],                // hash join mappers
     *  "custom_aggregations": [{"vertex", "stage", "mode", "functions_refs", "keyed", "dead_letter"}], // AggregateOperation.of
     *  "typed_results": [{"vertex", "schema", "shape"}]}                            // Catalyst results to items
     * }}}
     * `ref`s number the Python callables of the pipeline's spec (null: a `peek()` without one). Python
     * answers with `run`, naming each UDF `chain:`, `rows:`, `stateful:`, `join:`, `custom:` or `results:` + the vertex, or
-    * `extract:` + the vertex + `:` + the input ordinal.
+    * `extract:` + the vertex + `:` + the input ordinal. `sequenced`: the items carry sequence ids, which
+    * the UDF must keep (`python/jetspark/_sequence.py`, `SequenceStages`).
     */
   def pythonWorkJson(): String = {
     val mapper = new ObjectMapper()
     val work = mapper.createObjectNode()
     work.set[JsonNode]("chains", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonChains(dag).map { case (vertex, steps) =>
-      Map[String, AnyRef]("vertex" -> vertex.name, "steps" -> steps.map(stepSpec).asJava).asJava
+      Map[String, AnyRef]("vertex" -> vertex.name, "steps" -> steps.map(stepSpec).asJava,
+        "sequenced" -> Boolean.box(SequenceStages.keepsSequenceIn(dag, vertex))).asJava
     }.asJava))
     val extractions = work.putArray("extractions")
     def extraction(vertex: Vertex, ordinal: Int, key: Option[JsonNode], values: Seq[JsonNode]): ObjectNode = {
@@ -45,6 +47,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       node.put("vertex", vertex.name)
       node.put("stage", vertex.fusedChain.head)
       node.put("ordinal", ordinal)
+      node.put("sequenced", SequenceStages.extractionKeepsSequence(dag, vertex, ordinal))
       node.set[JsonNode]("key", key.getOrElse(mapper.nullNode()))
       node.set[JsonNode]("values", mapper.valueToTree[JsonNode](values.asJava))
       node
@@ -60,7 +63,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     work.set[JsonNode]("stateful", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonStateful(dag).map {
       case (vertex, create, fn, keyed, deadLetter) =>
         Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "create_ref" -> create, "fn_ref" -> fn,
-          "keyed" -> keyed, "dead_letter" -> deadLetter).asJava
+          "keyed" -> keyed, "dead_letter" -> deadLetter, "sequenced" -> SequenceStages.keepsSequenceIn(dag, vertex)).asJava
     }.asJava))
     work.set[JsonNode]("joins", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonJoins(dag).map {
       case (vertex, mapperRef, deadLetter) =>

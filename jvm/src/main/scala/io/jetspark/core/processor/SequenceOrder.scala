@@ -9,11 +9,25 @@ import scala.jdk.CollectionConverters._
 /** Where an item entered the job: `offset` is its position in source substream (partition)
   * `substream`. A source numbers each substream's items with increasing offsets (design doc 015's
   * sequence id; DESIGN.md "Order").
+  *
+  * `fanOut` tells apart the items one source item became, where an engine numbers them: the j-th output
+  * of a flat_map step for its input appends j (map and filter append nothing). Items of one substream
+  * are ordered by offset, then by `fanOut` (element by element, a prefix first), then as the processors
+  * below say (lane, arrival). Progress marks ([[SequencePassed]]) concern whole offsets; their `fanOut`
+  * is ignored.
   */
-final case class SequenceId(substream: Int, offset: Long)
+final case class SequenceId(substream: Int, offset: Long, fanOut: Vector[Int] = Vector.empty)
 
-/** An item carrying the sequence id of the source item it came from (a flat_map gives several items
-  * the same id).
+object SequenceId {
+  /** Offset first, then the fan-out path (a prefix before its extensions). */
+  val withinSubstream: Ordering[SequenceId] = {
+    val path = Ordering.Implicits.seqOrdering[Vector, Int]
+    (a, b) => { val byOffset = java.lang.Long.compare(a.offset, b.offset); if (byOffset != 0) byOffset else path.compare(a.fanOut, b.fanOut) }
+  }
+}
+
+/** An item carrying the sequence id of the source item it came from (a flat_map that does not number
+  * its outputs gives them all the same id; they then keep their arrival order).
   */
 final case class Sequenced(seq: SequenceId, item: Any)
 
@@ -67,8 +81,8 @@ final case class SequenceOrderState(
 private[processor] final class SequenceReorderer(lanes: Int, describe: => String) {
   require(lanes >= 1, "at least one lane")
 
-  /** substream -> ((offset, tie lane, arrival) -> item). */
-  private val buffered = mutable.HashMap.empty[Int, mutable.TreeMap[(Long, Int, Long), Sequenced]]
+  /** substream -> ((id, tie lane, arrival) -> item). */
+  private val buffered = mutable.HashMap.empty[Int, mutable.TreeMap[(SequenceId, Int, Long), Sequenced]]
   /** Arrival numbers of the buffered items: the least one holds back the watermarks after it. */
   private val bufferedArrivals = new java.util.TreeSet[java.lang.Long]()
   private val passed = mutable.HashMap.empty[(Int, Int), Long]
@@ -93,7 +107,7 @@ private[processor] final class SequenceReorderer(lanes: Int, describe: => String
     if (item.seq.offset <= frontier)
       throw new IllegalStateException(
         s"$describe: $item arrived after every lane had passed offset $frontier of substream $substream")
-    buffered.getOrElseUpdate(substream, mutable.TreeMap.empty) += ((item.seq.offset, tieLane, nextArrival) -> item)
+    buffered.getOrElseUpdate(substream, newBuffer) += ((item.seq, tieLane, nextArrival) -> item)
     bufferedArrivals.add(nextArrival)
     nextArrival += 1
   }
@@ -122,6 +136,9 @@ private[processor] final class SequenceReorderer(lanes: Int, describe: => String
       releaseWatermarks()
     }
 
+  private def newBuffer = mutable.TreeMap.empty[(SequenceId, Int, Long), Sequenced](
+    Ordering.Tuple3(SequenceId.withinSubstream, Ordering.Int, Ordering.Long))
+
   private def frontierOf(substream: Int): Long = {
     var frontier = Long.MaxValue
     var lane = 0
@@ -135,7 +152,7 @@ private[processor] final class SequenceReorderer(lanes: Int, describe: => String
   private def release(substream: Int): Unit = {
     buffered.get(substream).foreach { items =>
       val frontier = frontierOf(substream)
-      while (items.nonEmpty && items.head._1._1 <= frontier) {
+      while (items.nonEmpty && items.head._1._1.offset <= frontier) {
         val (position @ (_, _, arrival), item) = items.head
         items -= position
         bufferedArrivals.remove(arrival)
@@ -163,7 +180,7 @@ private[processor] final class SequenceReorderer(lanes: Int, describe: => String
 
   def restore(saved: SequenceOrderState): Unit = {
     saved.buffered.foreach { case (item, lane, arrival) =>
-      buffered.getOrElseUpdate(item.seq.substream, mutable.TreeMap.empty) += ((item.seq.offset, lane, arrival) -> item)
+      buffered.getOrElseUpdate(item.seq.substream, newBuffer) += ((item.seq, lane, arrival) -> item)
       bufferedArrivals.add(arrival)
     }
     saved.ready.foreach(ready.addLast)
@@ -216,7 +233,7 @@ private[processor] abstract class SequenceOrderingProcessor(lanes: Int, stateNam
   * Input: [[Sequenced]] items, and [[SequencePassed]] marks that every sender sends to every receiver
   * when it has delivered all it has of a substream up to an offset (the epoch engine sends them at each
   * epoch end: the source offsets of the epoch's end are known by then). Output: the [[Sequenced]]
-  * items, each substream strictly in offset order (ties, from a flat_map, in arrival order).
+  * items, each substream in id order (offset, then fan-out path; equal ids in arrival order).
   *
   * The rule: an item is held until every sender has passed its offset in its substream, or the input
   * is complete, and then emitted in offset order. Why marks and not the items' offsets alone: a
@@ -248,8 +265,8 @@ final class SequenceRestoreProcessor(senderCount: Int) extends SequenceOrderingP
   * [[SequencePassed]] mark for its id ([[Sequenced.liftBranch]] builds such a branch), so that an item
   * a branch filtered out still tells the merge that nothing more will come for it; completing a branch
   * passes everything. The outputs for one sequence id are emitted once every branch has passed it,
-  * ordered by (offset, branch ordinal, arrival): all outputs of a source item come before those of the
-  * next one, and outputs of one source item on several branches come in branch order.
+  * ordered by (offset, fan-out path, branch ordinal, arrival): all outputs of a source item come before
+  * those of the next one, and outputs with one id on several branches come in branch order.
   * Watermarks are forwarded after every item that arrived before them.
   *
   * Snapshot: as [[SequenceRestoreProcessor]], lanes being branches.

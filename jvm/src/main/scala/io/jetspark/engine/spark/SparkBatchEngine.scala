@@ -70,10 +70,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private val sinkPlans = mutable.LinkedHashMap.empty[String, String]
 
   dag.vertices.foreach(requireSupported)
-  dag.edges.filter(e => e.restoresSequence || e.carriesSequence).foreach { e =>
-    throw new UnsupportedOperationException(
-      s"edge ${e.from} -> ${e.to}: preserving order across a shuffle by sequence ids is not run by the Spark batch engine yet")
-  }
+  SequenceStages.requireSupported(dag)
+  private val sequences = new SequenceStages(spark, dag)
 
   /** Runs every sink; returns the items each vertex emitted (dead letters under "<vertex>.errors"). */
   def run(): Map[String, Long] = {
@@ -104,7 +102,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private def requireSupported(v: Vertex): Unit = v.description match {
     case Source(source, _) if source.name == "items" || source.name == "dataframe" => ()
     case StatelessChain(steps) if steps.forall(runsInPythonChain) => ()
-    case Merge(_, false) | Sink(_) => ()
+    case Merge(_, _) | Sink(_) => ()
     case Aggregate(_, PythonOps(ops), _) if ops.forall(PythonAggregations.bindable) => ()
     case RollingAggregate(_, op: PythonAggregateSpec) if PythonAggregations.bindable(op) => ()
     case _ if CustomAggregations.runsCustom(v) => ()
@@ -120,9 +118,13 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
 
   /** The vertex's whole output: for a Python chain, with the `failure` column that routes dead letters. */
   private def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, {
-    val df = typedStages.output(v, () => singleInput(v)).getOrElse(counted(v.name, v.description match {
+    val df = typedStages.output(v, () => singleInput(v)).getOrElse(sequences.assignedWhereNeeded(v, counted(v.name, v.description match {
+      // A DataFrame source whose rows are not kept typed (see TypedPlan): its rows as Python items.
+      case Source(source, _) if source.name == "dataframe" =>
+        SqlBridge.mapInArrow(source.parameters("dataframe").asInstanceOf[DataFrame], pythonUdfs(s"rows:${v.name}"))
       case Source(source, _) => itemsFrame(source.parameters("items").asInstanceOf[Seq[Any]], v)
       case StatelessChain(_) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"chain:${v.name}"))
+      case Merge(_, true) => sequences.orderedMerge(v, dag.edgesInto(v.name).map(input))
       case Merge(_, _) => dag.edgesInto(v.name).map(input).reduce(_ union _)
       case Sink(sink) if sink.takesRows => rowSinks.rows(v, singleInput(v))
       case Sink(_) => singleInput(v)
@@ -135,8 +137,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case Aggregate(stage, _, keys) => aggregationStage(v.name, stage, keyed = keys.nonEmpty, inputs = 1).run(singleInput(v))
       case RollingAggregate(key, _) =>
         val op = aggregations(v.name).asInstanceOf[AggregateOperation[Nothing, Any, Any]]
-        ProcessorStage(v.name, () => if (key.isDefined) RollingAggregateProcessor.keyed(_.asInstanceOf[Extracted].key, op)
-          else RollingAggregateProcessor.global(op), extracted, resultRow(keyed = key.isDefined), ItemSchema).run(singleInput(v))
+        sequences.oneToOne(v, ProcessorStage(v.name, () => if (key.isDefined) RollingAggregateProcessor.keyed(_.asInstanceOf[Extracted].key, op)
+          else RollingAggregateProcessor.global(op), extracted, resultRow(keyed = key.isDefined), ItemSchema), singleInput(v))
       case Sort(SortPhase.LocalSort, _, reverse) => numberedRuns(ProcessorStage(v.name,
         () => new SortProcessor(SortDefinition(Some(sortValue), AnyOrdering, reverse)), extracted,
         e => { val x = e.asInstanceOf[Extracted]; InternalRow(x.key.bytes, rawValues(x), x.item.bytes) }, ExtractedSchema)
@@ -164,7 +166,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case Distinct(_) => ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[Extracted].key), extracted,
         e => InternalRow(e.asInstanceOf[Extracted].item.bytes), ItemSchema).run(singleInput(v))
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
-    }))
+    })))
     // Read by several edges: computed once.
     if (fanOut.getOrElse(v.name, 0) > 1 || RowSinks.keepsOutput(v)) df.persist(StorageLevel.MEMORY_AND_DISK) else df
   })
@@ -195,8 +197,9 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     val sender = typedStages.items(edge.from, output(dag.vertex(edge.from)))
     val selected = edge.errorsOf match {
       case Some(stage) => sender.where(col(Failure) === stage).select(Item)
-      case None if sender.columns.contains(Failure) => sender.where(col(Failure).isNull).drop(Failure)
-      case None => sender
+      case None if sender.columns.contains(Failure) =>
+        sender.where(col(Failure).isNull).select((Item +: sequences.columnsOn(edge)).map(col): _*)
+      case None => sequences.forEdge(edge, sender)
     }
     val receiver = dag.vertex(edge.to)
     val consumesKeys = receiver.description match {
@@ -206,9 +209,9 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     }
     val extracting = extractingInputs((receiver.name, edge.toOrdinal))
     val rows = if (extracting) SqlBridge.mapInArrow(selected, pythonUdfs(s"extract:${receiver.name}:${edge.toOrdinal}")) else selected
-    val delivered = moved(rows, edge, receiver.localParallelism)
+    val received = sequences.received(edge, moved(rows, edge, receiver.localParallelism))
     // Only vertices that consume keys read the extracted columns; a rebalanced stage gets its items back.
-    if (extracting && !consumesKeys) delivered.select(Item) else delivered
+    if (extracting && !consumesKeys) sequences.itemsOf(received) else received
   }
 
   /** `rows` moved to `target` partitions as `edge`'s kind says (a partitioned edge by the column `key`). */

@@ -42,9 +42,11 @@ final case class Delegation(result: String, accumulate: Option[String], rows: St
 final class TypedPlan private (dag: PhysicalDag) {
   import TypedPlan._
 
-  /** The DataFrame sources by vertex. */
+  /** The DataFrame sources whose rows stay typed, by vertex: all but those that number their items for a
+    * restore of order later (preserve_order, see [[SequenceStages]]), which become Python items at once.
+    */
   val rowSources: Map[String, DataFrame] = dag.vertices.collect {
-    case v @ Vertex(_, Source(source, _), _, _, _) if source.name == "dataframe" =>
+    case v @ Vertex(_, Source(source, _), _, _, _) if source.name == "dataframe" && !v.assignsSequence =>
       v.name -> source.parameters("dataframe").asInstanceOf[DataFrame]
   }.toMap
 

@@ -16,6 +16,7 @@ class SequenceOrderTest extends AnyFunSuite {
 
   private def item(substream: Int, offset: Long, value: Any) = Sequenced(SequenceId(substream, offset), value)
   private def passed(substream: Int, offset: Long, sender: Int) = SequencePassed(SequenceId(substream, offset), sender)
+  private def fanned(offset: Long, path: Int*)(value: Any) = Sequenced(SequenceId(0, offset, path.toVector), value)
 
   // ---- SequenceRestoreProcessor ----
 
@@ -118,7 +119,30 @@ class SequenceOrderTest extends AnyFunSuite {
     }
   }
 
+  test("restore: the outputs one source item fanned out into come in fan-out path order, a prefix first") {
+    //  source item 0 -> flat_map -> a@[0] b@[1];  item 1 -> c@[]   (b and c from sender 1, a from sender 0)
+    //  arrives:  c@1  b@0[1]  a@0[0]  | complete
+    //  emits:    a  b  c
+    ProcessorVerifier(() => new SequenceRestoreProcessor(senderCount = 2))
+      .input(Seq(fanned(1)("c"), fanned(0, 1)("b"), fanned(0, 0)("a")))
+      .expectOutput(Seq(fanned(0, 0)("a"), fanned(0, 1)("b"), fanned(1)("c")))
+      .verify()
+  }
+
   // ---- OrderedMergeProcessor (the diamond) ----
+
+  test("diamond: ids fanned out before the fork order the merge by fan-out path first, then by branch") {
+    //  item 0 -> flat_map -> [0] [1] -> fork:  branch 0 maps both to x;  branch 1 (itself the merge of an
+    //  earlier diamond) holds y[0] y[1] and, fanned out of [1], y[1,0] y[1,1]
+    //  out:  x[0] y[0] x[1] y[1] y[1,0] y[1,1]   (a path before its extensions)
+    ProcessorVerifier(() => new OrderedMergeProcessor(branchCount = 2))
+      .inputs(Seq(Seq(fanned(0, 0)("x"), fanned(0, 1)("x")),
+        Seq(fanned(0, 0)("y"), fanned(0, 1)("y"), fanned(0, 1, 0)("y"), fanned(0, 1, 1)("y"))))
+      .feedInputsInOrder(1, 0)
+      .expectOutput(Seq(fanned(0, 0)("x"), fanned(0, 0)("y"), fanned(0, 1)("x"), fanned(0, 1)("y"), fanned(0, 1, 0)("y"),
+        fanned(0, 1, 1)("y")))
+      .verify()
+  }
 
   test("diamond: rows split by a condition into two branches merge back in input order (Triceps' example)") {
     //  A: value < 0 -> B (negative = 1), else -> C (negative = 0);  D merges B (ordinal 0) and C (ordinal 1)

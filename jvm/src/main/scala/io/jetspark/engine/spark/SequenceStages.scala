@@ -1,0 +1,230 @@
+package io.jetspark.engine.spark
+
+import io.jetspark.core.ProcessorContext
+import io.jetspark.core.execution.ProcessorTasklet
+import io.jetspark.core.processor.{OrderedMergeProcessor, SequenceId, SequenceRestoreProcessor, Sequenced}
+import io.jetspark.plan.VertexDescription.{MapStateful, Merge, RollingAggregate, StatelessChain}
+import io.jetspark.plan.{Edge, EdgeKind, PhysicalDag, Vertex}
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.JoinedRow
+import org.apache.spark.sql.catalyst.util.GenericArrayData
+import org.apache.spark.sql.functions.col
+import org.apache.spark.sql.jetspark.SqlBridge
+import org.apache.spark.sql.types.{ArrayType, IntegerType, LongType, StructField, StructType}
+import org.apache.spark.sql.{DataFrame, SparkSession}
+
+/** `preserve_order` across keyed shuffles and diamonds on the Spark batch engine (DESIGN.md, Planner
+  * "Order"): sequence ids where the plan says items carry them, restored order where it says so.
+  *
+  *  - Ids: a vertex that `assignsSequence` appends to each output row its id, four columns
+  *    ([[SequenceStages.Columns]]): the substream (its partition: a source's partition, or an order
+  *    producer's processor), the offset (the row's position in that partition), an empty fan-out path
+  *    and empty ties. A fused Python chain on the way keeps the id of the record it ran on and appends
+  *    `j` to the path for the j-th output of each flat_map step (`python/jetspark/_sequence.py`); an
+  *    extraction of keys and values keeps the ids beside the extracted columns; through `map_stateful`
+  *    (Python) and a rolling aggregation (one output per item) each output keeps its item's id.
+  *  - Diamond: a merge `orderedBySequence` runs the core's [[OrderedMergeProcessor]] over partition i
+  *    of every branch (the branches are isolated from their fork, so partition i of each holds the
+  *    same items' outputs), one lane per branch: by path, then lane. It puts its lane in front of each
+  *    output's ties, so that copies of one record that took several branches keep that order wherever
+  *    they go next, whatever order they arrive in.
+  *  - Order: substream, offset, path element by element (a prefix first), then ties element by
+  *    element: the order in which the brute-force reference sorts at a merge (by id, stably). The core
+  *    processors get it as their [[SequenceId]] with the path and the ties in one fan-out path
+  *    ([[SequenceStages.fanOutOf]]).
+  *  - Restore: the receiver of an edge that `restoresSequence` runs the core's
+  *    [[SequenceRestoreProcessor]] over each of its partitions. A batch job is one epoch: the senders
+  *    send no progress marks, and completing the input passes every offset, so the processor releases
+  *    the whole partition in id order.
+  *  - Edges that carry no ids get none: without preserve_order nothing here runs.
+  *
+  * Vertices that would have to carry ids through them other than these (joins, distinct, aggregations
+  * feeding a later restore point), and ordered merges whose branches are re-partitioned
+  * between fork and merge, fail before any Spark job starts, naming the vertex.
+  */
+private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag) {
+  import SequenceStages._
+
+  /** `df`, the output of `v`, with each row's id appended where `v` assigns ids. */
+  def assignedWhereNeeded(v: Vertex, df: DataFrame): DataFrame =
+    if (!v.assignsSequence) df
+    else {
+      val types = df.schema.fields.map(_.dataType)
+      val width = types.length
+      val rows = df.queryExecution.toRdd.mapPartitionsWithIndex { (substream, partition) =>
+        var offset = -1L
+        partition.map { reused =>
+          val row = reused.copy() // Spark reuses the row its values point into
+          offset += 1
+          val values = new Array[Any](width + Columns.size)
+          var i = 0
+          while (i < width) { values(i) = if (row.isNullAt(i)) null else row.get(i, types(i)); i += 1 }
+          values(width) = substream
+          values(width + 1) = offset
+          values(width + 2) = new GenericArrayData(Array.empty[Any])
+          values(width + 3) = new GenericArrayData(Array.empty[Any])
+          InternalRow.fromSeq(values.toSeq): InternalRow
+        }
+      }
+      SqlBridge.internalCreateDataFrame(spark, rows, StructType(df.schema.fields ++ Fields))
+    }
+
+  /** The id columns that `edge`'s items keep (Nil: none). */
+  def columnsOn(edge: Edge): Seq[String] = if (edge.carriesSequence) Columns else Nil
+
+  /** What a sender gives an edge: `df` with its ids only if the edge carries them. */
+  def forEdge(edge: Edge, df: DataFrame): DataFrame =
+    if (edge.carriesSequence || !df.columns.contains(Substream)) df else df.drop(Columns: _*)
+
+  /** What the receiver of `edge` gets once the edge moved `moved`: in sequence order where the edge
+    * restores it, and without ids unless the receiver carries them on.
+    */
+  def received(edge: Edge, moved: DataFrame): DataFrame = {
+    val ordered = if (edge.restoresSequence) restore(edge, moved) else moved
+    if (keepsSequence(dag, edge) || !ordered.columns.contains(Substream)) ordered else ordered.drop(Columns: _*)
+  }
+
+  /** The items of `df` (rows that also hold extracted keys and values), with their ids if they have them. */
+  def itemsOf(df: DataFrame): DataFrame =
+    df.select((SparkBatchEngine.Item +: Columns.filter(df.columns.contains)).map(col): _*)
+
+  private def restore(edge: Edge, moved: DataFrame): DataFrame = {
+    val senders = dag.vertex(edge.from).localParallelism
+    ProcessorStage(s"${edge.to} (sequence restore of input ${edge.toOrdinal})", () => new SequenceRestoreProcessor(senders),
+      sequencedRow(moved.schema), s => s.asInstanceOf[Sequenced].item.asInstanceOf[InternalRow], moved.schema).run(moved)
+  }
+
+  /** `stage` over `input`, each output row followed by the id of the input row it was emitted for, where
+    * `v`'s ids go on; `stage`'s processor must emit exactly one output per input item, in input order (a
+    * rolling aggregation), so that the k-th output belongs to the k-th input.
+    */
+  def oneToOne(v: Vertex, stage: ProcessorStage, input: DataFrame): DataFrame =
+    if (!keepsSequenceIn(dag, v)) stage.run(input)
+    else {
+      val (s, o, f, t) = (input.schema.fieldIndex(Substream), input.schema.fieldIndex(Offset), input.schema.fieldIndex(FanOut),
+        input.schema.fieldIndex(Ties))
+      val (name, create, in, out) = (stage.vertexName, stage.newProcessor, stage.toItem, stage.toRow)
+      val rows = input.queryExecution.toRdd
+      val total = rows.getNumPartitions
+      val produced = rows.mapPartitionsWithIndex { (index, partition) =>
+        val ids = new java.util.ArrayDeque[InternalRow]()
+        val items = partition.map { row => ids.addLast(InternalRow(row.getInt(s), row.getLong(o), row.getArray(f).copy(), row.getArray(t).copy())); in(row) }
+        ProcessorTasklet(create(), ProcessorContext(name, index, total), items).map { result =>
+          new JoinedRow(out(result), ids.removeFirst()).copy(): InternalRow
+        }
+      }
+      SqlBridge.internalCreateDataFrame(spark, produced, StructType(stage.outputSchema.fields ++ Fields))
+    }
+
+  /** The merge of a diamond: partition i of every branch merged in sequence order. */
+  def orderedMerge(v: Vertex, branches: Seq[DataFrame]): DataFrame = {
+    val schema = branches.head.schema
+    val toItem = sequencedRow(schema)
+    val types = schema.fields.map(_.dataType)
+    val ties = schema.fieldIndex(Ties)
+    val rdds = branches.map(_.queryExecution.toRdd)
+    val (name, lanes, partitions) = (v.name, branches.size, rdds.head.getNumPartitions)
+    // The row's lane rides along with it, to be put in front of its ties on the way out.
+    val merge: Seq[Iterator[InternalRow]] => Iterator[InternalRow] = inputs => {
+      val index = org.apache.spark.TaskContext.getPartitionId()
+      val laned = inputs.zipWithIndex.map { case (rows, lane) =>
+        rows.map { row => val s = toItem(row); s.copy(item = (lane, s.item)) }
+      }
+      new ProcessorTasklet(new OrderedMergeProcessor(lanes), ProcessorContext(name, index, partitions), laned.toIndexedSeq,
+        Seq(inputs.indices)).map { merged =>
+        val (lane, row) = merged.asInstanceOf[Sequenced].item.asInstanceOf[(Int, InternalRow)]
+        val values = row.toSeq(types.toIndexedSeq).toArray
+        values(ties) = new GenericArrayData((lane +: row.getArray(ties).toIntArray().toSeq).toArray[Any])
+        InternalRow.fromSeq(values.toSeq): InternalRow
+      }
+    }
+    val merged: RDD[InternalRow] = rdds match {
+      case Seq(a, b) => a.zipPartitions(b)((x, y) => merge(Seq(x, y)))
+      case Seq(a, b, c) => a.zipPartitions(b, c)((x, y, z) => merge(Seq(x, y, z)))
+      case Seq(a, b, c, d) => a.zipPartitions(b, c, d)((w, x, y, z) => merge(Seq(w, x, y, z)))
+      case _ => throw new IllegalStateException(s"vertex '${v.name}': ordered merge of ${rdds.size} inputs")
+    }
+    SqlBridge.internalCreateDataFrame(spark, merged, schema)
+  }
+}
+
+object SequenceStages {
+  val Substream = "seq_substream"
+  val Offset = "seq_offset"
+  val FanOut = "seq_fan_out"
+  val Ties = "seq_ties"
+  val Columns: Seq[String] = Seq(Substream, Offset, FanOut, Ties)
+  private val Fields = Seq(StructField(Substream, IntegerType, nullable = false), StructField(Offset, LongType, nullable = false),
+    StructField(FanOut, ArrayType(IntegerType, containsNull = false), nullable = false),
+    StructField(Ties, ArrayType(IntegerType, containsNull = false), nullable = false))
+
+  /** A row of `schema` (which holds the id columns) as the core's [[Sequenced]] item, the row copied. */
+  private def sequencedRow(schema: StructType): InternalRow => Sequenced = {
+    val (s, o, f, t) = (schema.fieldIndex(Substream), schema.fieldIndex(Offset), schema.fieldIndex(FanOut), schema.fieldIndex(Ties))
+    row => Sequenced(SequenceId(row.getInt(s), row.getLong(o), fanOutOf(row.getArray(f).toIntArray(), row.getArray(t).toIntArray())),
+      row.copy())
+  }
+
+  /** Path and ties as one fan-out path of the core's [[SequenceId]] that orders as path, then ties: the
+    * path's elements shifted up by one, a 0 to end it, then the ties (a path that is a prefix of another
+    * ends where the other goes on with an element of at least 1, so it still comes first).
+    */
+  private[spark] def fanOutOf(path: Array[Int], ties: Array[Int]): Vector[Int] =
+    (path.iterator.map(_ + 1) ++ Iterator.single(0) ++ ties.iterator).toVector
+
+  private def carriesOut(dag: PhysicalDag, v: Vertex): Boolean = dag.edgesFrom(v.name).exists(_.carriesSequence)
+
+  private def isOrderedMerge(v: Vertex): Boolean = v.description match {
+    case Merge(_, ordered) => ordered
+    case _ => false
+  }
+
+  /** Whether `edge`'s receiver takes the items with their ids: it carries them on, or it merges by them. */
+  def keepsSequence(dag: PhysicalDag, edge: Edge): Boolean = {
+    val receiver = dag.vertex(edge.to)
+    edge.carriesSequence && (carriesOut(dag, receiver) || isOrderedMerge(receiver))
+  }
+
+  /** Whether `v` takes its items with their ids and gives each output the id of its item (for a Python
+    * chain or `map_stateful`, the Python layer builds that variant).
+    */
+  def keepsSequenceIn(dag: PhysicalDag, v: Vertex): Boolean = dag.edgesInto(v.name).exists(keepsSequence(dag, _))
+
+  /** Whether the extraction on input `ordinal` of `v` keeps the items' ids (for the restore point after it). */
+  def extractionKeepsSequence(dag: PhysicalDag, v: Vertex, ordinal: Int): Boolean =
+    dag.edgesInto(v.name).exists(e => e.toOrdinal == ordinal && e.carriesSequence)
+
+  /** Fails, naming the vertex, where the plan needs ids carried through a vertex this engine cannot carry
+    * them through, or an ordered merge whose branches do not line up partition by partition.
+    */
+  def requireSupported(dag: PhysicalDag): Unit = dag.vertices.foreach { v =>
+    val carriesThrough = carriesOut(dag, v) && !v.assignsSequence
+    v.description match {
+      case StatelessChain(_) | MapStateful(_, _, _) | RollingAggregate(_, _) => ()
+      case Merge(_, true) => requireAligned(dag, v)
+      case Merge(_, false) => ()
+      case other if carriesThrough => throw new UnsupportedOperationException(
+        s"vertex '${v.name}' (${other.describe}): preserve_order needs sequence ids carried through it to a later " +
+          "restore point, which the Spark batch engine does not do yet")
+      case _ => ()
+    }
+  }
+
+  /** Partition i of every branch holds the outputs of the same fork items: all branches reach one vertex
+    * upwards over edges that keep partitions (isolated, or between single partitions).
+    */
+  private def requireAligned(dag: PhysicalDag, merge: Vertex): Unit = {
+    def keepsPartitions(e: Edge) = e.kind == EdgeKind.Isolated ||
+      (dag.vertex(e.from).localParallelism == 1 && dag.vertex(e.to).localParallelism == 1 && e.kind != EdgeKind.Broadcast)
+    def above(name: String): Set[String] =
+      dag.edgesInto(name).filter(keepsPartitions).map(_.from).toSet.flatMap(above) + name
+    val inputs = dag.edgesInto(merge.name)
+    val common = inputs.map(e => if (keepsPartitions(e)) above(e.from) else Set.empty[String]).reduce(_ intersect _)
+    if (common.isEmpty || inputs.size > 4)
+      throw new UnsupportedOperationException(
+        s"vertex '${merge.name}' (${merge.description.describe}): the Spark batch engine merges a diamond's branches " +
+          "partition by partition, so they must fork from one stage and keep its partitions (isolated edges, at most " +
+          s"4 branches); here ${inputs.map(_.from).mkString(", ")} do not")
+  }
+}

@@ -1,0 +1,199 @@
+"""Pipelines whose order preserve_order promises across keyed shuffles and diamonds, each with what the
+sink must see, checked against the brute-force reference (tests/reference.py). Shared by
+test_preserve_order.py (local[2]) and its two-executor run (local-cluster), which imports this module
+in a fresh process.
+
+What is promised where (DESIGN.md, Planner "Order"):
+
+- after a keyed shuffle (``rebalance(key)``, a grouping key), each key's items in source order: the
+  sink sees every key's items in the reference's order, keys interleaved in any way (``per_key``);
+- where everything meets one processor again (a global ``map_stateful`` or rolling aggregate), the
+  whole source order (exact);
+- at the merge of a diamond, the source order, each record's outputs in branch order (exact).
+
+Sources with several substreams are DataFrames of ``PARTITIONS`` partitions: the reference numbers their
+``collect()`` rows, which come partition after partition, as the engine numbers (partition, offset).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from reference import as_sequence, run_reference
+
+from jetspark import AggregateOperations as ops
+from jetspark import Pipeline, Sinks, Sources
+
+PARTITIONS = 3
+TRICEPS = [("INSERT", "key1", 10), ("DELETE", "key1", 10), ("INSERT", "key1", 20), ("DELETE", "key1", 20),
+           ("INSERT", "key1", -1), ("INSERT", "key2", -5), ("DELETE", "key2", -5), ("INSERT", "key2", 7)]
+
+
+@dataclass
+class Case:
+    """A pipeline built over a Spark session, and for each sink whose order is promised per key only, the
+    key of an output item (other sinks compare exactly in order)."""
+
+    name: str
+    build: Callable[[Any], Pipeline]
+    per_key: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
+
+
+def numbers(spark: Any, n: int = 40) -> Any:
+    """A DataFrame of ``n`` rows ``(id, k = id % 4, v = (id * 7) % 11 - 5)`` in ``PARTITIONS`` partitions."""
+    return spark.range(0, n, 1, PARTITIONS).selectExpr("id", "id % 4 AS k", "(id * 7) % 11 - 5 AS v")
+
+
+def _rebalanced_then_global_state(spark: Any) -> Pipeline:
+    # items(1) ~~partitioned by x%3~~> map(2) ~~all-to-one~~> mapStateful(1) [restore] ==> out
+    p = Pipeline.create(preserve_order=True)
+    items = [(i * 5) % 13 for i in range(40)]
+    (p.read_from(Sources.items(items)).rebalance(lambda x: x % 3).map(lambda x: x * 2)
+     .map_stateful(lambda: 0, lambda total, x: (total + x, (x, total + x)))
+     .write_to(Sinks.list("running")))
+    return p
+
+
+def _rebalanced_then_keyed_state(spark: Any) -> Pipeline:
+    # df(3) ~~partitioned by v%2~~> map(2) [restore] ~~partitioned by k~~> mapStateful(2) [restore] ==> out
+    p = Pipeline.create(preserve_order=True)
+    (p.read_from(Sources.dataframe(numbers(spark))).rebalance(lambda r: r.v % 2).map(lambda r: (r.k, r.id))
+     .grouping_key(lambda t: t[0]).map_stateful(lambda: [], lambda seen, k, t: (seen + [t[1]], (k, t[1], seen[-2:])))
+     .write_to(Sinks.list("nth")))
+    return p
+
+
+def _rebalanced_then_rolling(spark: Any) -> Pipeline:
+    # df(3) ~~partitioned by v%2~~> map(2) ~~all-to-one~~> rollingAggregate(1) [restore] ==> sum
+    #                                       ~~partitioned by k~~> rollingAggregate(2) [restore] ==> by_key
+    p = Pipeline.create(preserve_order=True)
+    mapped = p.read_from(Sources.dataframe(numbers(spark))).rebalance(lambda r: r.v % 2).map(lambda r: (r.k, r.v, r.id))
+    mapped.rolling_aggregate(ops.summing(lambda t: t[1] * 100 + t[2])).write_to(Sinks.list("sum"))
+    mapped.grouping_key(lambda t: t[0]).rolling_aggregate(ops.max_by(lambda t: (t[1], t[2]))).write_to(Sinks.list("by_key"))
+    return p
+
+
+def _diamond(source: Callable[[Pipeline, Any], Any]) -> Callable[[Any], Pipeline]:
+    def build(spark: Any) -> Pipeline:
+        # The dreaded diamond: A splits rows by sign into B and C, which merge again; the merge must see the
+        # rows in A's order, and D, keyed, each key's rows in that order.
+        #   A ~~> filter(< 0).map(negative=1) ~~\
+        #                                         merge (ordered by sequence) ==> list ~~partitioned~~> D [restore]
+        #   A ~~> filter(>= 0).map(negative=0) ~~/
+        p = Pipeline.create(preserve_order=True)
+        a = source(p, spark)
+        b = a.filter(lambda r: r[2] < 0).map(lambda r: (*r, 1))
+        c = a.filter(lambda r: r[2] >= 0).map(lambda r: (*r, 0))
+        merged = b.merge(c)
+        merged.write_to(Sinks.list("merged"))
+        (merged.grouping_key(lambda r: r[1]).map_stateful(lambda: None, lambda last, k, r: (r, (k, r, last)))
+         .write_to(Sinks.list("with_previous")))
+        return p
+    return build
+
+
+def _triceps_items(p: Pipeline, spark: Any) -> Any:
+    return p.read_from(Sources.items(TRICEPS))
+
+
+def _triceps_dataframe(p: Pipeline, spark: Any) -> Any:
+    rows = spark.sparkContext.parallelize(TRICEPS * 3, PARTITIONS).toDF(["op", "key", "value"])
+    return p.read_from(Sources.dataframe(rows)).map(lambda r: (r.op, r.key, r.value))
+
+
+def _flat_map_around_a_diamond(spark: Any) -> Pipeline:
+    # df(3) -> flat_map -> fork: (flat_map into two) and (map) -> merge ==> list
+    #                                                              ~~all-to-one~~> mapStateful [restore] ==> list
+    p = Pipeline.create(preserve_order=True)
+    fanned = p.read_from(Sources.dataframe(numbers(spark, 24))).flat_map(lambda r: [r.id, -r.id] if r.k % 2 else [r.id])
+    merged = fanned.flat_map(lambda x: [(x, "a"), (x, "b")]).merge(fanned.map(lambda x: (x, "m")))
+    merged.write_to(Sinks.list("merged"))
+    merged.map_stateful(lambda: 0, lambda n, x: (n + 1, (n, x))).write_to(Sinks.list("numbered"))
+    return p
+
+
+def _flat_map_then_rebalance(spark: Any) -> Pipeline:
+    # df(3) -> flat_map(3) ~~partitioned by x%4~~> filter(2) ~~all-to-one~~> mapStateful(1) [restore] ==> list
+    p = Pipeline.create(preserve_order=True)
+    (p.read_from(Sources.dataframe(numbers(spark))).flat_map(lambda r: [r.v] * (r.k + 1))
+     .rebalance(lambda x: x % 4).filter(lambda x: x != 0)
+     .map_stateful(lambda: (), lambda last3, x: ((last3 + (x,))[-3:], (last3 + (x,))[-3:]))
+     .write_to(Sinks.list("windows")))
+    return p
+
+
+def _state_then_rebalance(spark: Any) -> Pipeline:
+    # df(3) ~~partitioned by k~~> mapStateful(2) [restore] ~~partitioned by x%3~~> map(2) [restore]
+    #   ~~all-to-one~~> rollingAggregate(1) [restore] ==> list     (ids carried through the keyed state)
+    # items(1) ==> rollingAggregate(1) ~~partitioned by x%2~~> map(2) ~~all-to-one~~> mapStateful(1) [restore] ==> list
+    p = Pipeline.create(preserve_order=True)
+    (p.read_from(Sources.dataframe(numbers(spark))).grouping_key("k")
+     .map_stateful(lambda: 0, lambda n, k, r: (n + 1, None if r.v == 0 else r.v * 10 + n))
+     .rebalance(lambda x: x % 3).map(lambda x: x + 1)
+     .rolling_aggregate(ops.max_by(lambda x: x)).write_to(Sinks.list("max_so_far")))
+    (p.read_from(Sources.items([(i * 7) % 10 for i in range(30)])).rolling_aggregate(ops.summing(lambda x: x))
+     .rebalance(lambda x: x % 2).map(lambda x: x * 3)
+     .map_stateful(lambda: None, lambda last, x: (x, (last, x))).write_to(Sinks.list("pairs")))
+    return p
+
+
+def _diamond_copies_split_then_gathered(spark: Any) -> Pipeline:
+    # items(1) ==> fork: map(x) and map(x+100) ==> merge (ordered) ~~partitioned by x%3~~> map(2)
+    #   ~~all-to-one~~> mapStateful(1) [restore] ==> list
+    # A record's two copies may take different partitions behind the merge; gathered again, the first
+    # branch's copy still comes first, as at the merge.
+    p = Pipeline.create(preserve_order=True)
+    a = p.read_from(Sources.items([(i * 5) % 17 for i in range(30)]))
+    (a.map(lambda x: x).merge(a.map(lambda x: x + 100)).rebalance(lambda x: x % 3).map(lambda x: x * 2)
+     .map_stateful(lambda: 0, lambda n, x: (n + 1, (n, x))).write_to(Sinks.list("numbered")))
+    return p
+
+
+CASES = [
+    Case("rebalance(key) then a global map_stateful", _rebalanced_then_global_state),
+    Case("rebalance(key) then a keyed map_stateful, from a DataFrame", _rebalanced_then_keyed_state,
+         per_key={"nth": lambda o: o[0]}),
+    Case("rebalance(key) then global and keyed rolling aggregates", _rebalanced_then_rolling,
+         per_key={"by_key": lambda o: o[0]}),
+    Case("the diamond, from items", _diamond(_triceps_items), per_key={"with_previous": lambda o: o[0]}),
+    Case("the diamond, from a DataFrame", _diamond(_triceps_dataframe), per_key={"with_previous": lambda o: o[0]}),
+    Case("flat_map before and inside a diamond", _flat_map_around_a_diamond),
+    Case("flat_map then rebalance(key)", _flat_map_then_rebalance),
+    Case("stateful stages, then rebalance(key), then a global stage", _state_then_rebalance),
+    Case("a diamond's copies split by a keyed rebalance, then gathered", _diamond_copies_split_then_gathered),
+]
+
+
+def mismatches(case: Case, pipeline: Pipeline, actual: dict[str, list[Any]]) -> list[str]:
+    """How the sinks' contents ``actual`` differ from the reference's (empty when they match): exactly in
+    order, or per key in order where ``case.per_key`` says so."""
+    problems = []
+    for name, want in run_reference(pipeline).items():
+        got = actual.get(name)
+        key_of = case.per_key.get(name)
+        if key_of is None:
+            if as_sequence(want) != as_sequence(got or []):
+                problems.append(f"{case.name}: {name}: expected {want!r}, got {got!r} (in order)")
+        elif _by_key(want, key_of) != _by_key(got or [], key_of):
+            problems.append(f"{case.name}: {name}: expected per key {want!r}, got {got!r}")
+    return problems
+
+
+def _by_key(items: list[Any], key_of: Callable[[Any], Any]) -> dict[str, list[str]]:
+    groups: dict[str, list[str]] = {}
+    for item, described in zip(items, as_sequence(items)):
+        groups.setdefault(repr(key_of(item)), []).append(described)
+    return groups
+
+
+def run_case(jet: Any, case: Case) -> list[str]:
+    """Runs ``case`` on ``jet``'s engine and compares with the reference."""
+    pipeline = case.build(jet.spark)
+    jet.new_job(pipeline).join(timeout=600)
+    names = list(run_reference(pipeline))
+    actual = {name: jet.get_list(name) for name in names}
+    for name in names:
+        jet.clear_list(name)
+    return mismatches(case, pipeline, actual)

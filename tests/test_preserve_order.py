@@ -1,0 +1,132 @@
+"""preserve_order end to end on the Spark batch engine: what the planner promises across keyed shuffles
+and diamonds (sequence ids assigned at the source, order restored where a shuffle from several senders
+mixes it, the diamond's merge in sequence order) is what the sinks see, compared with the brute-force
+reference (see tests/preserve_order_cases.py for the cases and what each promises), on local[2] and on
+two executor JVMs (local-cluster[2,1,1024])."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from preserve_order_cases import CASES, run_case
+
+from conftest import REPO, run_python
+from jetspark import Pipeline, Sinks, Sources
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_the_sink_sees_the_promised_order_on_local_spark(jet, case):
+    problems = run_case(jet, case)
+    assert not problems, "\n".join(problems)
+
+
+def _python_work(jet, pipeline: Pipeline) -> dict:
+    from jetspark import _jvm
+
+    spec, objects = pipeline.to_spec()
+    from jetspark.job import _jvm_objects
+
+    prepared = _jvm.call(jet._bridge.prepareBatch, jet.spark._jsparkSession, json.dumps(spec),
+                         _jvm_objects(spec, objects), 0)
+    return json.loads(prepared.pythonWorkJson())
+
+
+def test_without_preserve_order_no_python_step_carries_sequence_ids(jet):
+    #  items ==> rebalance(x%3).map ==> grouping_key(x%2).map_stateful ==> list
+    #  on: ids carried into the map (its extraction and its chain) and the map_stateful's extraction; off: none
+    def pipeline(preserve: bool) -> Pipeline:
+        p = Pipeline.create(preserve_order=preserve)
+        (p.read_from(Sources.items(list(range(10)))).rebalance(lambda x: x % 3).map(lambda x: x + 1)
+         .grouping_key(lambda x: x % 2).map_stateful(lambda: 0, lambda n, k, x: (n + 1, (k, n)))
+         .write_to(Sinks.list("unused")))
+        return p
+
+    on, off = _python_work(jet, pipeline(True)), _python_work(jet, pipeline(False))
+    assert [c["sequenced"] for c in on["chains"]] == [True]
+    assert [e["sequenced"] for e in on["extractions"]] == [True, True]
+    assert [c["sequenced"] for c in off["chains"]] == [False]
+    assert [e["sequenced"] for e in off["extractions"]] == [False, False]
+
+
+def test_a_diamond_whose_branch_is_reshuffled_fails_before_running_naming_the_merge(jet):
+    #  items ==> map ~~> fork:  rebalance(x%2).map(x+1) [restore]  and  map(x-1)  ==> merge (ordered)
+    #  partition i of the rebalanced branch does not hold the outputs of partition i of the fork
+    from jetspark import JobFailedError
+
+    p = Pipeline.create(preserve_order=True)
+    a = p.read_from(Sources.dataframe(jet.spark.range(0, 10, 1, 2))).map(lambda r: r.id)
+    a.rebalance(lambda x: x % 2).map(lambda x: x + 1).merge(a.map(lambda x: x - 1)).write_to(Sinks.list("never"))
+    with pytest.raises(JobFailedError, match="'merge'.*partition by partition"):
+        jet.new_job(p).join(timeout=300)
+    assert jet.get_list("never") == []
+
+
+def test_sequence_ids_needed_through_a_keyed_distinct_fail_before_running_naming_it(jet):
+    #  df(2) ~~partitioned by x%2~~> distinct(2) ~~partitioned by x%3~~> map(2) [restore] ==> list
+    #  the restore at map needs ids carried through the distinct, which this engine does not do yet
+    from jetspark import JobFailedError
+
+    p = Pipeline.create(preserve_order=True)
+    (p.read_from(Sources.dataframe(jet.spark.range(0, 10, 1, 2))).map(lambda r: r.id)
+     .grouping_key(lambda x: x % 4).distinct()
+     .rebalance(lambda x: x % 3).map(lambda x: x).write_to(Sinks.list("never")))
+    with pytest.raises(JobFailedError, match="'distinct'.*sequence ids carried through it"):
+        jet.new_job(p).join(timeout=300)
+    assert jet.get_list("never") == []
+
+
+CLUSTER_JOB = """
+import json, sys
+sys.path.insert(0, "tests")
+import jetspark as js
+from preserve_order_cases import CASES, run_case
+
+jet = js.session(master="local-cluster[2,1,1024]", conf={"spark.ui.enabled": "false", "spark.executor.memory": "512m",
+                                                       "spark.default.parallelism": "4"})
+results = {case.name: run_case(jet, case) for case in CASES}
+
+# A few random pipelines opened by a keyed rebalance or a diamond (test_batch_engine_random.py).
+from hypothesis import HealthCheck, given, settings, strategies as st
+from strategies import batch_pipelines
+from test_batch_engine_random import ORDERED, OPENINGS, mismatches_on_engine
+random_problems = []
+
+@settings(max_examples=RANDOM_EXAMPLES, derandomize=True, database=None, deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(OPENINGS).flatmap(lambda first: batch_pipelines(allowed=ORDERED, preserve_order=True, first=first)))
+def check(generated):
+    random_problems.extend(f"{generated}: {p}" for p in mismatches_on_engine(jet, generated))
+
+check()
+results["random"] = random_problems
+print("EXECUTORS", jet.spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1)
+print("RESULTS", json.dumps(results))
+jet.stop()
+"""
+
+
+#: Random pipelines run on the cluster besides the cases: a few (each costs a few Spark jobs there).
+RANDOM_EXAMPLES = 4
+
+
+@pytest.fixture(scope="module")
+def cluster_results() -> dict[str, list[str]]:
+    """Every case run once on two executor JVMs (one cluster session for the module: it is slow to start)."""
+    done = run_python(CLUSTER_JOB.replace("RANDOM_EXAMPLES", str(RANDOM_EXAMPLES)), cwd=REPO, timeout=900)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "EXECUTORS 2" in done.stdout, done.stdout
+    line = next(line for line in done.stdout.splitlines() if line.startswith("RESULTS "))
+    return json.loads(line[len("RESULTS "):])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_the_sink_sees_the_promised_order_on_two_executor_jvms(cluster_results, case):
+    problems = cluster_results[case.name]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_random_shuffles_and_diamonds_keep_the_reference_order_on_two_executor_jvms(cluster_results):
+    assert not cluster_results["random"], "\n".join(cluster_results["random"])
