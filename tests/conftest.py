@@ -47,7 +47,9 @@ def run_python(code: str, *, python: str = sys.executable, cwd: Path | None = No
 
 def run_job(jet: object, p: object, *lists: str, timeout: int = 300) -> tuple[object, list[list[object]]]:
     """Runs pipeline ``p`` to completion; returns the job and what each named list sink got, in the
-    order named (the lists are cleared)."""
+    order named (the lists are cleared, also before the run: a failed test leaves nothing behind for the next)."""
+    for name in lists:
+        jet.clear_list(name)  # type: ignore[attr-defined]
     job = jet.new_job(p)  # type: ignore[attr-defined]
     job.join(timeout=timeout)
     got = []

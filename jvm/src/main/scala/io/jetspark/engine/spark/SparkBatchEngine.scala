@@ -197,8 +197,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     val sender = typedStages.items(edge.from, output(dag.vertex(edge.from)))
     val selected = edge.errorsOf match {
       case Some(stage) => sender.where(col(Failure) === stage).select(Item)
-      case None if sender.columns.contains(Failure) =>
-        sender.where(col(Failure).isNull).select((Item +: sequences.columnsOn(edge)).map(col): _*)
+      // Other columns stay (a custom aggregation's partial results carry their key).
+      case None if sender.columns.contains(Failure) => sequences.forEdge(edge, sender.where(col(Failure).isNull).drop(Failure))
       case None => sequences.forEdge(edge, sender)
     }
     val receiver = dag.vertex(edge.to)
