@@ -1,11 +1,32 @@
 package io.jetspark.pipeline
 
+import com.fasterxml.jackson.databind.JsonNode
+import com.fasterxml.jackson.databind.node.JsonNodeFactory
 import io.jetspark.core.aggregate.AggregateOperation
 
 /** A Python callable the JVM cannot hold: number `ref` of the values the Python side recorded with its
   * pipeline. The engine hands the numbers back so that Python builds the UDFs that run them.
   */
 final case class PythonRef(ref: Int)
+
+object PythonExtractors {
+  /** How a Python worker extracts a key or value (read by `jetspark._python_steps`): `{"kind": "field",
+    * "name"}`, `{"kind": "python", "ref"}` (a callable the Python layer numbered) or `{"kind": "item"}`;
+    * None for an extractor Python cannot run (a Column, a JVM function).
+    */
+  def json(e: Extractor): Option[JsonNode] = {
+    val node = JsonNodeFactory.instance.objectNode()
+    e match {
+      case Extractor.FieldName(name) => Some(node.put("kind", "field").put("name", name))
+      case Extractor.PythonFn(PythonRef(ref), _) => Some(node.put("kind", "python").put("ref", ref))
+      case Extractor.WholeItem => Some(node.put("kind", "item"))
+      case _ => None
+    }
+  }
+
+  /** Why [[json]] has no form for `e`, for the engines' errors. */
+  def unsupported(e: Extractor): String = s"${e.describe}: keys of Python items are field names or Python functions"
+}
 
 /** A Python-defined aggregate operation as the planner sees it: what it can do (combine, deduct) and
   * whether its result depends on order; `json` is its whole definition, as python/jetspark/aggregate.py

@@ -6,7 +6,7 @@ import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
 import io.jetspark.core.processor._
 // Spark-free helpers of the Spark engine (Pyrolite values, pickled keys, bound Python aggregations).
 import io.jetspark.engine.spark.{Extracted, PickledItem, PickledKey, PythonAggregations, PythonValues}
-import io.jetspark.pipeline.{Extractor, PythonAggregateSpec, PythonRef}
+import io.jetspark.pipeline.{Extractor, PythonAggregateSpec, PythonExtractors, PythonRef}
 import io.jetspark.pipeline.transform.{PeekTransform, StatelessTransform}
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
 import io.jetspark.plan.VertexDescription._
@@ -223,16 +223,7 @@ object PythonVertices {
     case _: PeekTransform => "peek"
   }
 
-  /** How Python extracts a key or value: `{"kind": "field", "name"}`, `{"kind": "python", "ref"}` or
-    * `{"kind": "item"}` (the Spark engine's form, read by `jetspark._python_steps.extract`).
-    */
-  private def extractorJson(v: Vertex, e: Extractor): JsonNode = {
-    val node = mapper.createObjectNode()
-    e match {
-      case Extractor.FieldName(name) => node.put("kind", "field").put("name", name)
-      case Extractor.PythonFn(PythonRef(ref), _) => node.put("kind", "python").put("ref", ref)
-      case Extractor.WholeItem => node.put("kind", "item")
-      case other => LocalVertices.unsupported(v, s"${other.describe}: keys of Python items are field names or Python functions")
-    }
-  }
+  /** How Python extracts a key or value ([[PythonExtractors.json]], the Spark engine's form). */
+  private def extractorJson(v: Vertex, e: Extractor): JsonNode =
+    PythonExtractors.json(e).getOrElse(LocalVertices.unsupported(v, PythonExtractors.unsupported(e)))
 }

@@ -94,12 +94,7 @@ object CatalystAggregation {
     }
 
     private def value(spec: JsonNode, i: Int): Either[String, Value] = {
-      val e = spec.get("extractors").get(i)
-      val extractor = e.get("kind").asText match {
-        case "field" => Extractor.FieldName(e.get("name").asText)
-        case "column" => Extractor.ColumnExpr(columns.getOrElse(e.get("ref").asInt, e.path("name").asText))
-        case _ => Extractor.PythonFn(null, e.path("name").asText)
-      }
+      val extractor = TypedExtraction.slotExtractor(spec.get("extractors").get(i), columns)
       values.getOrElseUpdate(extractor, TypedExtraction.typed(extractor, rows).map { case (c, f) => Value(c, f, extractor.describe) })
     }
 

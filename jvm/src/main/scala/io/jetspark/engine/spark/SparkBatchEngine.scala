@@ -9,7 +9,7 @@ import io.jetspark.core.snapshot.JavaSerialization
 import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.JsonNodeFactory
 import io.jetspark.core.processor.SortDefinition
-import io.jetspark.pipeline.{Extractor, PythonAggregateSpec, PythonRef}
+import io.jetspark.pipeline.{Extractor, PythonAggregateSpec, PythonExtractors, PythonRef}
 import io.jetspark.pipeline.transform.StatelessTransform
 import io.jetspark.plan.VertexDescription._
 import io.jetspark.plan.VertexDescription.SortPhase
@@ -346,18 +346,9 @@ object SparkBatchEngine {
       }
     }
 
-  /** How Python extracts a key or value: `{"kind": "field", "name"}`, `{"kind": "python", "ref"}` (a
-    * callable the Python layer numbered) or `{"kind": "item"}`.
-    */
-  private[spark] def extractorJson(e: Extractor): JsonNode = {
-    val node = JsonNodeFactory.instance.objectNode()
-    e match {
-      case Extractor.FieldName(name) => node.put("kind", "field").put("name", name)
-      case Extractor.PythonFn(PythonRef(ref), _) => node.put("kind", "python").put("ref", ref)
-      case Extractor.WholeItem => node.put("kind", "item")
-      case other => throw new UnsupportedOperationException(s"${other.describe}: keys of Python items are field names or Python functions")
-    }
-  }
+  /** How Python extracts a key or value ([[PythonExtractors.json]]); other extractors are refused. */
+  private[spark] def extractorJson(e: Extractor): JsonNode =
+    PythonExtractors.json(e).getOrElse(throw new UnsupportedOperationException(PythonExtractors.unsupported(e)))
 
   /** A value that Python gives as the canonical bytes of the key `e` extracts (`{"kind": "key", "of"}`). */
   private def canonicalKeyJson(e: Extractor): JsonNode =

@@ -1,5 +1,6 @@
 package io.jetspark.engine.spark
 
+import com.fasterxml.jackson.databind.JsonNode
 import io.jetspark.pipeline.Extractor
 import org.apache.spark.sql.functions.{col, struct}
 import org.apache.spark.sql.types.StructField
@@ -29,6 +30,16 @@ object TypedExtraction {
     case Extractor.ColumnExpr(c: Column) => Right(c)
     case Extractor.WholeItem => Right(wholeRow(rows))
     case other => Left(s"${other.describe} runs in Python")
+  }
+
+  /** The extractor an aggregate operation's value slot names (`{"kind": "field" | "column" | ...}`, see
+    * `PythonAggregations`); `columns` holds the Columns the slots refer to by number. A slot that is not a
+    * field or a Column is one only Python runs.
+    */
+  def slotExtractor(slot: JsonNode, columns: Map[Int, AnyRef]): Extractor = slot.get("kind").asText match {
+    case "field" => Extractor.FieldName(slot.get("name").asText)
+    case "column" => Extractor.ColumnExpr(columns.getOrElse(slot.get("ref").asInt, slot.path("name").asText))
+    case _ => Extractor.PythonFn(null, slot.path("name").asText)
   }
 
   /** The row itself as one struct value (its fields, names and order kept). */

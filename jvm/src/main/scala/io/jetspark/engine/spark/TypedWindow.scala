@@ -81,19 +81,13 @@ object TypedWindow {
       k <- key.fold[Either[String, Option[(Column, DataType)]]](Right(None))(e => typed(e).map(Some(_)))
       ts <- typed(timestamp).filterOrElse(t => Integral(t._2), s"${timestamp.describe} is not an integer")
       vs <- PythonAggregations.extractors(op).foldLeft[Either[String, Seq[(Column, DataType)]]](Right(Nil)) { (acc, slot) =>
-        acc.flatMap(done => typed(slotExtractor(slot, op)).map(done :+ _))
+        acc.flatMap(done => typed(TypedExtraction.slotExtractor(slot, op.columns)).map(done :+ _))
       }
     } yield TypedWindow(stage, k, ts._1.cast(LongType), vs)
   }
 
   private def onlyValueOperations(spec: JsonNode): Boolean = ValueOperations(spec.get("name").asText) &&
     Option(spec.get("parts")).forall(_.elements().asScala.forall(onlyValueOperations))
-
-  private def slotExtractor(slot: JsonNode, op: PythonAggregateSpec): Extractor = slot.get("kind").asText match {
-    case "field" => Extractor.FieldName(slot.get("name").asText)
-    case "column" => Extractor.ColumnExpr(op.columns(slot.get("ref").asInt))
-    case _ => Extractor.PythonFn(null, slot.path("name").asText) // TypedExtraction: runs in Python
-  }
 
   private val Integral: Set[DataType] = Set(ByteType, ShortType, IntegerType, LongType)
   private val pythonTypes: Set[DataType] = Integral ++ Set(FloatType, DoubleType, StringType, BooleanType)
