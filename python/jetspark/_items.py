@@ -43,10 +43,16 @@ def canonical_key(key: Any) -> bytes:
     """Bytes that are equal when the keys are equal. A plain pickle is not: two equal dicts built in
     another order pickle differently, and pickle's memo writes a repeated object as a back-reference, so
     ``(s, s)`` and an equal pair of distinct strings differ. So mappings and sets are written sorted, and
-    nothing is memoized.
+    nothing is memoized, and -0.0 is written as 0.0.
 
     Limits: values that Python equates across types (``1``, ``1.0``, ``True``) stay different keys, and
-    mappings inside tuple subclasses (namedtuples, Rows) are not sorted."""
+    mappings inside tuple subclasses (namedtuples, Rows) are not sorted.
+
+    Examples
+    --------
+    >>> canonical_key({"a": 1, "b": 2}) == canonical_key({"b": 2, "a": 1}), canonical_key((-0.0, 1)) == canonical_key((0.0, 1))
+    (True, True)
+    """
     buffer = io.BytesIO()
     pickler = pickle.Pickler(buffer, PICKLE_PROTOCOL)
     pickler.fast = True  # no memo: the bytes depend on values only, not on which objects are shared
@@ -60,6 +66,8 @@ def loads_key(data: bytes) -> Any:
 
 
 def _canonical(value: Any) -> Any:
+    if type(value) is float and value == 0.0:
+        return 0.0  # -0.0 == 0.0: one key, as in a dict
     if isinstance(value, Mapping):
         return (_MAPPING, tuple(sorted(((_canonical(k), _canonical(v)) for k, v in value.items()), key=repr)))
     if isinstance(value, (set, frozenset)):

@@ -8,9 +8,10 @@ failed on, that stage's name, with ``item`` holding a pickled :class:`~jetspark.
 
 from __future__ import annotations
 
+import json
 import pickle
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,16 +110,20 @@ def chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Iterator[Any]
     return run
 
 
-def extract(spec: dict[str, Any], item: Any, functions: dict[int, Callable[[Any], Any]]) -> Any:
+def extract(spec: dict[str, Any], item: Any, functions: dict[int, Callable[[Any], Any]],
+            columns: Sequence[Any] = ()) -> Any:
     """One key or value of ``item``: a field (a mapping's key or a Row's column, else an attribute), a
-    function's result, the item itself, or (``{"kind": "key", "of": spec}``) the canonical key bytes of
-    what ``of`` extracts. Rows are indexed by name: as attributes, tuple methods such as ``count`` and
-    ``index`` would hide columns of those names."""
+    function's result, the item itself, a Column's value that Catalyst gave next to the item's row
+    (``{"kind": "column", "slot": i}``: ``columns[i]``), or (``{"kind": "key", "of": spec}``) the
+    canonical key bytes of what ``of`` extracts. Rows are indexed by name: as attributes, tuple methods
+    such as ``count`` and ``index`` would hide columns of those names."""
     kind = spec["kind"]
     if kind == "item":
         return item
+    if kind == "column":
+        return columns[spec["slot"]]
     if kind == "key":
-        return canonical_key(extract(spec["of"], item, functions))
+        return canonical_key(extract(spec["of"], item, functions, columns))
     if kind == "field":
         by_name = isinstance(item, Mapping) or hasattr(item, "__fields__")
         return item[spec["name"]] if by_name else getattr(item, spec["name"])
@@ -129,10 +134,16 @@ def extract(spec: dict[str, Any], item: Any, functions: dict[int, Callable[[Any]
 
 def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
                         functions: dict[int, Callable[[Any], Any]],
-                        timestamp: dict[str, Any] | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+                        timestamp: dict[str, Any] | None = None,
+                        rows: tuple[str, int] | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The Arrow map function that gives, per pickled item, its key as :func:`~jetspark._items.canonical_key` bytes (empty
     for a global aggregation), its values' pickles and the item's own pickle, unchanged; at a window's
-    input (``timestamp`` given) also the item's timestamp in ms (:func:`~jetspark._windows.timestamp_ms`)."""
+    input (``timestamp`` given) also the item's timestamp in ms (:func:`~jetspark._windows.timestamp_ms`).
+
+    With ``rows`` (a schema's JSON and a number of fields ``n``), it reads a DataFrame source's rows
+    instead: the first ``n`` fields make the item (a ``Row``, as :func:`rows_to_items_function` makes
+    it), the others are the values of the Column extractors that Catalyst evaluated next to it."""
+    decode = _opaque_items if rows is None else _rows_with_columns(*rows)
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -141,42 +152,74 @@ def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]]
             keys: list[bytes] = []
             extracted: list[list[bytes]] = []
             times: list[int] = []
-            raws = batch.column(0).to_pylist()
-            for raw in raws:
-                item = pickle.loads(raw)
+            raws: list[bytes] = []
+            for raw, item, columns in decode(batch):
+                raws.append(raw)
                 try:
-                    keys.append(b"" if key is None else canonical_key(extract(key, item, functions)))
-                    extracted.append([pickle.dumps(extract(v, item, functions), protocol=PICKLE_PROTOCOL) for v in values])
+                    keys.append(b"" if key is None else canonical_key(extract(key, item, functions, columns)))
+                    extracted.append([pickle.dumps(extract(v, item, functions, columns), protocol=PICKLE_PROTOCOL)
+                                      for v in values])
                     if timestamp is not None:
-                        times.append(timestamp_ms(extract(timestamp, item, functions)))
+                        times.append(timestamp_ms(extract(timestamp, item, functions, columns)))
                 except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
                     raise StepFailedError(f"stage '{stage}' failed on record {item!r}: {type(e).__name__}: {e}") from e
-            columns = [pa.array(keys, pa.binary()), pa.array(extracted, pa.list_(pa.binary())), pa.array(raws, pa.binary())]
+            arrays = [pa.array(keys, pa.binary()), pa.array(extracted, pa.list_(pa.binary())), pa.array(raws, pa.binary())]
             if timestamp is None:
-                yield pa.RecordBatch.from_arrays(columns, names=["key", "values", ITEM])
+                yield pa.RecordBatch.from_arrays(arrays, names=["key", "values", ITEM])
             else:
-                yield pa.RecordBatch.from_arrays([*columns, pa.array(times, pa.int64())], names=["key", "values", ITEM, "ts"])
+                yield pa.RecordBatch.from_arrays([*arrays, pa.array(times, pa.int64())], names=["key", "values", ITEM, "ts"])
 
     return run
 
 
+def _opaque_items(batch: Any) -> Iterator[tuple[bytes, Any, Sequence[Any]]]:
+    """Each pickled item of a batch's ``item`` column: (pickle, item, no Column values)."""
+    for raw in batch.column(0).to_pylist():
+        yield raw, pickle.loads(raw), ()
+
+
+def _rows_with_columns(schema_json: str, fields: int) -> Callable[[Any], Iterator[tuple[bytes, Any, Sequence[Any]]]]:
+    """How a batch of rows with Column values after their first ``fields`` fields gives (the item's
+    pickle, the item, the Column values)."""
+
+    def decode(batch: Any) -> Iterator[tuple[bytes, Any, Sequence[Any]]]:
+        import json
+
+        import pyarrow as pa
+        from pyspark.sql.conversion import ArrowTableToRowsConversion
+        from pyspark.sql.types import StructType
+
+        schema = StructType.fromJson(json.loads(schema_json))
+        table = pa.Table.from_batches([batch])
+        items = ArrowTableToRowsConversion.convert(table.select(range(fields)), StructType(schema.fields[:fields]))
+        columns = ArrowTableToRowsConversion.convert(table.select(range(fields, len(schema.fields))),
+                                                     StructType(schema.fields[fields:]))
+        for item, values in zip(items, columns):
+            yield pickle.dumps(item, protocol=PICKLE_PROTOCOL), item, tuple(values)
+
+    return decode
+
+
 def extraction_udf_column(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
-                          objects: list[Any], timestamp: dict[str, Any] | None = None) -> Any:
-    """The Spark Column of an aggregation's extraction (a window's, with ``timestamp``), over the ``item`` column."""
-    return _arrow_udf(bound_extraction_function(key, values, stage, objects, timestamp),
-                      EXTRACTED_SCHEMA if timestamp is None else TIMED_SCHEMA)
+                          objects: list[Any], timestamp: dict[str, Any] | None = None,
+                          rows: tuple[str, int] | None = None) -> Any:
+    """The Spark Column of an aggregation's extraction (a window's, with ``timestamp``), over the ``item``
+    column, or with ``rows`` (see :func:`extraction_function`) over all the rows' columns."""
+    columns = None if rows is None else [field["name"] for field in json.loads(rows[0])["fields"]]
+    return _arrow_udf(bound_extraction_function(key, values, stage, objects, timestamp, rows),
+                      EXTRACTED_SCHEMA if timestamp is None else TIMED_SCHEMA, columns)
 
 
 def bound_extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
-                              objects: list[Any], timestamp: dict[str, Any] | None = None
-                              ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+                              objects: list[Any], timestamp: dict[str, Any] | None = None,
+                              rows: tuple[str, int] | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """:func:`extraction_function` with the Python callables its extractors name taken from ``objects``."""
     def refs(spec: dict[str, Any]) -> list[int]:
         return [spec["ref"]] if spec["kind"] == "python" else refs(spec["of"]) if spec["kind"] == "key" else []
 
     specs = ([key] if key else []) + values + ([timestamp] if timestamp else [])
     used = [r for s in specs for r in refs(s)]
-    return extraction_function(key, values, stage, {r: objects[r] for r in used}, timestamp)
+    return extraction_function(key, values, stage, {r: objects[r] for r in used}, timestamp, rows)
 
 
 def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, Any]], keyed: bool, stage: str,

@@ -197,7 +197,8 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
         if e["sequenced"]:  # never a window's input: windows produce their own order
             udfs[name] = sequenced_extraction_udf_column(e["key"], e["values"], e["stage"], objects)
         else:
-            udfs[name] = extraction_udf_column(e["key"], e["values"], e["stage"], objects, e.get("timestamp"))
+            rows = (e["rows_schema"], e["row_fields"]) if "rows_schema" in e else None
+            udfs[name] = extraction_udf_column(e["key"], e["values"], e["stage"], objects, e.get("timestamp"), rows)
     for f in work["dataframe_sources"]:
         udfs[f"rows:{f['vertex']}"] = rows_to_items_udf_column(f["schema"])
     for m in work["stateful"]:

@@ -1,11 +1,10 @@
 package io.jetspark.python
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import com.fasterxml.jackson.databind.node.ObjectNode
-import io.jetspark.engine.spark.{CustomAggregations, SequenceStages, SparkBatchEngine, TypedPlan, WindowStages}
+import io.jetspark.engine.spark.{CustomAggregations, SequenceStages, SparkBatchEngine, TypedPlan}
 import io.jetspark.pipeline.{Extractor, PythonRef}
 import io.jetspark.pipeline.transform._
-import io.jetspark.plan.{PhysicalDag, Vertex}
+import io.jetspark.plan.PhysicalDag
 import org.apache.spark.sql.{Column, SparkSession}
 
 import scala.jdk.CollectionConverters._
@@ -15,14 +14,17 @@ import scala.jdk.CollectionConverters._
   * it runs the job with them (`run`).
   */
 final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
-  // Typed items and Catalyst delegation are decided here, so that a Column on Python items fails now.
+  // Typed items and Catalyst delegation are decided here, and what Python extracts where, so that a
+  // Column on Python items fails now.
   private val typedPlan = TypedPlan(dag)
+  private val pythonExtractions = SparkBatchEngine.pythonExtractions(dag, typedPlan)
 
   /** Every Arrow UDF the job needs from Python, as JSON:
     * {{{
     * {"chains": [{"vertex", "steps": [{"kind", "ref", "stage", "dead_letter"}], "sequenced"}],   // fused steps
     *  "extractions": [{"vertex", "stage", "ordinal", "key": extractor or null, "values": [extractor],  // keys, values
-    *                   "timestamp": extractor (windows only), "sequenced"}],
+    *                   "timestamp": extractor (windows only), "sequenced",
+    *                   "rows_schema", "row_fields" (where Columns were evaluated next to a source's rows)}],
     *  "dataframe_sources": [{"vertex", "schema": Spark's schema JSON}],             // rows to items
     *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter", "sequenced"}], // map_stateful
     *  "joins": [{"vertex", "stage", "mapper_ref", "dead_letter"}],                // hash join mappers
@@ -42,22 +44,24 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
         "sequenced" -> Boolean.box(SequenceStages.keepsSequenceIn(dag, vertex))).asJava
     }.asJava))
     val extractions = work.putArray("extractions")
-    def extraction(vertex: Vertex, ordinal: Int, key: Option[JsonNode], values: Seq[JsonNode]): ObjectNode = {
+    pythonExtractions.foreach { e =>
       val node = extractions.addObject()
-      node.put("vertex", vertex.name)
-      node.put("stage", vertex.fusedChain.head)
-      node.put("ordinal", ordinal)
-      node.put("sequenced", SequenceStages.extractionKeepsSequence(dag, vertex, ordinal))
-      node.set[JsonNode]("key", key.getOrElse(mapper.nullNode()))
-      node.set[JsonNode]("values", mapper.valueToTree[JsonNode](values.asJava))
-      node
-    }
-    SparkBatchEngine.pythonExtractions(dag, typedPlan).foreach { case (vertex, ordinal, key, values) => extraction(vertex, ordinal, key, values) }
-    WindowStages.pythonExtractions(dag, typedPlan).foreach { case (vertex, key, values, timestamp) =>
-      extraction(vertex, 0, key, values).set[JsonNode]("timestamp", timestamp)
+      node.put("vertex", e.vertex.name)
+      node.put("stage", e.vertex.fusedChain.head)
+      node.put("ordinal", e.ordinal)
+      node.put("sequenced", SequenceStages.extractionKeepsSequence(dag, e.vertex, e.ordinal))
+      node.set[JsonNode]("key", e.key.getOrElse(mapper.nullNode()))
+      node.set[JsonNode]("values", mapper.valueToTree[JsonNode](e.values.asJava))
+      e.timestamp.foreach(node.set[JsonNode]("timestamp", _))
+      // Where Columns were evaluated next to a DataFrame source's rows: the rows' schema (with the Columns'
+      // values last) and how many of its fields make the item.
+      e.rowSource.foreach { source =>
+        val rows = typedPlan.rowSources(source)
+        node.put("rows_schema", e.rowsWithColumns(rows).schema.json).put("row_fields", rows.schema.size)
+      }
     }
     work.set[JsonNode]("dataframe_sources", mapper.valueToTree[JsonNode](SparkBatchEngine.dataframeSources(dag)
-        .filter { case (vertex, _) => typedPlan.opaqueReaders(vertex.name) > 0 }.map {
+        .filter { case (vertex, _) => typedPlan.rowsBecomeItems(vertex.name) }.map {
       case (vertex, schema) => Map[String, AnyRef]("vertex" -> vertex.name, "schema" -> schema.json).asJava
     }.asJava))
     work.set[JsonNode]("stateful", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonStateful(dag).map {

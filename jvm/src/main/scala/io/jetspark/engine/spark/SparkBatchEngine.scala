@@ -96,8 +96,12 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       v.name -> PythonAggregations.bindInputs(Seq(op))
   }.toMap
 
+  /** What Python extracts where items enter a vertex (at its input ordinal), as [[pythonExtractions]]. */
+  private val pythonExtractions: Map[(String, Int), PythonExtraction] =
+    SparkBatchEngine.pythonExtractions(dag, typedPlan).map(e => (e.vertex.name, e.ordinal) -> e).toMap
+
   private val extractingInputs: Set[(String, Int)] =
-    (pythonExtractions(dag, typedPlan).map(e => (e._1.name, e._2)) ++ WindowStages.pythonExtractions(dag, typedPlan).map(e => (e._1.name, 0))).toSet
+    pythonExtractions.keySet
 
   private def requireSupported(v: Vertex): Unit = v.description match {
     case Source(source, _) if source.name == "items" || source.name == "dataframe" => ()
@@ -137,8 +141,9 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case Aggregate(stage, _, keys) => aggregationStage(v.name, stage, keyed = keys.nonEmpty, inputs = 1).run(singleInput(v))
       case RollingAggregate(key, _) =>
         val op = aggregations(v.name).asInstanceOf[AggregateOperation[Nothing, Any, Any]]
-        sequences.oneToOne(v, ProcessorStage(v.name, () => if (key.isDefined) RollingAggregateProcessor.keyed(_.asInstanceOf[Extracted].key, op)
-          else RollingAggregateProcessor.global(op), extracted, resultRow(keyed = key.isDefined), ItemSchema), singleInput(v))
+        val keyed = key.isDefined // the task takes this, not the key's Extractor (a Column does not serialize)
+        sequences.oneToOne(v, ProcessorStage(v.name, () => if (keyed) RollingAggregateProcessor.keyed(_.asInstanceOf[Extracted].key, op)
+          else RollingAggregateProcessor.global(op), extracted, resultRow(keyed), ItemSchema), singleInput(v))
       case Sort(SortPhase.LocalSort, _, reverse) => numberedRuns(ProcessorStage(v.name,
         () => new SortProcessor(SortDefinition(Some(sortValue), AnyOrdering, reverse)), extracted,
         e => { val x = e.asInstanceOf[Extracted]; InternalRow(x.key.bytes, rawValues(x), x.item.bytes) }, ExtractedSchema)
@@ -194,8 +199,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     if (typedPlan.takesTyped(edge)) output(dag.vertex(edge.from)) else itemsInput(edge)
 
   private def itemsInput(edge: Edge): DataFrame = {
-    val sender = typedStages.items(edge.from, output(dag.vertex(edge.from)))
-    val selected = edge.errorsOf match {
+    lazy val sender = typedStages.items(edge.from, output(dag.vertex(edge.from)))
+    lazy val selected = edge.errorsOf match {
       case Some(stage) => sender.where(col(Failure) === stage).select(Item)
       // Other columns stay (a custom aggregation's partial results carry their key).
       case None if sender.columns.contains(Failure) => sequences.forEdge(edge, sender.where(col(Failure).isNull).drop(Failure))
@@ -208,7 +213,13 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case _ => false
     }
     val extracting = extractingInputs((receiver.name, edge.toOrdinal))
-    val rows = if (extracting) SqlBridge.mapInArrow(selected, pythonUdfs(s"extract:${receiver.name}:${edge.toOrdinal}")) else selected
+    val udf = s"extract:${receiver.name}:${edge.toOrdinal}"
+    val rows = pythonExtractions.get((receiver.name, edge.toOrdinal)) match {
+      // Columns evaluated by Catalyst next to the source's rows, which Python turns into items there.
+      case Some(e) if e.columns.nonEmpty => SqlBridge.mapInArrow(e.rowsWithColumns(output(dag.vertex(edge.from))), pythonUdfs(udf))
+      case _ if extracting => SqlBridge.mapInArrow(selected, pythonUdfs(udf))
+      case _ => selected
+    }
     val received = sequences.received(edge, moved(rows, edge, receiver.localParallelism))
     // Only vertices that consume keys read the extracted columns; a rebalanced stage gets its items back.
     if (extracting && !consumesKeys) sequences.itemsOf(received) else received
@@ -324,35 +335,37 @@ object SparkBatchEngine {
     * which decides the partition (also where the vertex has no key of its own: a global aggregation, a
     * sort). None for the vertices that Catalyst runs (see [[TypedPlan]]).
     */
-  def pythonExtractions(dag: PhysicalDag, typed: TypedPlan): Seq[(Vertex, Int, Option[JsonNode], Seq[JsonNode])] =
+  def pythonExtractions(dag: PhysicalDag, typed: TypedPlan): Seq[PythonExtraction] = {
+    import PythonExtraction.{KeyBytes, OperationSlot, Plain}
+    def extraction(v: Vertex, ordinal: Int, key: Option[Extractor], values: Seq[PythonExtraction.Value],
+        timestamp: Option[Extractor] = None) = PythonExtraction(v, ordinal, key, values, timestamp,
+        dag.edgesInto(v.name).find(_.toOrdinal == ordinal).flatMap(PythonExtraction.rowSourceOf(typed, _)))
+    def slots(op: PythonAggregateSpec) = PythonAggregations.extractors(op).map(OperationSlot(_, op))
     dag.vertices.filterNot(v => typed.runsInCatalyst(v.name)).flatMap {
       case v @ Vertex(_, Aggregate(stage, PythonOps(ops), keys), _, _, _) =>
         if (stage == AggregationStage.Combine) Nil
-        else ops.indices.map { i =>
-          (v, i, keys.lift(i).orElse(rebalanceKey(dag, v, i)).map(extractorJson), PythonAggregations.extractors(ops(i)))
-        }
-      case v @ Vertex(_, RollingAggregate(key, op: PythonAggregateSpec), _, _, _) =>
-        Seq((v, 0, key.map(extractorJson), PythonAggregations.extractors(op)))
-      case v @ Vertex(_, MapStateful(key, _, _), _, _, _) => Seq((v, 0, key.map(extractorJson), Nil))
+        else ops.indices.map(i => extraction(v, i, keys.lift(i).orElse(rebalanceKey(dag, v, i)), slots(ops(i))))
+      case v @ Vertex(_, RollingAggregate(key, op: PythonAggregateSpec), _, _, _) => Seq(extraction(v, 0, key, slots(op)))
+      case v @ Vertex(_, MapStateful(key, _, _), _, _, _) => Seq(extraction(v, 0, key, Nil))
       case v @ Vertex(_, Sort(SortPhase.LocalSort, key, _), _, _, _) =>
-        Seq((v, 0, rebalanceKey(dag, v, 0).map(extractorJson), Seq(extractorJson(key.getOrElse(Extractor.WholeItem)))))
-      case Vertex(_, _: WindowAggregate, _, _, _) => Nil // with timestamps: WindowStages.pythonExtractions
+        Seq(extraction(v, 0, rebalanceKey(dag, v, 0), Seq(Plain(key.getOrElse(Extractor.WholeItem)))))
+      // A window reads the rows in the JVM where it can (TypedWindow), else Python gives each item's time too.
+      case v @ Vertex(_, WindowAggregate(stage, _, op: PythonAggregateSpec, key, Some(timestamp)), _, _, _) =>
+        if (stage == AggregationStage.Combine || typed.typedWindows.contains(v.name)) Nil
+        else Seq(extraction(v, 0, key, slots(op), Some(timestamp)))
       case v @ Vertex(_, HashJoin(clauses, _, _), _, _, _) =>
         // The streamed item's other left keys ride along as values, in the canonical form keys compare in.
-        (v, 0, Some(extractorJson(clauses.head.leftKey)), clauses.tail.map(c => canonicalKeyJson(c.leftKey))) +:
-          clauses.zipWithIndex.map { case (c, i) => (v, i + 1, Some(extractorJson(c.rightKey)), Nil) }
+        extraction(v, 0, Some(clauses.head.leftKey), clauses.tail.map(c => KeyBytes(c.leftKey))) +:
+          clauses.zipWithIndex.map { case (c, i) => extraction(v, i + 1, Some(c.rightKey), Nil) }
       case v => dag.edgesInto(v.name).collect {
-        case e if rebalancedByKey(e) => (v, e.toOrdinal, Some(extractorJson(e.kind.asInstanceOf[EdgeKind.Partitioned].key)), Nil)
+        case e if rebalancedByKey(e) => extraction(v, e.toOrdinal, Some(e.kind.asInstanceOf[EdgeKind.Partitioned].key), Nil)
       }
     }
+  }
 
   /** How Python extracts a key or value ([[PythonExtractors.json]]); other extractors are refused. */
   private[spark] def extractorJson(e: Extractor): JsonNode =
     PythonExtractors.json(e).getOrElse(throw new UnsupportedOperationException(PythonExtractors.unsupported(e)))
-
-  /** A value that Python gives as the canonical bytes of the key `e` extracts (`{"kind": "key", "of"}`). */
-  private def canonicalKeyJson(e: Extractor): JsonNode =
-    JsonNodeFactory.instance.objectNode().put("kind", "key").set[JsonNode]("of", extractorJson(e))
 
   /** The key of a `rebalance(key)` into input `ordinal` of `v`: where `v` has no key of its own there, the
     * extraction gives it this one, so that the edge spreads the items by it (not all into one partition).

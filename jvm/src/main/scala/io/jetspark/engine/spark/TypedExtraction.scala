@@ -58,7 +58,7 @@ object TypedExtraction {
     }
   }
 
-  private def quoted(name: String): String = "`" + name.replace("`", "``") + "`"
+  private[spark] def quoted(name: String): String = "`" + name.replace("`", "``") + "`"
 
   private def firstLine(e: Throwable): String = Option(e.getMessage).fold(e.getClass.getName)(_.linesIterator.next())
 }

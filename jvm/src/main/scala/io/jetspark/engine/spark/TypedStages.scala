@@ -36,8 +36,12 @@ final case class Delegation(result: String, accumulate: Option[String], rows: St
   * values the API promises (`results:<vertex>`, shaped by [[Delegation]]). A window that reads a
   * source's rows directly takes their key, timestamp and values from Catalyst ([[TypedWindow]]).
   *
-  * A Column extractor is evaluated only on typed items: anywhere else it is a definition error naming
-  * the stage, found when the job is prepared.
+  * A sort or a distinct that reads a source's rows directly runs in Catalyst where Spark orders and
+  * compares as Python does ([[RowDelegation]]); its rows become items as the source's would.
+  *
+  * A Column extractor is evaluated only on typed items: as a key or value of a stage that reads a
+  * source's rows directly, next to the rows ([[PythonExtraction]]); anywhere else, or as a stage's
+  * function, it is a definition error naming the stage, found when the job is prepared.
   */
 final class TypedPlan private (dag: PhysicalDag) {
   import TypedPlan._
@@ -53,7 +57,10 @@ final class TypedPlan private (dag: PhysicalDag) {
   /** The delegated aggregations by the vertex that emits their results. */
   val delegations: Map[String, Delegation] = dag.vertices.flatMap(delegation).map(d => d.result -> d).toMap
 
-  private val passThrough: Set[String] = delegations.values.flatMap(_.accumulate).toSet
+  /** The sorts and distincts that Catalyst runs, by the vertex that emits their rows. */
+  val rowDelegations: Map[String, RowDelegation] = dag.vertices.flatMap(rowDelegation).map(d => d.result -> d).toMap
+
+  private val passThrough: Set[String] = (delegations.values.flatMap(_.accumulate) ++ rowDelegations.values.flatMap(_.passThrough)).toSet
 
   /** The `addTimestamps` vertices straight after a DataFrame source, with that source: they pass its rows
     * on, typed, where every reader is a window that reads them in the JVM ([[typedStamps]]).
@@ -74,12 +81,10 @@ final class TypedPlan private (dag: PhysicalDag) {
     rowSources.contains(from) || typedStamps(from)
   }
 
-  // A typed window's second stage takes its keys from the first (pickled there): its Column is fine.
-  dag.vertices.filterNot(v => runsInCatalyst(v.name) || typedWindows.contains(v.name) ||
-    dag.edgesInto(v.name).exists(e => typedWindows.contains(e.from))).foreach(refuseColumns)
+  dag.vertices.foreach(refuseColumns)
 
   /** Whether Catalyst runs `vertex` (nothing of it runs in Python or in the core's processors). */
-  def runsInCatalyst(vertex: String): Boolean = delegations.contains(vertex) || passThrough(vertex)
+  def runsInCatalyst(vertex: String): Boolean = delegations.contains(vertex) || rowDelegations.contains(vertex) || passThrough(vertex)
 
   /** The vertices Catalyst runs, in plan order. */
   def catalystVertices: Seq[String] = dag.vertices.map(_.name).filter(runsInCatalyst)
@@ -100,12 +105,14 @@ final class TypedPlan private (dag: PhysicalDag) {
   def writesTyped(vertex: String): Boolean =
     dag.vertex(vertex).description.isInstanceOf[Sink] && dag.edgesInto(vertex).exists(takesTyped)
 
-  /** Whether the aggregation that Catalyst runs counts `vertex`'s items for it (no count per row): a
-    * DataFrame source that only it reads, or a noop sink of its results that is all that reads them.
+  /** Whether a stage that Catalyst runs counts `vertex`'s items for it: a DataFrame source that only an
+    * aggregation reads (from its group sizes) or only a sort reads (as it reads the sorted runs), or a
+    * noop sink of an aggregation's results that is all that reads them.
     */
-  def countedByAggregation(vertex: String): Boolean =
+  def countedByCatalyst(vertex: String): Boolean =
     if (rowSources.contains(vertex)) dag.edgesFrom(vertex).map(_.to) match {
-      case Seq(reader) => runsInCatalyst(reader)
+      case Seq(reader) => delegations.values.exists(d => d.result == reader || d.accumulate.contains(reader)) ||
+        rowDelegations.values.exists(d => d.countsRowsRead && d.passThrough.contains(reader))
       case _ => false
     }
     else writesTyped(vertex) && (dag.edgesInto(vertex) match {
@@ -115,6 +122,19 @@ final class TypedPlan private (dag: PhysicalDag) {
 
   /** How many edges read `vertex`'s output as opaque items. */
   def opaqueReaders(vertex: String): Int = dag.edgesFrom(vertex).count(e => !takesTyped(e))
+
+  /** The Python UDF that turns typed `vertex`'s rows into items: a source's rows and the rows a sort or
+    * a distinct of them emits by the source's `rows:` UDF, an aggregation's results by its `results:` UDF.
+    */
+  def itemsUdf(vertex: String): String =
+    if (rowSources.contains(vertex)) s"rows:$vertex"
+    else rowDelegations.get(vertex).fold(s"results:$vertex")(d => s"rows:${d.rows}")
+
+  /** Whether Python's `rows:<source>` UDF is needed: where the rows of DataFrame source `source`, or
+    * those a sort or a distinct of them emits, are read as items.
+    */
+  def rowsBecomeItems(source: String): Boolean =
+    opaqueReaders(source) > 0 || rowDelegations.values.exists(d => d.rows == source && opaqueReaders(d.result) > 0)
 
   /** For Python's `results:<vertex>` UDFs (needed where [[opaqueReaders]] is positive): each delegated
     * aggregation's result schema and how a row of it becomes a Python value
@@ -137,12 +157,27 @@ final class TypedPlan private (dag: PhysicalDag) {
         CatalystAggregation.plan(stageOf(v), op.json, op.columns, keys.headOption, rows) match {
           case Right(aggregation) =>
             Some(Delegation(result.name, if (result eq v) None else Some(v.name), input.from, aggregation, keys.nonEmpty, rows))
-          case Left(why) if usesColumns(v) => throw new PipelineDefinitionError(stageOf(v), ColumnsOnTypedItems,
-            s"its Columns run in the JVM only where Catalyst runs the whole aggregation, and it cannot: $why")
-          case Left(_) => None // field names: Python reads them from the rows, as from any item
+          // Python reads the rows' fields, and Catalyst evaluates Columns next to them (PythonExtraction).
+          case Left(_) => None
         }
       }
     case _ => None
+  }
+
+  private def rowDelegation(v: Vertex): Option[RowDelegation] = {
+    def input = dag.edgesInto(v.name).head
+    def readsRows = readsRowsOf(rowSources.contains)(input)
+    def noDeadLetters(result: String) = dag.edgesFrom(result).forall(_.errorsOf.isEmpty)
+    v.description match {
+      case Sort(SortPhase.LocalSort, key, reverse) if readsRows =>
+        val merge = dag.edgesFrom(v.name).head.to
+        if (!noDeadLetters(merge)) None
+        else RowDelegation.sort(stageOf(v), key, reverse, rowSources(input.from)).toOption
+          .map(RowDelegation(merge, Some(v.name), input.from, _))
+      case Distinct(key) if rowSources.contains(input.from) && input.errorsOf.isEmpty && noDeadLetters(v.name) =>
+        RowDelegation.distinct(key, rowSources(input.from)).toOption.map(RowDelegation(v.name, None, input.from, _))
+      case _ => None
+    }
   }
 
   private def typedWindow(v: Vertex): Option[(String, TypedWindow)] = v.description match {
@@ -165,28 +200,20 @@ final class TypedPlan private (dag: PhysicalDag) {
   private def readsRowsOf(typed: String => Boolean)(edge: Edge): Boolean =
     typed(edge.from) && edge.errorsOf.isEmpty && !SparkBatchEngine.rebalancedByKey(edge)
 
-  private def refuseColumns(v: Vertex): Unit = if (usesColumns(v)) throw new PipelineDefinitionError(stageOf(v), ColumnsOnTypedItems,
-    "a Column is evaluated in the JVM on typed items (the rows of a DataFrame source, aggregated directly), " +
-      "but the items here are Python objects; give a field name or a Python function instead")
-
-  /** Whether `v` has a Column among its keys or values (or on the edges that partition its input). */
-  private def usesColumns(v: Vertex): Boolean = {
-    val extractors: Seq[Extractor] = (v.description match {
-      case Aggregate(_, _, keys) => keys
-      case RollingAggregate(key, _) => key.toSeq
-      case MapStateful(key, create, fn) => key.toSeq ++ Seq(create, fn)
-      case Distinct(key) => Seq(key)
-      case Sort(_, key, _) => key.toSeq
-      case HashJoin(clauses, mapper, _) => clauses.flatMap(c => Seq(c.leftKey, c.rightKey)) ++ mapper
+  /** Columns where no extraction reads them (keys and values do, see [[PythonExtraction]]): as a
+    * stateless step's function, a `map_stateful`'s functions or a join's mapper, a Column would have to
+    * make items, which only Python does.
+    */
+  private def refuseColumns(v: Vertex): Unit = {
+    val functions: Seq[Extractor] = v.description match {
+      case MapStateful(_, create, fn) => Seq(create, fn)
+      case HashJoin(_, mapper, _) => mapper.toSeq
       case StatelessChain(steps) => steps.map(_.fn)
       case _ => Nil
-    }) ++ dag.edgesInto(v.name).collect { case Edge(_, _, _, _, EdgeKind.Partitioned(key, _), _, _, _) => key }
-    val opColumns = v.description match {
-      case Aggregate(_, ops, _) => ops.exists { case op: PythonAggregateSpec => hasColumnExtractor(op.json); case _ => false }
-      case RollingAggregate(_, op: PythonAggregateSpec) => hasColumnExtractor(op.json)
-      case _ => false
     }
-    opColumns || extractors.exists(_.isInstanceOf[Extractor.ColumnExpr])
+    if (functions.exists(_.isInstanceOf[Extractor.ColumnExpr])) throw new PipelineDefinitionError(stageOf(v), ColumnsOnTypedItems,
+      "a Column gives a key or a value of typed items (the rows of a DataFrame source), not the items a stage " +
+        "makes; give a Python function here")
   }
 }
 
@@ -200,10 +227,6 @@ object TypedPlan {
   /** The name of the stage a vertex runs, for errors. */
   def stageOf(v: Vertex): String = v.fusedChain.headOption.getOrElse(v.name)
 
-  private def hasColumnExtractor(opJson: String): Boolean = {
-    def walk(n: JsonNode): Boolean = n.path("kind").asText == "column" || n.elements().asScala.exists(walk)
-    walk(new ObjectMapper().readTree(opJson))
-  }
 }
 
 /** The typed side of a running batch job: the outputs of typed vertices (counted into `counter(vertex)`)
@@ -216,16 +239,20 @@ final class TypedStages(plan: TypedPlan, dag: PhysicalDag, pythonUdfs: Map[Strin
     * input); None for any other vertex.
     */
   def output(v: Vertex, input: () => DataFrame): Option[DataFrame] = {
-    def counted(rows: DataFrame) = if (plan.countedByAggregation(v.name)) rows else RowCounting.counted(rows, counter(v.name))
+    def counted(rows: DataFrame) = if (plan.countedByCatalyst(v.name)) rows else RowCounting.counted(rows, counter(v.name))
     plan.rowSources.get(v.name).map(counted)
       .orElse(if (plan.writesTyped(v.name)) Some(counted(input())) else None)
       .orElse(plan.delegations.get(v.name).map { d =>
         // The group sizes add up to the rows the aggregation read: the items out of the pass-through
         // vertex, and of the source when the aggregation is all that reads it (no count per row); the
         // groups are its results, and the items of a noop sink that is all that reads them.
-        val passedOn = d.accumulate.toSeq ++ Some(d.rows).filter(plan.countedByAggregation)
-        val results = v.name +: dag.edgesFrom(v.name).map(_.to).filter(plan.countedByAggregation)
+        val passedOn = d.accumulate.toSeq ++ Some(d.rows).filter(plan.countedByCatalyst)
+        val results = v.name +: dag.edgesFrom(v.name).map(_.to).filter(plan.countedByCatalyst)
         d.aggregation.run(input(), RowCounting.groups(passedOn.map(counter), results.map(counter)))
+      })
+      .orElse(plan.rowDelegations.get(v.name).map { d =>
+        val read = if (d.countsRowsRead) d.passThrough.toSeq ++ Some(d.rows).filter(plan.countedByCatalyst) else Nil
+        counted(d.run(input(), read.map(counter)))
       })
       .orElse(if (plan.runsInCatalyst(v.name)) Some(input()) else None)
       .orElse(if (plan.typedStamps(v.name)) Some(counted(input())) else None)
@@ -235,8 +262,7 @@ final class TypedStages(plan: TypedPlan, dag: PhysicalDag, pythonUdfs: Map[Strin
   def items(vertex: String, output: DataFrame): DataFrame =
     if (!plan.isTyped(vertex)) output
     else asItems.getOrElseUpdate(vertex, {
-      val udf = if (plan.rowSources.contains(vertex)) s"rows:$vertex" else s"results:$vertex"
-      val mapped = SqlBridge.mapInArrow(output, pythonUdfs(udf))
+      val mapped = SqlBridge.mapInArrow(output, pythonUdfs(plan.itemsUdf(vertex)))
       // Like every opaque output, over an RDD made once: the engine's next steps (partition counts,
       // processors) must not plan and run the typed query again.
       val converted = SqlBridge.internalCreateDataFrame(mapped.sparkSession, mapped.queryExecution.toRdd, mapped.schema)

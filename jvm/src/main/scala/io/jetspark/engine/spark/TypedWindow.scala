@@ -45,7 +45,11 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
     row => {
       if (row.isNullAt(1)) throw new StageFailedException(name, s"a row's timestamp is null")
       val k = keyOf.fold(NoKey) { read =>
-        val value = read(row, 0)
+        // -0.0 is the key 0.0, as Python's canonical keys make it (jetspark._items.canonical_key).
+        val value = read(row, 0) match {
+          case d: java.lang.Double if d == 0.0 => java.lang.Double.valueOf(0.0)
+          case other => other
+        }
         // ConcurrentHashMap holds no null: the None key is pickled each time.
         if (value == null) new PickledKey(PythonValues.dumps(null))
         else pickledKeys.computeIfAbsent(value, v => new PickledKey(PythonValues.dumps(v)))

@@ -26,7 +26,7 @@ import scala.jdk.CollectionConverters._
   *
   * Where items enter the window (the single stage, or stage 1 of two), one Arrow UDF per input extracts
   * in Python the grouping key, the operation's values and the timestamp (`extract:<vertex>:0`, see
-  * [[pythonExtractions]]); rows are then [[SparkBatchEngine.ExtractedSchema]] plus a `ts` column.
+  * [[SparkBatchEngine.pythonExtractions]]); rows are then [[SparkBatchEngine.ExtractedSchema]] plus a `ts` column.
   *  - Sliding and tumbling, two stages: `accumulateFrames` emits one partial accumulator per (key, frame);
   *    a key's frames cross the shuffle by key (or to one partition) as one row, Java-serialized together,
   *    to `combineFrames`.
@@ -60,15 +60,6 @@ object WindowStages {
     if (w.timestamp.isEmpty)
       throw new UnsupportedOperationException(s"vertex '$vertex' (${w.describe}): its items carry no timestamp the " +
         "Spark batch engine can read; give them timestamps with add_timestamps(ts)")
-  }
-
-  /** The window vertices where Python items enter (not the [[TypedWindow]]s), with what Python extracts from each item of input 0: the
-    * grouping key (None: a global window), the operation's values in slot order and the timestamp.
-    */
-  def pythonExtractions(dag: PhysicalDag, typed: TypedPlan): Seq[(Vertex, Option[JsonNode], Seq[JsonNode], JsonNode)] = dag.vertices.collect {
-    case v @ Vertex(_, WindowAggregate(stage, _, op: PythonAggregateSpec, key, Some(timestamp)), _, _, _)
-        if stage != AggregationStage.Combine && !typed.typedWindows.contains(v.name) =>
-      (v, key.map(SparkBatchEngine.extractorJson), PythonAggregations.extractors(op), SparkBatchEngine.extractorJson(timestamp))
   }
 
   /** The output of window vertex `vertex` over `input`: its processors, with how rows become their items

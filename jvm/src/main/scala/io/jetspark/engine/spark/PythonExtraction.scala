@@ -1,0 +1,73 @@
+package io.jetspark.engine.spark
+
+import com.fasterxml.jackson.databind.JsonNode
+import com.fasterxml.jackson.databind.node.JsonNodeFactory
+import io.jetspark.pipeline.{Extractor, PipelineDefinitionError, PythonAggregateSpec}
+import io.jetspark.plan.{Edge, Vertex}
+import org.apache.spark.sql.functions.col
+import org.apache.spark.sql.{Column, DataFrame}
+
+import scala.collection.mutable.ArrayBuffer
+
+/** What Python takes apart of the items entering input `ordinal` of `vertex` (the `extract:` UDF): the key
+  * (None: none), values and, at a window, timestamp as Python extractor forms ([[PythonExtractors.json]]).
+  *
+  * Where that input reads a DataFrame source's rows as they are (`rowSource`), a key or value may be a
+  * Column: Catalyst evaluates it next to the row (DESIGN.md "Items": Columns on typed items stay in the
+  * JVM), and Python takes its value as the extractor's (`{"kind": "column", "slot": i}`, `columns(i)`),
+  * then keys it like any other, so that a join's typed side and its Python side compare keys alike.
+  */
+final case class PythonExtraction(vertex: Vertex, ordinal: Int, key: Option[JsonNode], values: Seq[JsonNode],
+    timestamp: Option[JsonNode], rowSource: Option[String], columns: Seq[Column]) {
+
+  /** The rows this extraction reads where it reads Columns: the source's fields, then the Columns' values. */
+  def rowsWithColumns(rows: DataFrame): DataFrame = rows.select(
+    (rows.columns.toSeq.map(c => col(TypedExtraction.quoted(c))) ++
+      columns.zipWithIndex.map { case (c, i) => c.as(s"${PythonExtraction.ColumnPrefix}$i") }): _*)
+}
+
+object PythonExtraction {
+  private val ColumnPrefix = "__jetspark_column_"
+
+  /** One value that Python extracts. */
+  sealed trait Value
+  /** An aggregate operation's value slot (`{"kind": "field" | "column" | "python", ...}`). */
+  final case class OperationSlot(slot: JsonNode, op: PythonAggregateSpec) extends Value
+  /** What the extractor gives. */
+  final case class Plain(e: Extractor) extends Value
+  /** The canonical bytes of the key the extractor gives (a join's other clauses' keys). */
+  final case class KeyBytes(e: Extractor) extends Value
+
+  /** Builds the extraction of one input: Columns among `key` and `values` become slots where the input
+    * reads a DataFrame source's rows as they are (`rowSource`), and a definition error naming the stage
+    * anywhere else.
+    */
+  def apply(vertex: Vertex, ordinal: Int, key: Option[Extractor], values: Seq[Value], timestamp: Option[Extractor],
+      rowSource: Option[String]): PythonExtraction = {
+    val columns = ArrayBuffer.empty[Column]
+    def slot(c: Column): JsonNode = {
+      if (rowSource.isEmpty) throw new PipelineDefinitionError(TypedPlan.stageOf(vertex), TypedPlan.ColumnsOnTypedItems,
+        s"a Column ($c) is evaluated in the JVM on typed items (the rows of a DataFrame source, read as they are), " +
+          "but the items entering here are Python objects; give a field name or a Python function instead")
+      columns += c
+      JsonNodeFactory.instance.objectNode().put("kind", "column").put("slot", columns.size - 1)
+    }
+    def form(e: Extractor): JsonNode = e match {
+      case Extractor.ColumnExpr(c: Column) => slot(c)
+      case other => SparkBatchEngine.extractorJson(other)
+    }
+    val keyForm = key.map(form)
+    val valueForms = values.map {
+      case OperationSlot(s, op) if s.path("kind").asText == "column" => form(TypedExtraction.slotExtractor(s, op.columns))
+      case OperationSlot(s, _) => s
+      case Plain(e) => form(e)
+      case KeyBytes(e) => JsonNodeFactory.instance.objectNode().put("kind", "key").set[JsonNode]("of", form(e))
+    }
+    val timestampForm = timestamp.map(form)
+    PythonExtraction(vertex, ordinal, keyForm, valueForms, timestampForm, rowSource.filter(_ => columns.nonEmpty), columns.toSeq)
+  }
+
+  /** The DataFrame source whose rows `edge` delivers as they are, if it does. */
+  def rowSourceOf(typed: TypedPlan, edge: Edge): Option[String] =
+    Some(edge.from).filter(from => typed.rowSources.contains(from) && edge.errorsOf.isEmpty)
+}
