@@ -37,6 +37,12 @@ def jet(built_jar: Path) -> Iterator[object]:
     session.stop()
 
 
+#: The Python expression that starts a session on a two-executor cluster (two executor JVMs besides the
+#: driver), for code that `run_python` runs: one per test module, as it is slow to start.
+CLUSTER_SESSION = ('js.session(master="local-cluster[2,1,1024]", conf={"spark.ui.enabled": "false", '
+                   '"spark.executor.memory": "512m", "spark.default.parallelism": "4"})')
+
+
 def run_python(code: str, *, python: str = sys.executable, cwd: Path | None = None, timeout: int = 300,
                args: list[str] | None = None) -> subprocess.CompletedProcess[str]:
     """Runs Python code in a fresh process (a fresh JVM), bound to loopback; returns the finished process."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import jetspark
-from conftest import run_python
+from conftest import CLUSTER_SESSION, run_python
 
 pytestmark = pytest.mark.slow
 
@@ -16,8 +16,7 @@ import sys
 from collections import Counter
 import jetspark as js
 
-jet = js.session(master="local-cluster[2,1,1024]", conf={"spark.ui.enabled": "false", "spark.executor.memory": "512m",
-                                                       "spark.default.parallelism": "4"})
+jet = CLUSTER_SESSION
 print("VERSIONS", sorted(set(jet.executor_versions(partitions=4))))
 
 items = list(range(400))
@@ -49,7 +48,7 @@ jet.stop()
 
 
 def test_two_executor_jvms_run_pipelines_and_preserve_order_holds():
-    done = run_python(JOB, timeout=900)
+    done = run_python(JOB.replace("CLUSTER_SESSION", CLUSTER_SESSION), timeout=900)
     assert done.returncode == 0, done.stderr[-4000:]
     assert "EXECUTORS 2" in done.stdout, done.stdout
     assert f"VERSIONS ['{jetspark.__version__}']" in done.stdout, done.stdout

@@ -11,7 +11,7 @@ import json
 import pytest
 from preserve_order_cases import CASES, run_case
 
-from conftest import REPO, run_python
+from conftest import CLUSTER_SESSION, REPO, run_python
 from jetspark import Pipeline, Sinks, Sources
 
 
@@ -82,38 +82,18 @@ sys.path.insert(0, "tests")
 import jetspark as js
 from preserve_order_cases import CASES, run_case
 
-jet = js.session(master="local-cluster[2,1,1024]", conf={"spark.ui.enabled": "false", "spark.executor.memory": "512m",
-                                                       "spark.default.parallelism": "4"})
+jet = CLUSTER_SESSION
 results = {case.name: run_case(jet, case) for case in CASES}
-
-# A few random pipelines opened by a keyed rebalance or a diamond (test_batch_engine_random.py).
-from hypothesis import HealthCheck, given, settings, strategies as st
-from strategies import batch_pipelines
-from test_batch_engine_random import ORDERED, OPENINGS, mismatches_on_engine
-random_problems = []
-
-@settings(max_examples=RANDOM_EXAMPLES, derandomize=True, database=None, deadline=None,
-          suppress_health_check=list(HealthCheck))
-@given(st.sampled_from(OPENINGS).flatmap(lambda first: batch_pipelines(allowed=ORDERED, preserve_order=True, first=first)))
-def check(generated):
-    random_problems.extend(f"{generated}: {p}" for p in mismatches_on_engine(jet, generated))
-
-check()
-results["random"] = random_problems
 print("EXECUTORS", jet.spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1)
 print("RESULTS", json.dumps(results))
 jet.stop()
 """
 
 
-#: Random pipelines run on the cluster besides the cases: a few (each costs a few Spark jobs there).
-RANDOM_EXAMPLES = 4
-
-
 @pytest.fixture(scope="module")
 def cluster_results() -> dict[str, list[str]]:
     """Every case run once on two executor JVMs (one cluster session for the module: it is slow to start)."""
-    done = run_python(CLUSTER_JOB.replace("RANDOM_EXAMPLES", str(RANDOM_EXAMPLES)), cwd=REPO, timeout=900)
+    done = run_python(CLUSTER_JOB.replace("CLUSTER_SESSION", CLUSTER_SESSION), cwd=REPO, timeout=900)
     assert done.returncode == 0, done.stderr[-4000:]
     assert "EXECUTORS 2" in done.stdout, done.stdout
     line = next(line for line in done.stdout.splitlines() if line.startswith("RESULTS "))
@@ -125,8 +105,3 @@ def cluster_results() -> dict[str, list[str]]:
 def test_the_sink_sees_the_promised_order_on_two_executor_jvms(cluster_results, case):
     problems = cluster_results[case.name]
     assert not problems, "\n".join(problems)
-
-
-@pytest.mark.slow
-def test_random_shuffles_and_diamonds_keep_the_reference_order_on_two_executor_jvms(cluster_results):
-    assert not cluster_results["random"], "\n".join(cluster_results["random"])

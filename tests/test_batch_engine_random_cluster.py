@@ -1,0 +1,62 @@
+"""The random pipelines of test_batch_engine_random.py on two executor JVMs (local-cluster[2,1,1024]):
+every set of batch transforms (aggregations, joins, windows, distinct and custom operations; the
+order-sensitive stages under preserve_order, also behind keyed shuffles and diamonds) against the same
+brute-force reference. One cluster session runs them all (it is slow to start), a few examples each."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import CLUSTER_SESSION, REPO, run_python
+
+pytestmark = pytest.mark.slow
+
+CLUSTER_JOB = f"""
+import json, sys
+sys.path.insert(0, "tests")
+import jetspark as js
+from hypothesis import HealthCheck, given, settings, strategies as st
+from strategies import batch_pipelines
+from test_batch_engine_random import AGGREGATING, ORDERED, OPENINGS, mismatches_on_engine
+
+jet = {CLUSTER_SESSION}
+SETS = {{
+    "aggregating": batch_pipelines(allowed=AGGREGATING, preserve_order=False),
+    "ordered": batch_pipelines(allowed=ORDERED, preserve_order=True),
+    "shuffles_and_diamonds": st.sampled_from(OPENINGS).flatmap(
+        lambda first: batch_pipelines(allowed=ORDERED, preserve_order=True, first=first)),
+}}
+results = {{}}
+for name, pipelines in SETS.items():
+    problems = results[name] = []
+
+    @settings(max_examples=int(sys.argv[1]), derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(pipelines)
+    def check(generated):
+        problems.extend(f"{{generated}}: {{p}}" for p in mismatches_on_engine(jet, generated))
+
+    check()
+print("EXECUTORS", jet.spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1)
+print("RESULTS", json.dumps(results))
+jet.stop()
+"""
+
+#: Examples per set: each pipeline costs a few Spark jobs on the cluster.
+EXAMPLES = 6
+
+
+@pytest.fixture(scope="module")
+def cluster_results() -> dict[str, list[str]]:
+    done = run_python(CLUSTER_JOB, cwd=REPO, timeout=1200, args=[str(EXAMPLES)])
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "EXECUTORS 2" in done.stdout, done.stdout
+    line = next(line for line in done.stdout.splitlines() if line.startswith("RESULTS "))
+    return json.loads(line[len("RESULTS "):])
+
+
+@pytest.mark.parametrize("transforms", ["aggregating", "ordered", "shuffles_and_diamonds"])
+def test_random_pipelines_match_the_reference_on_two_executor_jvms(cluster_results, transforms):
+    assert not cluster_results[transforms], "\n".join(cluster_results[transforms])
