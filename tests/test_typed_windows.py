@@ -27,7 +27,11 @@ OPERATIONS: dict[str, tuple[Callable[[], Any], Callable[[], Any], bool]] = {
     # (not variance: sliding windows deduct, and a deducted float sum of squares need not equal a fresh one)
     "all_of": (lambda: ops.all_of(ops.counting(), ops.summing("x"), ops.averaging("v")),
                lambda: ops.all_of(ops.counting(), ops.summing("x"), ops.averaging("v")), True),
-    "max_by": (lambda: ops.max_by("v"), lambda: ops.max_by("v"), False),  # gives items: read as Python items
+    # gives the rows themselves, read in the JVM and written back as the Rows Python would have had
+    "max_by": (lambda: ops.max_by("v"), lambda: ops.max_by("v"), True),
+    "min_by column": (lambda: ops.min_by(F.col("v") * 1000 + F.col("x") * 4), lambda: ops.min_by(lambda r: r.v * 1000 + r.x * 4), True),
+    "all_of with max_by": (lambda: ops.all_of(ops.counting(), ops.max_by("v")), lambda: ops.all_of(ops.counting(), ops.max_by("v")), True),
+    "to_set": (ops.to_set, ops.to_set, False),  # other items: read as Python items
 }
 
 KEYS: dict[str, tuple[Callable[[], Any], Any]] = {
@@ -38,7 +42,8 @@ KEYS: dict[str, tuple[Callable[[], Any], Any]] = {
 WINDOWS = {"tumbling": WindowDefinition.tumbling(5), "sliding": WindowDefinition.sliding(6, 2),
            "session": WindowDefinition.session(3)}
 
-# Doubles are quarters: their sums are exact in any order. Values of `v` are unique (max_by has no ties).
+# Doubles are quarters: their sums are exact in any order. Values of `v` are unique, and v * 1000 + x * 4 with
+# them (min_by and max_by have no ties).
 rows = st.lists(st.tuples(st.integers(0, 3), st.integers(-20, 40), st.integers(-400, 400).map(lambda q: q / 4)),
                 max_size=40).map(lambda drawn: [(k, t, i * 7 - 50, x) for i, (k, t, x) in enumerate(drawn)])
 
@@ -88,3 +93,20 @@ def test_a_typed_window_counts_its_rows_and_never_builds_python_rows(jet, two_st
     metrics = job.metrics()
     assert len(metrics["typed_windows"]) == 1
     assert metrics["vertices"]["dataframe-source"]["items_out"] == 10
+
+
+@pytest.mark.parametrize("window_name", sorted(WINDOWS))
+def test_window_results_that_only_a_noop_sink_reads_are_all_computed(jet, window_name):
+    # Unread results are not pickled for Python; the noop sink still gets one row per window.
+    data = [(t % 3, t, t, 0.25 * t) for t in range(0, 60, 2)]
+    df = jet.spark.createDataFrame(data, SCHEMA)
+    for typed in (True, False):  # max_by reads the rows in the JVM, to_set as Python items
+        p = Pipeline.create()
+        op = ops.max_by("v") if typed else ops.to_set()
+        windowed(p.read_from(Sources.dataframe(df)), "k", WINDOWS[window_name], op).write_to(Sinks.noop())
+        job, _ = run_job(jet, p)
+        reference = Pipeline.create()
+        windowed(reference.read_from(Sources.items(df.collect())), lambda r: r.k, WINDOWS[window_name], op).write_to(Sinks.list("out"))
+        metrics = job.metrics()
+        assert metrics["vertices"]["noop-sink"]["items_in"] == len(run_reference(reference)["out"]) > 0
+        assert bool(metrics["typed_windows"]) == typed

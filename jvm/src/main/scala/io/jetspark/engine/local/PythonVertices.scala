@@ -118,7 +118,7 @@ object PythonVertices {
     def local(newProcessor: ProcessorContext => Processor, output: Any => Any = identity) =
       LocalVertex(v.name, v.localParallelism, newProcessor, output = output)
     val key: Any => Any = _.asInstanceOf[Extracted].key
-    val item: Any => Any = _.asInstanceOf[Extracted].item.bytes
+    val item: Any => Any = _.asInstanceOf[Extracted].pickled
     def bound(op: PythonAggregateSpec) = PythonAggregations.bind(op.json).op.asInstanceOf[AggregateOperation[Nothing, Any, Any]]
     v.description match {
       case Source(source, None) if source.name == "items" => LocalVertices.itemsSource(v, source.parameters("items").asInstanceOf[Seq[Any]])
@@ -134,7 +134,7 @@ object PythonVertices {
           .put("dead_letter", dag.edgesFrom(v.name).exists(_.errorsOf.isDefined)))
         // Python keeps the state of each key: every item goes with its key's canonical bytes.
         val outputs: IndexedSeq[Any] => IterableOnce[Any] = batch =>
-          withFailures(call(python, work, batch.flatMap { x => val e = x.asInstanceOf[Extracted]; Seq(e.key.bytes, e.item.bytes) }))
+          withFailures(call(python, work, batch.flatMap { x => val e = x.asInstanceOf[Extracted]; Seq(e.key.bytes, e.pickled) }))
         LocalVertex(v.name, v.localParallelism, _ => new BatchTransformProcessor(outputs), cooperative = false)
       case Merge(_, false) => local(LocalVertices.passThrough)
       case Aggregate(stage, Seq(op: PythonAggregateSpec), keys) =>
@@ -176,7 +176,7 @@ object PythonVertices {
   /** The pickle of an item, also when it travels with what Python extracted from it. */
   private def pickle(x: Any): Array[Byte] = x match {
     case bytes: Array[Byte] => bytes
-    case e: Extracted => e.item.bytes
+    case e: Extracted => e.pickled
     case other => throw new IllegalStateException(s"expected a Python item, got ${other.getClass.getName}")
   }
 

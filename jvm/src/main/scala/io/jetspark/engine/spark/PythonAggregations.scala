@@ -7,12 +7,16 @@ import io.jetspark.pipeline.PythonAggregateSpec
 import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 
-/** An item on its way into an aggregation: its grouping key and itself as pickles, and the values a
-  * Python worker extracted from it for the operation (read back with Pyrolite; `rawValues` their
-  * pickles, to pass them on unchanged). Equal when the items are: `to_set` keeps distinct items.
+/** An item on its way into an aggregation: its grouping key as a pickle, itself (a Python item's
+  * [[PickledItem]], or a [[RowItem]] where the JVM read a DataFrame's row), and the values extracted from
+  * it for the operation (by a Python worker and read back with Pyrolite, `rawValues` their pickles to pass
+  * them on unchanged; or read by Catalyst). Equal when the items are: `to_set` keeps distinct items.
   */
-final class Extracted(val key: PickledKey, val item: PickledItem, val values: Array[Any], val rawValues: Array[Array[Byte]])
+final class Extracted(val key: PickledKey, val item: AnyRef, val values: Array[Any], val rawValues: Array[Array[Byte]])
     extends Serializable {
+  /** The pickle of a Python item (stages that only ever see Python items read it). */
+  def pickled: Array[Byte] = item.asInstanceOf[PickledItem].bytes
+
   override def equals(other: Any): Boolean = other match {
     case e: Extracted => item == e.item
     case _ => false
@@ -24,7 +28,8 @@ final class Extracted(val key: PickledKey, val item: PickledItem, val values: Ar
   * built-in operation of the core, over values that a Python worker extracts before the aggregation.
   *
   * `extractors` lists what Python must extract, in slot order (`{"kind": "field" | "python" | "item", ...}`);
-  * results that are items (`max_by`, `to_list`, ...) come out as [[PickledItem]]s, `all_of` as a tuple.
+  * results that are items (`max_by`, `to_list`, ...) come out as the items themselves (written back to
+  * Python as the objects they were, see [[PythonValues]]), `all_of` as a tuple.
   */
 final case class BoundAggregation(op: AggregateOperation[Extracted, Any, Any], extractors: Seq[JsonNode])
 

@@ -17,6 +17,11 @@ final class PickledItem(val bytes: Array[Byte]) extends Serializable {
   override def toString: String = s"PickledItem(${bytes.length} bytes)"
 }
 
+/** A DataFrame's row as an item the JVM read itself (a typed window's `max_by`): its field names and its
+  * values as Python holds them (see `TypedWindow`); it reaches Python as a PySpark `Row`.
+  */
+final case class RowItem(fields: Seq[String], values: Seq[Any])
+
 /** Values crossing between Python and the JVM engine: `loads` reads values that Python extracted
   * (numbers, strings, tuples, lists, dicts: Pyrolite maps them to Java), `dumps` writes JVM results
   * (Scala numbers, tuples, sequences, options, window results, kept items) as pickles Python reads.
@@ -34,6 +39,9 @@ object PythonValues {
 
   writeAsCall(classOf[PickledItem], "jetspark._items", "loads")(p => Array[AnyRef](p.bytes))
   writeAsCall(classOf[PickledKey], "jetspark._items", "loads_key")(k => Array[AnyRef](k.bytes))
+  // As PySpark pickles a Row, so that Python gets the Row that `df.collect()` would give.
+  writeAsCall(classOf[RowItem], "pyspark.sql.types", "_create_row")(r =>
+    Array[AnyRef](r.fields.asJava, r.values.map(toJava).toArray[AnyRef]))
   writeAsCall(classOf[WindowResult[Any]], "jetspark.window", "WindowResult")(w =>
     Array(Long.box(w.start), Long.box(w.end), toJava(w.result), Boolean.box(w.isEarly)))
   writeAsCall(classOf[KeyedWindowResult[Any, Any]], "jetspark.window", "KeyedWindowResult")(w =>

@@ -146,7 +146,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
           else RollingAggregateProcessor.global(op), extracted, resultRow(keyed), ItemSchema), singleInput(v))
       case Sort(SortPhase.LocalSort, _, reverse) => numberedRuns(ProcessorStage(v.name,
         () => new SortProcessor(SortDefinition(Some(sortValue), AnyOrdering, reverse)), extracted,
-        e => { val x = e.asInstanceOf[Extracted]; InternalRow(x.key.bytes, rawValues(x), x.item.bytes) }, ExtractedSchema)
+        e => { val x = e.asInstanceOf[Extracted]; InternalRow(x.key.bytes, rawValues(x), x.pickled) }, ExtractedSchema)
         .run(singleInput(v)))
       case Sort(SortPhase.MergeSorted, _, reverse) =>
         // The runs arrive in any order: (value, run, position) gives the k-way merge's order, ties to the
@@ -155,7 +155,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
         val order = Ordering.Tuple3(byValue, Ordering.Int, Ordering.Long).asInstanceOf[Ordering[Any]]
         ProcessorStage(v.name, () => new SortProcessor(SortDefinition(Some(runPosition), order, reverse = false)),
           row => (extractedFromRun(row), row.getInt(0), row.getLong(1)),
-          r => InternalRow(r.asInstanceOf[(Extracted, Int, Long)]._1.item.bytes), ItemSchema).run(singleInput(v))
+          r => InternalRow(r.asInstanceOf[(Extracted, Int, Long)]._1.pickled), ItemSchema).run(singleInput(v))
       case MapStateful(_, _, _) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"stateful:${v.name}"))
       case HashJoin(_, _, inner) =>
         val streamed +: enriching = dag.edgesInto(v.name).sortBy(_.toOrdinal).map(input): @unchecked
@@ -164,12 +164,12 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
         case Some(typed) =>
           val edge = dag.edgesInto(v.name).head
           val rows = moved(typed.project(output(dag.vertex(edge.from))), edge, v.localParallelism)
-          WindowStages.run(v.name, w, aggregations(v.name), rows, typed.events)
-        case None => WindowStages.run(v.name, w, aggregations(v.name), singleInput(v))
+          WindowStages.run(v.name, w, aggregations(v.name), rows, typed.events, typedPlan.onlyNoopSinksRead(v.name))
+        case None => WindowStages.run(v.name, w, aggregations(v.name), singleInput(v), unread = typedPlan.onlyNoopSinksRead(v.name))
       }
       case AddTimestamps(_, _) => singleInput(v) // a window reads the timestamps (see WindowStages)
       case Distinct(_) => ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[Extracted].key), extracted,
-        e => InternalRow(e.asInstanceOf[Extracted].item.bytes), ItemSchema).run(singleInput(v))
+        e => InternalRow(e.asInstanceOf[Extracted].pickled), ItemSchema).run(singleInput(v))
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
     })))
     // Read by several edges: computed once.

@@ -3,7 +3,7 @@ package io.jetspark.engine.spark
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.pipeline.{Extractor, PythonAggregateSpec}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.functions.lit
+import org.apache.spark.sql.functions.{col, lit}
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.{Column, DataFrame}
 
@@ -16,22 +16,26 @@ import scala.jdk.CollectionConverters._
   *
   * It applies where the JVM makes exactly the Python values the opaque path would: the key and the
   * values are field names or Columns of integer, float, string or boolean type, the timestamp an
-  * integer column (ms), and the operation's results are values, not
-  * items (`counting`, `summing`, `averaging`, `variance`, `linear_trend`, `all_of` of those). Anything
-  * else reads the rows as Python items, as before. See [[TypedWindow.plan]].
+  * integer column (ms), and the operation is `counting`, `summing`, `averaging`, `variance`,
+  * `linear_trend`, or `min_by`/`max_by` where every field of the rows is of such a type (the item is then
+  * the row, read in the JVM and written back to Python as the `Row` it would have been, see [[RowItem]]),
+  * or `all_of` of those. Anything else reads the rows as Python items, as before. See [[TypedWindow.plan]].
   *
   * @param key    the grouping key's Column and type (None: a global window)
   * @param values the operation's value Columns and types, in slot order
+  * @param row    where the operation's results are items: the rows' fields and their types
   */
-final case class TypedWindow(stage: String, key: Option[(Column, DataType)], timestamp: Column, values: Seq[(Column, DataType)]) {
+final case class TypedWindow(stage: String, key: Option[(Column, DataType)], timestamp: Column, values: Seq[(Column, DataType)],
+    row: Option[StructType]) {
   import TypedWindow._
 
-  /** `rows` as (key, ts, v0, v1, ...): the key column is named [[SparkBatchEngine.Key]], so a
-    * partitioned edge moves the rows by it.
+  /** `rows` as (key, ts, v0, v1, ..., then the row's fields where the items are rows): the key column is
+    * named [[SparkBatchEngine.Key]], so a partitioned edge moves the rows by it.
     */
   def project(rows: DataFrame): DataFrame = rows.select(
     (key.fold(lit(null).as(SparkBatchEngine.Key))(_._1.as(SparkBatchEngine.Key)) +: timestamp.as(WindowStages.Ts) +:
-      values.zipWithIndex.map { case ((c, _), i) => c.as(s"v$i") }): _*)
+      (values.zipWithIndex.map { case ((c, _), i) => c.as(s"v$i") } ++
+        row.toSeq.flatMap(_.fieldNames.toSeq.zipWithIndex.map { case (f, i) => col(TypedExtraction.quoted(f)).as(s"f$i") }))): _*)
 
   /** A projected row as the event the window processors take. A key is pickled once per distinct key
     * (a task has few), since keys compare by their pickles. A null timestamp or value fails the job
@@ -42,6 +46,12 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
     val valueOf = values.map(v => pythonValue(v._2)).toArray
     val pickledKeys = new ConcurrentHashMap[Any, PickledKey]()
     val (name, columns) = (stage, values.map(_._1.toString))
+    val firstField = 2 + valueOf.length
+    val itemOf: InternalRow => AnyRef = row.fold[InternalRow => AnyRef](_ => NoItem) { schema =>
+      val names = schema.fieldNames.toSeq
+      val read = schema.fields.map(f => pythonValue(f.dataType))
+      r => RowItem(names, read.indices.map(i => read(i)(r, firstField + i)))
+    }
     row => {
       if (row.isNullAt(1)) throw new StageFailedException(name, s"a row's timestamp is null")
       val k = keyOf.fold(NoKey) { read =>
@@ -61,7 +71,7 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
         vs(i) = valueOf(i)(row, i + 2)
         i += 1
       }
-      new TimedEvent(row.getLong(1), new Extracted(k, NoItem, vs, null))
+      new TimedEvent(row.getLong(1), new Extracted(k, itemOf(row), vs, null))
     }
   }
 }
@@ -71,6 +81,8 @@ object TypedWindow {
   private val NoItem = new PickledItem(Array.emptyByteArray)
   /** Operations whose results are values computed from the extracted values alone. */
   private val ValueOperations = Set("counting", "summing", "averaging", "variance", "linear_trend", "all_of")
+  /** Operations whose results are items: the rows themselves. */
+  private val RowOperations = Set("min_by", "max_by")
 
   /** The typed reading of a window over `rows` with these extractors, or why there is none. */
   def plan(stage: String, key: Option[Extractor], timestamp: Extractor, op: PythonAggregateSpec,
@@ -80,18 +92,24 @@ object TypedWindow {
       case (c, f) => Right(c -> f.dataType)
     }
     val spec = new ObjectMapper().readTree(op.json)
+    val givesRows = usesAny(RowOperations)(spec)
     for {
-      _ <- Either.cond(onlyValueOperations(spec), (), s"${op.name} gives items or runs in Python")
+      _ <- Either.cond(onlyOperations(ValueOperations ++ RowOperations)(spec), (), s"${op.name} gives other items or runs in Python")
+      _ <- rows.schema.fields.find(f => givesRows && !pythonTypes(f.dataType))
+        .map(f => s"${op.name} gives the rows, and field ${f.name} is of type ${f.dataType.simpleString}").toLeft(())
       k <- key.fold[Either[String, Option[(Column, DataType)]]](Right(None))(e => typed(e).map(Some(_)))
       ts <- typed(timestamp).filterOrElse(t => Integral(t._2), s"${timestamp.describe} is not an integer")
       vs <- PythonAggregations.extractors(op).foldLeft[Either[String, Seq[(Column, DataType)]]](Right(Nil)) { (acc, slot) =>
         acc.flatMap(done => typed(TypedExtraction.slotExtractor(slot, op.columns)).map(done :+ _))
       }
-    } yield TypedWindow(stage, k, ts._1.cast(LongType), vs)
+    } yield TypedWindow(stage, k, ts._1.cast(LongType), vs, if (givesRows) Some(rows.schema) else None)
   }
 
-  private def onlyValueOperations(spec: JsonNode): Boolean = ValueOperations(spec.get("name").asText) &&
-    Option(spec.get("parts")).forall(_.elements().asScala.forall(onlyValueOperations))
+  private def onlyOperations(names: Set[String])(spec: JsonNode): Boolean = names(spec.get("name").asText) &&
+    Option(spec.get("parts")).forall(_.elements().asScala.forall(onlyOperations(names)))
+
+  private def usesAny(names: Set[String])(spec: JsonNode): Boolean = names(spec.get("name").asText) ||
+    Option(spec.get("parts")).exists(_.elements().asScala.exists(usesAny(names)))
 
   private val Integral: Set[DataType] = Set(ByteType, ShortType, IntegerType, LongType)
   private val pythonTypes: Set[DataType] = Integral ++ Set(FloatType, DoubleType, StringType, BooleanType)

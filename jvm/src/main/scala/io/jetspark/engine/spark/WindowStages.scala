@@ -63,11 +63,15 @@ object WindowStages {
   }
 
   /** The output of window vertex `vertex` over `input`: its processors, with how rows become their items
-    * and back.
+    * and back. Where no reader takes the results (`unread`: noop sinks only), each is computed and left as
+    * an empty row, as Spark's noop format drops rows, instead of being pickled for Python.
     */
   def run(vertex: String, w: WindowAggregate, op: AggregateOperation[Extracted, Any, Any], input: DataFrame,
-      timedEvent: InternalRow => TimedEvent = timedEvent): DataFrame = {
+      timedEvent: InternalRow => TimedEvent = timedEvent, unread: Boolean = false): DataFrame = {
     val keyed = w.key.isDefined
+    val resultRow: Any => InternalRow = if (unread) _ => InternalRow.empty else pickledResult
+    val results: Iterator[Any] => Iterator[InternalRow] = _.filterNot(_.isInstanceOf[Watermark]).map(resultRow)
+    val resultSchema = if (unread) StructType(Nil) else SparkBatchEngine.ItemSchema
     val events = new OverTimedEvents(op)
     val keyOf: TimedEvent => Any = if (keyed) _.event.key else _ => NonKeyed
     val tsOf: TimedEvent => Long = _.ts
@@ -76,7 +80,7 @@ object WindowStages {
         val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
         ProcessorStage.runPacked(vertex, () =>
           if (keyed) SlidingWindowProcessor.singleStage(policy, keyOf, tsOf, events)
-          else SlidingWindowProcessor.singleStageNonKeyed(policy, tsOf, events), input, SparkBatchEngine.ItemSchema)(
+          else SlidingWindowProcessor.singleStageNonKeyed(policy, tsOf, events), input, resultSchema)(
           rows => thenRisingWatermarks(rows.map(timedEvent), tsOf, policy), results)
       case (s: SlidingWindowDefinition, AggregationStage.Accumulate) =>
         val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
@@ -87,10 +91,10 @@ object WindowStages {
         val frames = op.asInstanceOf[AggregateOperation[Nothing, Any, Any]]
         val unpack = unpackFrames(keyed)
         ProcessorStage.runPacked(vertex, () => SlidingWindowProcessor.combineFrames(policy, frames, keyed), input,
-          SparkBatchEngine.ItemSchema)(rows => thenRisingWatermarks(rows.flatMap(unpack), frameEnd, policy), results)
+          resultSchema)(rows => thenRisingWatermarks(rows.flatMap(unpack), frameEnd, policy), results)
       case (s: SessionWindowDefinition, AggregationStage.SingleStage) =>
         ProcessorStage(vertex, () => new SessionWindowProcessor(s.timeoutMs, keyOf, tsOf, events), timedEvent, resultRow,
-          SparkBatchEngine.ItemSchema).run(input)
+          resultSchema).run(input)
       case (other, stage) => throw new IllegalStateException(s"vertex '$vertex': no ${stage.describe} for ${other.describe}")
     }
   }
@@ -123,9 +127,6 @@ object WindowStages {
   }
 
   private val frameEnd: Any => Long = _.asInstanceOf[KeyedFrame[Any, Any]].frameEnd
-
-  /** The window results among what a processor emitted (it forwards the watermarks it was given). */
-  private val results: Iterator[Any] => Iterator[InternalRow] = _.filterNot(_.isInstanceOf[Watermark]).map(resultRow)
 
   /** An extraction row (key, values, item, ts) from Python as the event a window takes. */
   private val timedEvent: InternalRow => TimedEvent = {
@@ -162,7 +163,7 @@ object WindowStages {
   /** A result as the row of its pickle. The session processor reports a global session under the key
     * [[NonKeyed]]; it leaves as the `WindowResult` a global window gives.
     */
-  private val resultRow: Any => InternalRow = r => InternalRow(PythonValues.dumps(r match {
+  private val pickledResult: Any => InternalRow = r => InternalRow(PythonValues.dumps(r match {
     case KeyedWindowResult(start, end, NonKeyed, result, isEarly) => WindowResult(start, end, result, isEarly)
     case other => other
   }))
