@@ -78,8 +78,8 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       Map[String, Any]("vertex" -> w.vertex.name, "stage" -> w.vertex.fusedChain.head, "mode" -> w.mode,
         "functions_refs" -> w.functionsRefs.asJava, "keyed" -> w.keyed, "dead_letter" -> w.deadLetter).asJava
     }.asJava))
-    work.set[JsonNode]("typed_results", mapper.valueToTree[JsonNode](typedPlan.pythonResults.collect {
-      case (vertex, schema, shape) if typedPlan.opaqueReaders(vertex) > 0 =>
+    work.set[JsonNode]("typed_results", mapper.valueToTree[JsonNode](typedPlan.pythonResults.map {
+      case (vertex, schema, shape) =>
       Map[String, AnyRef]("vertex" -> vertex, "schema" -> schema.json, "shape" -> shape).asJava
     }.asJava))
     mapper.writeValueAsString(work)

@@ -144,11 +144,13 @@ final class TypedPlan private (dag: PhysicalDag) {
   def rowsBecomeItems(source: String): Boolean =
     opaqueReaders(source) > 0 || rowDelegations.values.exists(d => d.rows == source && opaqueReaders(d.result) > 0)
 
-  /** For Python's `results:<vertex>` UDFs (needed where [[opaqueReaders]] is positive): each delegated
-    * aggregation's result schema and how a row of it becomes a Python value
-    * (`{"keyed": bool, "result": shape}`, see python/jetspark/_typed.py).
+  /** For Python's `results:<vertex>` UDFs: each delegated aggregation whose results some vertex reads as
+    * items ([[opaqueReaders]]), with its result schema and how a row of it becomes a Python value
+    * (`{"keyed": bool, "result": shape}`, see python/jetspark/_typed.py). Only those: a result schema costs
+    * Spark an analysis of the aggregation.
     */
-  def pythonResults: Seq[(String, StructType, JsonNode)] = delegations.values.toSeq.sortBy(_.result).map { d =>
+  def pythonResults: Seq[(String, StructType, JsonNode)] =
+    delegations.values.toSeq.filter(d => opaqueReaders(d.result) > 0).sortBy(_.result).map { d =>
     val shape: ObjectNode = new ObjectMapper().createObjectNode().put("keyed", d.keyed)
     shape.set[JsonNode]("result", d.aggregation.shape)
     (d.result, d.resultSchema, shape)
