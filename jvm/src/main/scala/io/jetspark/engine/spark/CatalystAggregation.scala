@@ -123,7 +123,9 @@ object CatalystAggregation {
 
     /** The exact sum of `v` and whether it is an integer sum; a null value fails the stage. */
     private def exactSum(v: Value, op: String): Either[String, (Column, Boolean)] = {
-      val checked = if (v.field.nullable) when(v.column.isNull, fail(s"$op met None (a null ${v.text})")).otherwise(v.column) else v.column
+      // One message for every operation that sums this value: the sums are then one expression, which
+      // Catalyst computes once per row (summing and averaging of a field share it).
+      val checked = if (v.field.nullable) when(v.column.isNull, fail(s"a sum met None (a null ${v.text})")).otherwise(v.column) else v.column
       def overflowing(sums: Column*): Column = sums.map(_.isNull).reduce(_ || _) && rowCount > 0
       val overflow = fail(s"$op of ${v.text} overflows what the JVM sums exactly")
       v.field.dataType match {
