@@ -182,18 +182,18 @@ def _rows_with_columns(schema_json: str, fields: int) -> Callable[[Any], Iterato
     """How a batch of rows with Column values after their first ``fields`` fields gives (the item's
     pickle, the item, the Column values)."""
 
-    def decode(batch: Any) -> Iterator[tuple[bytes, Any, Sequence[Any]]]:
-        import json
+    from pyspark.sql.types import StructType
 
+    schema = StructType.fromJson(json.loads(schema_json))
+    item_schema, column_schema = StructType(schema.fields[:fields]), StructType(schema.fields[fields:])
+
+    def decode(batch: Any) -> Iterator[tuple[bytes, Any, Sequence[Any]]]:
         import pyarrow as pa
         from pyspark.sql.conversion import ArrowTableToRowsConversion
-        from pyspark.sql.types import StructType
 
-        schema = StructType.fromJson(json.loads(schema_json))
         table = pa.Table.from_batches([batch])
-        items = ArrowTableToRowsConversion.convert(table.select(range(fields)), StructType(schema.fields[:fields]))
-        columns = ArrowTableToRowsConversion.convert(table.select(range(fields, len(schema.fields))),
-                                                     StructType(schema.fields[fields:]))
+        items = ArrowTableToRowsConversion.convert(table.select(range(fields)), item_schema)
+        columns = ArrowTableToRowsConversion.convert(table.select(range(fields, len(schema.fields))), column_schema)
         for item, values in zip(items, columns):
             yield pickle.dumps(item, protocol=PICKLE_PROTOCOL), item, tuple(values)
 

@@ -17,16 +17,12 @@ import org.apache.spark.util.LongAccumulator
   * @param rows        the DataFrame source it reads
   * @param run         the source's rows to the result's rows
   */
-final case class RowDelegation(result: String, passThrough: Option[String], rows: String, run: RowDelegation.Run) {
-  /** Whether `run` counts the rows it reads (a sort: its pass-through vertex's, and its source's when it is
-    * the only reader), since counting them on the way in would count them twice.
-    */
-  def countsRowsRead: Boolean = passThrough.isDefined
-}
+final case class RowDelegation(result: String, passThrough: Option[String], rows: String, run: RowDelegation.Run)
 
 object RowDelegation {
-  /** The source's rows to the result's rows, counting the rows it reads into the accumulators where it
-    * counts them itself (see [[RowDelegation.countsRowsRead]]).
+  /** The source's rows to the result's rows, counting the rows it reads into the accumulators. A sort is
+    * given its pass-through vertex's (and its source's where it is the only reader): counted on the way
+    * in, the rows would count twice, as the range partitioning samples them. A distinct is given none.
     */
   type Run = (DataFrame, Seq[LongAccumulator]) => DataFrame
 

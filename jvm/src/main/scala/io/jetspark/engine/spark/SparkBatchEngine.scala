@@ -100,9 +100,6 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private val pythonExtractions: Map[(String, Int), PythonExtraction] =
     SparkBatchEngine.pythonExtractions(dag, typedPlan).map(e => (e.vertex.name, e.ordinal) -> e).toMap
 
-  private val extractingInputs: Set[(String, Int)] =
-    pythonExtractions.keySet
-
   private def requireSupported(v: Vertex): Unit = v.description match {
     case Source(source, _) if source.name == "items" || source.name == "dataframe" => ()
     case StatelessChain(steps) if steps.forall(runsInPythonChain) => ()
@@ -212,17 +209,17 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
            HashJoin(_, _, _) => true
       case _ => false
     }
-    val extracting = extractingInputs((receiver.name, edge.toOrdinal))
-    val udf = s"extract:${receiver.name}:${edge.toOrdinal}"
-    val rows = pythonExtractions.get((receiver.name, edge.toOrdinal)) match {
+    val extraction = pythonExtractions.get((receiver.name, edge.toOrdinal))
+    lazy val udf = pythonUdfs(s"extract:${receiver.name}:${edge.toOrdinal}")
+    val rows = extraction match {
       // Columns evaluated by Catalyst next to the source's rows, which Python turns into items there.
-      case Some(e) if e.columns.nonEmpty => SqlBridge.mapInArrow(e.rowsWithColumns(output(dag.vertex(edge.from))), pythonUdfs(udf))
-      case _ if extracting => SqlBridge.mapInArrow(selected, pythonUdfs(udf))
-      case _ => selected
+      case Some(e) if e.columns.nonEmpty => SqlBridge.mapInArrow(e.rowsWithColumns(output(dag.vertex(edge.from))), udf)
+      case Some(_) => SqlBridge.mapInArrow(selected, udf)
+      case None => selected
     }
     val received = sequences.received(edge, moved(rows, edge, receiver.localParallelism))
     // Only vertices that consume keys read the extracted columns; a rebalanced stage gets its items back.
-    if (extracting && !consumesKeys) sequences.itemsOf(received) else received
+    if (extraction.isDefined && !consumesKeys) sequences.itemsOf(received) else received
   }
 
   /** `rows` moved to `target` partitions as `edge`'s kind says (a partitioned edge by the column `key`). */

@@ -120,7 +120,7 @@ final class TypedPlan private (dag: PhysicalDag) {
   def countedByCatalyst(vertex: String): Boolean =
     if (rowSources.contains(vertex)) dag.edgesFrom(vertex).map(_.to) match {
       case Seq(reader) => delegations.values.exists(d => d.result == reader || d.accumulate.contains(reader)) ||
-        rowDelegations.values.exists(d => d.countsRowsRead && d.passThrough.contains(reader))
+        rowDelegations.values.exists(_.passThrough.contains(reader))
       case _ => false
     }
     else writesTyped(vertex) && (dag.edgesInto(vertex) match {
@@ -184,6 +184,7 @@ final class TypedPlan private (dag: PhysicalDag) {
         if (!noDeadLetters(merge)) None
         else RowDelegation.sort(stageOf(v), key, reverse, rowSources(input.from)).toOption
           .map(RowDelegation(merge, Some(v.name), input.from, _))
+      // (Not readsRows: the edge into a distinct is partitioned by its own key, which the group-by replaces.)
       case Distinct(key) if rowSources.contains(input.from) && input.errorsOf.isEmpty && noDeadLetters(v.name) =>
         RowDelegation.distinct(key, rowSources(input.from)).toOption.map(RowDelegation(v.name, None, input.from, _))
       case _ => None
@@ -261,7 +262,7 @@ final class TypedStages(plan: TypedPlan, dag: PhysicalDag, pythonUdfs: Map[Strin
         d.aggregation.run(input(), RowCounting.groups(passedOn.map(counter), results.map(counter)))
       })
       .orElse(plan.rowDelegations.get(v.name).map { d =>
-        val read = if (d.countsRowsRead) d.passThrough.toSeq ++ Some(d.rows).filter(plan.countedByCatalyst) else Nil
+        val read = d.passThrough.toSeq ++ Some(d.rows).filter(plan.countedByCatalyst)
         counted(d.run(input(), read.map(counter)))
       })
       .orElse(if (plan.runsInCatalyst(v.name)) Some(input()) else None)
