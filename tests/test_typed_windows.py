@@ -110,3 +110,17 @@ def test_window_results_that_only_a_noop_sink_reads_are_all_computed(jet, window
         metrics = job.metrics()
         assert metrics["vertices"]["noop-sink"]["items_in"] == len(run_reference(reference)["out"]) > 0
         assert bool(metrics["typed_windows"]) == typed
+
+
+def test_a_typed_window_keys_minus_zero_and_zero_as_one_key_as_python_does(jet):
+    # Python's dicts (and the reference) take -0.0 and 0.0 as one key; Spark's rows keep their signs.
+    data = [(0, t, t, -0.0 if t % 2 else 0.0) for t in range(8)]
+    df = jet.spark.createDataFrame(data, SCHEMA)
+    p = Pipeline.create()
+    windowed(p.read_from(Sources.dataframe(df)), "x", WindowDefinition.tumbling(4), ops.counting()).write_to(Sinks.list("out"))
+    job, (got,) = run_job(jet, p, "out")
+    reference = Pipeline.create()
+    windowed(reference.read_from(Sources.items(df.collect())), lambda r: r.x, WindowDefinition.tumbling(4),
+             ops.counting()).write_to(Sinks.list("out"))
+    assert as_multiset(got) == as_multiset(run_reference(reference)["out"])
+    assert sorted(r.result for r in got) == [4, 4] and job.metrics()["typed_windows"]
