@@ -151,6 +151,19 @@ def _diamond_copies_split_then_gathered(spark: Any) -> Pipeline:
     return p
 
 
+def _nested_diamonds(spark: Any) -> Pipeline:
+    # items(1) --> flat_map --> a ==> merge(a, items.map(x+100)) = inner ==> merge(inner, a.map(x+1000)) ==> list
+    # A record's copies meet at the outer merge, one of them having passed the inner merge too: the outer
+    # merge's branch order comes first (the inner merge's copy, then the other), whatever ties the inner
+    # merge gave its copies.
+    p = Pipeline.create(preserve_order=True)
+    items = p.read_from(Sources.items([1, 2, 3, 4, 5]))
+    a = items.flat_map(lambda x: [x] * (x % 3))
+    inner = a.merge(items.map(lambda x: x + 100))
+    inner.merge(a.map(lambda x: x + 1000)).write_to(Sinks.list("nested"))
+    return p
+
+
 CASES = [
     Case("rebalance(key) then a global map_stateful", _rebalanced_then_global_state),
     Case("rebalance(key) then a keyed map_stateful, from a DataFrame", _rebalanced_then_keyed_state,
@@ -163,6 +176,7 @@ CASES = [
     Case("flat_map then rebalance(key)", _flat_map_then_rebalance),
     Case("stateful stages, then rebalance(key), then a global stage", _state_then_rebalance),
     Case("a diamond's copies split by a keyed rebalance, then gathered", _diamond_copies_split_then_gathered),
+    Case("diamonds nested: copies that passed an inner merge meet again", _nested_diamonds),
 ]
 
 

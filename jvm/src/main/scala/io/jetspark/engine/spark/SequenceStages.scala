@@ -125,19 +125,20 @@ private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag)
     val ties = schema.fieldIndex(Ties)
     val rdds = branches.map(_.queryExecution.toRdd)
     val (name, lanes, partitions) = (v.name, branches.size, rdds.head.getNumPartitions)
-    // The row's lane rides along with it, to be put in front of its ties on the way out.
+    // The lane goes in front of a row's ties before the merge compares ids, not after: of copies of one
+    // record (equal paths), those of an earlier branch come first, whatever ties they brought from merges
+    // before this one (a later merge orders first by its own lane, as the reference's stable sort does).
     val merge: Seq[Iterator[InternalRow]] => Iterator[InternalRow] = inputs => {
       val index = org.apache.spark.TaskContext.getPartitionId()
       val laned = inputs.zipWithIndex.map { case (rows, lane) =>
-        rows.map { row => val s = toItem(row); s.copy(item = (lane, s.item)) }
+        rows.map { row =>
+          val values = row.toSeq(types.toIndexedSeq).toArray
+          values(ties) = new GenericArrayData((lane +: row.getArray(ties).toIntArray().toSeq).toArray[Any])
+          toItem(InternalRow.fromSeq(values.toSeq))
+        }
       }
       new ProcessorTasklet(new OrderedMergeProcessor(lanes), ProcessorContext(name, index, partitions), laned.toIndexedSeq,
-        Seq(inputs.indices)).map { merged =>
-        val (lane, row) = merged.asInstanceOf[Sequenced].item.asInstanceOf[(Int, InternalRow)]
-        val values = row.toSeq(types.toIndexedSeq).toArray
-        values(ties) = new GenericArrayData((lane +: row.getArray(ties).toIntArray().toSeq).toArray[Any])
-        InternalRow.fromSeq(values.toSeq): InternalRow
-      }
+        Seq(inputs.indices)).map(_.asInstanceOf[Sequenced].item.asInstanceOf[InternalRow])
     }
     val merged: RDD[InternalRow] = rdds match {
       case Seq(a, b) => a.zipPartitions(b)((x, y) => merge(Seq(x, y)))
