@@ -4,7 +4,7 @@ import io.jetspark.core._
 import io.jetspark.core.aggregate.AggregateOperation
 import io.jetspark.core.snapshot.{BroadcastKey, SnapshotEntry}
 
-import java.util.{HashMap => JHashMap, TreeMap => JTreeMap}
+import java.util.{HashMap => JHashMap}
 import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 
@@ -152,7 +152,7 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
     watermark = math.max(watermark, wm)
     val target = policy.lastEndAtOrBefore(wm)
     if (target <= closedEnd) return Nil
-    val out = ArrayBuffer.empty[(Long, Any)]
+    val out = ArrayBuffer.empty[Timed]
     val it = keys.entrySet().iterator()
     while (it.hasNext) {
       val entry = it.next()
@@ -161,21 +161,20 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
       if (w.isEmpty) it.remove()
     }
     closedEnd = target
-    // each key's output is already in end order; a stable sort interleaves the keys
-    out.sortBy(_._1).map(_._2).toSeq
+    Timed.inEndOrder(out)
   }
 
-  private def emitFrames(key: Any, w: KeyWindows[A], target: Long, out: ArrayBuffer[(Long, Any)]): Unit =
-    while (!w.pending.isEmpty && w.pending.firstKey() <= target) {
-      val frame = w.pending.pollFirstEntry()
-      out += ((frame.getKey.longValue, KeyedFrame(frame.getKey.longValue, key, frame.getValue)))
+  private def emitFrames(key: Any, w: KeyWindows[A], target: Long, out: ArrayBuffer[Timed]): Unit =
+    while (!w.pending.isEmpty && w.pending.firstEnd <= target) {
+      val end = w.pending.firstEnd
+      out += new Timed(end, KeyedFrame(end, key, w.pending.pollFirst()))
     }
 
   /** Emits the key's non-empty windows with ends in `(closedEnd, target]`, sliding its frame queue along.
     * Invariant outside this method: the queue holds the key's frames in `(closedEnd - size, closedEnd]`
     * that the next window still needs, `pending` those after `closedEnd`.
     */
-  private def slide(key: Any, w: KeyWindows[A], target: Long, out: ArrayBuffer[(Long, Any)]): Unit = {
+  private def slide(key: Any, w: KeyWindows[A], target: Long, out: ArrayBuffer[Timed]): Unit = {
     var end = closedEnd
     var more = true
     while (more) {
@@ -184,14 +183,14 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
       if (w.window.isEmpty) {
         // no frame in the next window: jump over the gap to the first window that has one
         if (w.pending.isEmpty) more = false
-        else next = math.max(next, w.pending.firstKey())
+        else next = math.max(next, w.pending.firstEnd)
       }
       if (more && next <= target && next != Long.MaxValue) {
-        while (!w.pending.isEmpty && w.pending.firstKey() <= next) {
-          val frame = w.pending.pollFirstEntry()
-          w.window.push(frame.getKey, frame.getValue)
+        while (!w.pending.isEmpty && w.pending.firstEnd <= next) {
+          val end = w.pending.firstEnd
+          w.window.push(end, w.pending.pollFirst())
         }
-        out += ((next, windowResult(key, next, w.window.aggregate, isEarly = false)))
+        out += new Timed(next, windowResult(key, next, w.window.aggregate, isEarly = false))
         end = next
       } else more = false
     }
@@ -207,7 +206,7 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
     * simply recombines the frames of each window.
     */
   private def earlyResults(): Seq[Any] = {
-    val out = ArrayBuffer.empty[(Long, Any)]
+    val out = ArrayBuffer.empty[Timed]
     keys.forEach { (key, w) =>
       val frames = framesOf(w)
       var first = 0 // first frame in the current window
@@ -219,12 +218,12 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
           var acc = op.create()
           var i = first
           while (i < frames.size && frames(i)._1 <= end) { acc = combine(acc, frames(i)._2); i += 1 }
-          out += ((end, windowResult(key, end, acc, isEarly = true)))
+          out += new Timed(end, windowResult(key, end, acc, isEarly = true))
           end += slide
         }
       }
     }
-    out.sortBy(_._1).map(_._2).toSeq
+    Timed.inEndOrder(out)
   }
 
   override def saveToSnapshot(): Boolean = {
@@ -277,7 +276,7 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
 
   /** Every frame of a key, in end order: the complete ones in its window, then the pending ones. */
   private def framesOf(w: KeyWindows[A]): Vector[(Long, A)] =
-    (w.window.frames ++ w.pending.entrySet().iterator().asScala.map(e => (e.getKey.longValue, e.getValue))).toVector
+    w.window.frames.toVector ++ w.pending.inOrder
 
   private def sameRef(a: A, b: A): Boolean = a.asInstanceOf[AnyRef] eq b.asInstanceOf[AnyRef]
 }
@@ -343,8 +342,24 @@ object SlidingWindowProcessor {
 
 /** A key's frames: `window` the complete ones that a coming window still needs, `pending` the rest. */
 private final class KeyWindows[A](val window: FrameQueue[A]) {
-  val pending = new JTreeMap[java.lang.Long, A]()
+  val pending = new PendingFrames[A]
   def isEmpty: Boolean = window.isEmpty && pending.isEmpty
+}
+
+/** An output (a window or a frame) with the end it is emitted in order of. */
+private final class Timed(val end: Long, val item: Any)
+
+private object Timed {
+  private val ByEnd: java.util.Comparator[Timed] = (a, b) => java.lang.Long.compare(a.end, b.end)
+
+  /** The items in end order. Each key's outputs are already in end order, and the sort is stable (a
+    * TimSort, which merges those ascending runs), so outputs with one end keep their keys' order.
+    */
+  def inEndOrder(out: ArrayBuffer[Timed]): Seq[Any] = {
+    val sorted = out.toArray
+    java.util.Arrays.sort(sorted, ByEnd)
+    scala.collection.immutable.ArraySeq.unsafeWrapArray(sorted.map(_.item: Any))
+  }
 }
 
 /** The snapshot state of a [[SlidingWindowProcessor]]. */
