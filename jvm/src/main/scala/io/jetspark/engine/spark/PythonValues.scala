@@ -19,8 +19,20 @@ final class PickledItem(val bytes: Array[Byte]) extends Serializable {
 
 /** A DataFrame's row as an item the JVM read itself (a typed window's `max_by`): its field names and its
   * values as Python holds them (see `TypedWindow`); it reaches Python as a PySpark `Row`.
+  *
+  * Arrays, not Seqs: a `max_by` frame's accumulator holds one, and frames cross the shuffle serialized
+  * ([[PartialCodec]]), where an array is written directly and the one `fields` array of a partition once,
+  * by reference.
   */
-final case class RowItem(fields: Seq[String], values: Seq[Any])
+final class RowItem(val fields: Array[String], val values: Array[AnyRef]) extends Serializable {
+  override def equals(other: Any): Boolean = other match {
+    case r: RowItem => java.util.Arrays.equals(fields.asInstanceOf[Array[AnyRef]], r.fields.asInstanceOf[Array[AnyRef]]) &&
+      java.util.Arrays.equals(values, r.values)
+    case _ => false
+  }
+  override def hashCode: Int = java.util.Arrays.hashCode(values)
+  override def toString: String = fields.zip(values).map { case (f, v) => s"$f=$v" }.mkString("RowItem(", ", ", ")")
+}
 
 /** Values crossing between Python and the JVM engine: `loads` reads values that Python extracted
   * (numbers, strings, tuples, lists, dicts: Pyrolite maps them to Java), `dumps` writes JVM results
@@ -41,7 +53,7 @@ object PythonValues {
   writeAsCall(classOf[PickledKey], "jetspark._items", "loads_key")(k => Array[AnyRef](k.bytes))
   // As PySpark pickles a Row, so that Python gets the Row that `df.collect()` would give.
   writeAsCall(classOf[RowItem], "pyspark.sql.types", "_create_row")(r =>
-    Array[AnyRef](r.fields.asJava, r.values.map(toJava).toArray[AnyRef]))
+    Array[AnyRef](r.fields.toSeq.asJava, r.values.map(toJava)))
   writeAsCall(classOf[WindowResult[Any]], "jetspark.window", "WindowResult")(w =>
     Array(Long.box(w.start), Long.box(w.end), toJava(w.result), Boolean.box(w.isEarly)))
   writeAsCall(classOf[KeyedWindowResult[Any, Any]], "jetspark.window", "KeyedWindowResult")(w =>

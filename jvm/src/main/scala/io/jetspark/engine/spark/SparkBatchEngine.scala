@@ -5,7 +5,6 @@ import io.jetspark.engine.ListSinkRegistry // shared with the local engine
 import io.jetspark.core.execution.ProcessorTasklet
 import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
 import io.jetspark.core.processor._
-import io.jetspark.core.snapshot.JavaSerialization
 import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.JsonNodeFactory
 import io.jetspark.core.processor.SortDefinition
@@ -37,7 +36,7 @@ import scala.collection.mutable
   *
   * Aggregations: where items enter one (stage 1 of two, or the single stage), one Arrow UDF per vertex
   * extracts the grouping key and the operation's values (`pythonExtractions`); the core's aggregation
-  * processors run in the Spark tasks; partial accumulators cross the shuffle Java-serialized, keyed by
+  * processors run in the Spark tasks; partial accumulators cross the shuffle serialized ([[PartialCodec]]), keyed by
   * the key's pickle; results go back to Python as pickles ([[PythonValues]]). `aggregate2` extracts per
   * input and reads both inputs partition by partition ([[CoGroupStages]]). User-defined operations run
   * in Python ([[CustomAggregations]]). Hash joins broadcast every enriching side ([[HashJoinStage]]).
@@ -160,7 +159,10 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case w: WindowAggregate => typedPlan.typedWindows.get(v.name) match {
         case Some(typed) =>
           val edge = dag.edgesInto(v.name).head
-          val rows = moved(typed.project(output(dag.vertex(edge.from))), edge, v.localParallelism)
+          val projected = typed.project(output(dag.vertex(edge.from)))
+          // Frames accumulate per partition, however many there are: over a local edge the rows stay where
+          // they are (spreading them to the vertex's parallelism would shuffle every row to gain nothing).
+          val rows = if (edge.kind == EdgeKind.Local) projected else moved(projected, edge, v.localParallelism)
           WindowStages.run(v.name, w, aggregations(v.name), rows, typed.events, typedPlan.onlyNoopSinksRead(v.name))
         case None => WindowStages.run(v.name, w, aggregations(v.name), singleInput(v), unread = typedPlan.onlyNoopSinksRead(v.name))
       }
@@ -243,14 +245,14 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       ProcessorStage(vertex, p, in, out, schema)
     (stage, keyed) match {
       case (AggregationStage.Accumulate, true) => stageOf(() => new AccumulateByKeyProcessor(keyFns, op), extracted,
-        pair => { val (key, acc) = pair.asInstanceOf[(PickledKey, Any)]; InternalRow(key.bytes, JavaSerialization.toBytes(acc)) },
+        pair => { val (key, acc) = pair.asInstanceOf[(PickledKey, Any)]; InternalRow(key.bytes, PartialCodec.toBytes(acc)) },
         PartialSchema)
       case (AggregationStage.Accumulate, false) => stageOf(() => new AccumulateProcessor(op), extracted,
-        acc => InternalRow(Array.emptyByteArray, JavaSerialization.toBytes(acc)), PartialSchema)
+        acc => InternalRow(Array.emptyByteArray, PartialCodec.toBytes(acc)), PartialSchema)
       case (AggregationStage.Combine, true) => stageOf(() => new CombineByKeyProcessor(op),
-        row => (new PickledKey(row.getBinary(0)), JavaSerialization.fromBytes(row.getBinary(1))), result, ItemSchema)
+        row => (new PickledKey(row.getBinary(0)), PartialCodec.fromBytes(row.getBinary(1))), result, ItemSchema)
       case (AggregationStage.Combine, false) => stageOf(() => new CombineProcessor(op),
-        row => JavaSerialization.fromBytes(row.getBinary(1)), result, ItemSchema)
+        row => PartialCodec.fromBytes(row.getBinary(1)), result, ItemSchema)
       case (AggregationStage.SingleStage, true) => stageOf(() => new AggregateByKeyProcessor(keyFns, op), extracted, result, ItemSchema)
       case (AggregationStage.SingleStage, false) => stageOf(() => new AggregateProcessor(op), extracted, result, ItemSchema)
     }

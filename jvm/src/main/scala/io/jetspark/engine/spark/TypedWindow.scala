@@ -48,9 +48,9 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
     val (name, columns) = (stage, values.map(_._1.toString))
     val firstField = 2 + valueOf.length
     val itemOf: InternalRow => AnyRef = row.fold[InternalRow => AnyRef](_ => NoItem) { schema =>
-      val names = schema.fieldNames.toSeq
+      val names = schema.fieldNames
       val read = schema.fields.map(f => pythonValue(f.dataType))
-      r => RowItem(names, read.indices.map(i => read(i)(r, firstField + i)))
+      r => new RowItem(names, Array.tabulate[AnyRef](read.length)(i => read(i)(r, firstField + i).asInstanceOf[AnyRef]))
     }
     row => {
       if (row.isNullAt(1)) throw new StageFailedException(name, s"a row's timestamp is null")

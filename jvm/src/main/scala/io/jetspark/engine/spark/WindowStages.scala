@@ -3,7 +3,6 @@ package io.jetspark.engine.spark
 import com.fasterxml.jackson.databind.JsonNode
 import io.jetspark.core.Watermark
 import io.jetspark.core.aggregate.AggregateOperation
-import io.jetspark.core.snapshot.JavaSerialization
 import io.jetspark.core.window._
 import io.jetspark.pipeline.{PythonAggregateSpec, SessionWindowDefinition, SlidingWindowDefinition}
 import io.jetspark.plan.VertexDescription.WindowAggregate
@@ -28,7 +27,7 @@ import scala.jdk.CollectionConverters._
   * in Python the grouping key, the operation's values and the timestamp (`extract:<vertex>:0`, see
   * [[SparkBatchEngine.pythonExtractions]]); rows are then [[SparkBatchEngine.ExtractedSchema]] plus a `ts` column.
   *  - Sliding and tumbling, two stages: `accumulateFrames` emits one partial accumulator per (key, frame);
-  *    a key's frames cross the shuffle by key (or to one partition) as one row, Java-serialized together,
+  *    a key's frames cross the shuffle by key (or to one partition) as one row, serialized together,
   *    to `combineFrames`.
   *  - Sliding and tumbling, single stage (an operation that cannot combine is refused by the processor
   *    anyway; order-sensitive operations under preserved order, rebalanced keyed input, early results):
@@ -44,8 +43,8 @@ object WindowStages {
   /** An extraction at a window's input: key, values, item, then the item's timestamp in ms. */
   val TimedSchema: StructType = StructType(SparkBatchEngine.ExtractedSchema.fields :+ StructField(Ts, LongType, nullable = false))
   /** One key's partial frames on their way from stage 1 to stage 2: the key (empty for a global window),
-    * the frames' ends, and their accumulators as one Java-serialized array (one serialization per key
-    * and partition, not per frame: class descriptors and stream headers are written once).
+    * the frames' ends, and their accumulators as one array serialized by [[PartialCodec]] (once per key and
+    * partition, not per frame).
     */
   val FramesSchema: StructType = StructType(Seq(StructField(SparkBatchEngine.Key, BinaryType),
     StructField("frame_ends", ArrayType(LongType, containsNull = false)), StructField("accs", BinaryType)))
@@ -149,14 +148,14 @@ object WindowStages {
         case _ => Array.emptyByteArray // NonKeyed
       }
       val (ends, accs) = e.getValue
-      InternalRow(key, ArrayData.toArrayData(ends.toArray), JavaSerialization.toBytes(accs.toArray))
+      InternalRow(key, ArrayData.toArrayData(ends.toArray), PartialCodec.toBytes(accs.toArray))
     }
   }
 
   private def unpackFrames(keyed: Boolean): InternalRow => Iterator[Any] = row => {
     val key = if (keyed) new PickledKey(row.getBinary(0)) else NonKeyed
     val ends = row.getArray(1).toLongArray()
-    val accs = JavaSerialization.fromBytes(row.getBinary(2)).asInstanceOf[Array[Any]]
+    val accs = PartialCodec.fromBytes(row.getBinary(2)).asInstanceOf[Array[Any]]
     ends.iterator.zip(accs.iterator).map { case (end, acc) => KeyedFrame(end, key, acc) }
   }
 
