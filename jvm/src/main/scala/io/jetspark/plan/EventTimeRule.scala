@@ -30,7 +30,7 @@ private[plan] object EventTimeRule {
         throw new PipelineDefinitionError(w.name, PipelineDefinitionError.WindowTimestampsFromItems,
           s"the window reads the timestamp each item was given (by addTimestamps, a stream source or a window), carried " +
             s"through map, filter, flatMap, peek, merge and rebalance; the items of '${stage.name}' (${stage.describe}) " +
-            "carry none, so add the timestamps after it")
+            "carry none: stamp the items after that stage (in a batch pipeline, move it before addTimestamps)")
       }
     case _ =>
   }
