@@ -13,6 +13,13 @@ join with several matches). A merge emits its inputs' items by sequence id, ties
 branches forked from one stream that is the "diamond" order of DESIGN.md (rows that took different
 branches do not overtake each other); between unrelated streams any order is legitimate and the
 reference simply takes the lower origin first. Comparisons without that promise use :func:`as_multiset`.
+
+Event time (Jet's ``JetEvent``). ``add_timestamps`` reads each item's timestamp once, with its extractor,
+and the item carries it from there: its stream holds ``(seq, item, ts)``. ``map``, ``filter``,
+``flat_map``, ``peek`` and ``merge`` give every output the ``ts`` of the item it came from (whatever the
+output is), and a window reads that ``ts``; a window's results carry their window's end. Every other
+stage gets its inputs as ``(seq, item)``, without the time: a window after one of them is a definition
+error naming it (rule ``window-timestamps-from-items``).
 """
 
 from __future__ import annotations
@@ -103,7 +110,10 @@ def as_sequence(items: Iterable[Any], float_digits: int | None = None) -> list[s
 # Evaluation
 
 Seq = tuple  # a sequence id, see the module docstring
-Stream = list  # of (Seq, item) pairs
+Stream = list  # of (Seq, item) pairs, or (Seq, item, ts) triples where items carry their time
+
+#: The stages that carry each item's time (see the module docstring) or read it.
+_KEEP_TIME = {"map", "filter", "flat_map", "peek", "merge", "window_aggregate"}
 
 
 class _Run:
@@ -124,6 +134,8 @@ class _Run:
         if method is None:
             raise NotImplementedError(f"{_label(node)}: the reference has no '{node['op']}' transform")
         inputs = [self.outputs[i] for i in node["inputs"]]
+        if node["op"] not in _KEEP_TIME:
+            inputs = [[(seq, item) for seq, item, *_ in stream] for stream in inputs]
         self.nodes[node["id"]] = node
         self.outputs[node["id"]] = method(node, node["args"], *inputs)
 
@@ -191,35 +203,37 @@ class _Run:
 
     # -- stateless -----------------------------------------------------------------------------------
 
+    # Each output keeps the time of the item it came from, where items carry one (``*time``).
+
     def _map(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
         fn, out = self.fn(args["fn"]), []
-        for seq, item in stream:
+        for seq, item, *time in stream:
             ok, result = self.call(node, item, fn, item)
             if ok and result is not None:  # Jet: a map that returns null emits nothing
-                out.append((seq, result))
+                out.append((seq, result, *time))
         return out
 
     def _filter(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
         fn, out = self.fn(args["fn"]), []
-        for seq, item in stream:
+        for seq, item, *time in stream:
             ok, keep = self.call(node, item, fn, item)
             if ok and keep:
-                out.append((seq, item))
+                out.append((seq, item, *time))
         return out
 
     def _flat_map(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
         fn, out = self.fn(args["fn"]), []
-        for seq, item in stream:
+        for seq, item, *time in stream:
             # list() inside the call: an iterable that fails part-way fails the whole record
             ok, results = self.call(node, item, lambda x: list(fn(x)), item)
             if ok:
-                out.extend((seq + (j,), r) for j, r in enumerate(results))
+                out.extend((seq + (j,), r, *time) for j, r in enumerate(results))
         return out
 
     def _peek(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
         # Peek logs (a side effect the reference does not reproduce); its formatter can still fail.
         fn = str if args["fn"] is None else self.fn(args["fn"])
-        return [(seq, item) for seq, item in stream if self.call(node, item, fn, item)[0]]
+        return [(seq, item, *time) for seq, item, *time in stream if self.call(node, item, fn, item)[0]]
 
     def _merge(self, node: dict[str, Any], args: dict[str, Any], *streams: Stream) -> Stream:
         # sorted() is stable: equal sequence ids (a record through both branches) keep input order.
@@ -377,39 +391,32 @@ class _Run:
     # -- event time and windows (API.md "Windows"; a batch is one epoch: nothing is late) ----------------
 
     def _add_timestamps(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
-        return stream  # the items as they were; a window reads their time with args["ts"]
+        read, out = self.extractor(args["ts"]), []
+        for seq, item in stream:
+            ok, ts = self.call(node, item, lambda x: _milliseconds(read(x)), item)
+            if ok:
+                out.append((seq, item, ts))
+        return out
 
-    def timestamp_reader(self, node_id: int) -> Callable[[Any], Any]:
-        """How the items leaving ``node_id`` tell their timestamp: the extractor of the add_timestamps
-        they passed (through filters, peeks and merges of equally stamped inputs), or a window result's
-        end."""
+    def require_carried(self, node_id: int) -> None:
+        """The items leaving ``node_id`` must carry their time: it stamps them (add_timestamps, a
+        window), or carries the time of its inputs' items (map, filter, flat_map, peek, merge)."""
         node = self.nodes[node_id]
-        if node["op"] == "add_timestamps":
-            return self.extractor(node["args"]["ts"])
-        if node["op"] == "window_aggregate":
-            return lambda result: result.end
-        if node["op"] in ("filter", "peek"):
-            return self.timestamp_reader(node["inputs"][0])
-        if node["op"] == "merge":
-            specs = {repr(self.timestamp_spec(i)) for i in node["inputs"]}
-            if len(specs) == 1:
-                return self.timestamp_reader(node["inputs"][0])
-        raise PipelineDefinitionError(f"stage '{_label(node)}' changes timestamped items before a window",
-                                      _label(node), "window-timestamps-from-items")
-
-    def timestamp_spec(self, node_id: int) -> Any:
-        node = self.nodes[node_id]
-        if node["op"] in ("filter", "peek", "merge"):
-            return self.timestamp_spec(node["inputs"][0])
-        return node["args"]["ts"] if node["op"] == "add_timestamps" else node["op"]
+        if node["op"] in ("add_timestamps", "window_aggregate"):
+            return
+        if node["op"] not in _KEEP_TIME:
+            raise PipelineDefinitionError(f"stage '{_label(node)}' gives items without a timestamp to a window",
+                                          _label(node), "window-timestamps-from-items")
+        for i in node["inputs"]:
+            self.require_carried(i)
 
     def _window_aggregate(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
-        read = self.timestamp_reader(node["inputs"][0])
+        self.require_carried(node["inputs"][0])
         is_keyed = node["keys"][0] is not None
-        rows = self.keyed(node, stream) if is_keyed else [(seq, None, item) for seq, item in stream]
+        key_of = self.extractor(node["keys"][0]) if is_keyed else lambda _: None
         groups: dict[Any, tuple[Any, list[tuple[int, Any]]]] = {}  # group -> (key, [(ts, item)] in encounter order)
-        for _, key, item in rows:
-            ok, ts = self.call(node, item, lambda x: _milliseconds(read(x)), item)
+        for _, item, ts in stream:
+            ok, key = self.call(node, item, key_of, item)
             if ok:
                 groups.setdefault(_group(key), (key, []))[1].append((ts, item))
         results = []
@@ -420,7 +427,8 @@ class _Run:
                     aggregation.add(item)
                 result = aggregation.result(final=True)
                 results.append(KeyedWindowResult(start, end, key, result) if is_keyed else WindowResult(start, end, result))
-        return _origin(node, sorted(results, key=lambda r: r.end))
+        # A result carries its window's end as its time.
+        return [(seq, r, r.end) for seq, r in _origin(node, sorted(results, key=lambda r: r.end))]
 
 
 def _milliseconds(value: Any) -> int:

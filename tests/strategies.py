@@ -452,9 +452,15 @@ def _int_window(b: _Builder, c: _Current) -> Result:
     w, text = _window_definition(b)
     name = b.draw(st.sampled_from(_WINDOW_OPS))
     stage = c.stage.add_timestamps(lambda x: x)
-    if b.draw(st.booleans()):
-        stage = stage.filter(lambda x: x % 5 != 0)  # items pass on unchanged: the window reads the same time
-        text = f"filter(x%5!=0).{text}"
+    # Stages between that keep each item's time (Jet's JetEvent), whatever they make of the item: the
+    # window reads the x that add_timestamps read.
+    between = b.draw(st.sampled_from(["", "filter", "map", "flat_map"]))
+    if between == "filter":
+        stage, text = stage.filter(lambda x: x % 5 != 0), f"filter(x%5!=0).{text}"
+    elif between == "map":
+        stage, text = stage.map(lambda x: x * 7 + 1), f"map(x*7+1).{text}"
+    elif between == "flat_map":
+        stage, text = stage.flat_map(lambda x: [x, -x]), f"flat_map([x,-x]).{text}"
     if b.draw(st.booleans()):
         stage = stage.grouping_key(lambda x: x % 3)
         text = f"grouping_key(x%3).{text}"
@@ -466,6 +472,9 @@ def _kv_window(b: _Builder, c: _Current) -> Result:
     w, text = _window_definition(b)
     name = b.draw(st.sampled_from(sorted(n for n in _KV_OPS if n != "to_list")))
     stage = c.stage.add_timestamps("v")
+    if b.draw(st.booleans()):
+        # the window sums the new v, at the time of the old one
+        stage, text = stage.map(lambda d: {"k": d["k"], "v": -d["v"]}), f"map(v=-v).{text}"
     if b.draw(st.booleans()):
         stage = stage.grouping_key("k")
         text = f"grouping_key(k).{text}"

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from jetspark import JobCancelledError, JobFailedError, JobStatus, JoinClause, LightJob, Pipeline, Sinks, Sources
+from jetspark import (JobCancelledError, JobFailedError, JobStatus, JoinClause, LightJob, Pipeline, Sinks, Sources,
+                      WindowDefinition)
 from jetspark import AggregateOperations as ops
 from reference import as_multiset, as_sequence, run_reference
 
@@ -107,6 +108,15 @@ def test_what_the_local_engine_cannot_run_fails_at_submit_naming_the_vertex(jet)
     enriching = p.read_from(Sources.items([(1, "a")]))
     stage.hash_join(enriching, JoinClause.on(lambda x: x, lambda pair: pair[0])).set_name("joined").write_to(Sinks.noop())
     with pytest.raises(NotImplementedError, match="vertex 'joined'"):
+        jet.new_light_job(p)
+
+
+def test_a_python_window_with_a_map_after_its_timestamps_fails_at_submit_naming_the_timestamps(jet):
+    # Light jobs run no windows of Python pipelines: the map in between changes nothing about that.
+    p = Pipeline.create()
+    (p.read_from(Sources.items([{"t": 1}])).add_timestamps("t").set_name("stamp").map(lambda e: e)
+     .window(WindowDefinition.tumbling(10)).aggregate(ops.counting()).write_to(Sinks.noop()))
+    with pytest.raises(NotImplementedError, match="vertex 'stamp'"):
         jet.new_light_job(p)
 
 

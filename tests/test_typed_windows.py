@@ -124,3 +124,17 @@ def test_a_typed_window_keys_minus_zero_and_zero_as_one_key_as_python_does(jet):
              ops.counting()).write_to(Sinks.list("out"))
     assert as_multiset(got) == as_multiset(run_reference(reference)["out"])
     assert sorted(r.result for r in got) == [4, 4] and job.metrics()["typed_windows"]
+
+
+def test_a_map_between_timestamps_and_window_makes_python_items_that_keep_the_rows_times(jet):
+    # add_timestamps reads each row's time (here a Column, by Catalyst next to the row); the map leaves
+    # only v, and the window counts each v at its row's time.
+    #  t*10:  0   10   30   50       tumbling(20): [0,20) 5+7   [20,40) 1   [40,60) 2
+    #  v:     5    7    1    2
+    df = jet.spark.createDataFrame([(1, 0, 5, 0.0), (2, 1, 7, 0.0), (1, 3, 1, 0.0), (2, 5, 2, 0.0)], SCHEMA)
+    p = Pipeline.create()
+    (p.read_from(Sources.dataframe(df)).add_timestamps(F.col("t") * 10).map(lambda r: r.v)
+     .window(WindowDefinition.tumbling(20)).aggregate(ops.summing(lambda v: v)).write_to(Sinks.list("sums")))
+    job, (got,) = run_job(jet, p, "sums")
+    assert sorted((r.start, r.end, r.result) for r in got) == [(0, 20, 12), (20, 40, 1), (40, 60, 2)]
+    assert job.metrics()["typed_windows"] == []

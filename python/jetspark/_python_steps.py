@@ -4,6 +4,10 @@ chain of Python callables costs one trip through a Python worker, not one per st
 Opaque items travel as one binary column ``item`` holding a pickle. The chain's output adds a
 ``failure`` column: null for a result, or, for a record that a stage routed to a dead-letter sink
 failed on, that stage's name, with ``item`` holding a pickled :class:`~jetspark.errors.DeadLetter`.
+
+Between ``add_timestamps`` and a window, items carry their timestamp (ms) beside them in a column ``ts``
+(Jet's ``JetEvent``): it is read once, where items are stamped (an extraction with a ``timestamp``), and
+every output of a chain keeps the time of the record it came from, whatever the steps made of the item.
 """
 
 from __future__ import annotations
@@ -25,8 +29,11 @@ OPAQUE_SCHEMA = f"{ITEM} binary"
 CHAIN_SCHEMA = f"{ITEM} binary, {FAILURE} string"
 #: What an extraction gives per item entering an aggregation: key, the operation's values, the item.
 EXTRACTED_SCHEMA = f"key binary, values array<binary>, {ITEM} binary"
-#: The same at a window's input, with the item's timestamp (ms) last.
-TIMED_SCHEMA = f"{EXTRACTED_SCHEMA}, ts bigint"
+#: The column of the timestamp (ms) an item carries beside it.
+TS = "ts"
+TS_SCHEMA = f"{TS} bigint"
+#: An extraction where items carry their time (at a window's input, or where they are stamped): ``ts`` last.
+TIMED_SCHEMA = f"{EXTRACTED_SCHEMA}, {TS_SCHEMA}"
 PICKLE_PROTOCOL = 5
 
 
@@ -87,7 +94,9 @@ def run_steps_numbered(steps: list[Step], item: Any) -> tuple[list[tuple[tuple[i
 
 
 def chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The Arrow map function (``SQL_MAP_ARROW_ITER_UDF``) that runs ``steps`` over pickled items."""
+    """The Arrow map function (``SQL_MAP_ARROW_ITER_UDF``) that runs ``steps`` over pickled items (the
+    first column). Columns after it (an item's ``ts``) are what each item carries: every result and dead
+    letter of a record gets that record's values of them."""
     steps = list(steps)
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
@@ -96,7 +105,8 @@ def chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Iterator[Any]
         for batch in batches:
             out: list[bytes] = []
             failures: list[str | None] = []
-            for raw in batch.column(0).to_pylist():
+            records: list[int] = []  # the input row of each output
+            for row, raw in enumerate(batch.column(0).to_pylist()):
                 results, letters = run_steps(steps, pickle.loads(raw))
                 for result in results:
                     out.append(pickle.dumps(result, protocol=PICKLE_PROTOCOL))
@@ -104,8 +114,11 @@ def chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Iterator[Any]
                 for letter in letters:
                     out.append(pickle.dumps(letter, protocol=PICKLE_PROTOCOL))
                     failures.append(letter.stage)
-            yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary()), pa.array(failures, pa.string())],
-                                             names=[ITEM, FAILURE])
+                records.extend([row] * (len(results) + len(letters)))
+            taken = pa.array(records, pa.int64())
+            carried = [batch.column(i).take(taken) for i in range(1, batch.num_columns)]
+            yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary()), pa.array(failures, pa.string()), *carried],
+                                             names=[ITEM, FAILURE, *batch.schema.names[1:]])
 
     return run
 
@@ -202,12 +215,33 @@ def _rows_with_columns(schema_json: str, fields: int) -> Callable[[Any], Iterato
 
 def extraction_udf_column(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
                           objects: list[Any], timestamp: dict[str, Any] | None = None,
-                          rows: tuple[str, int] | None = None) -> Any:
-    """The Spark Column of an aggregation's extraction (a window's, with ``timestamp``), over the ``item``
-    column, or with ``rows`` (see :func:`extraction_function`) over all the rows' columns."""
+                          rows: tuple[str, int] | None = None, timed: bool = False) -> Any:
+    """The Spark Column of an extraction over the ``item`` column, or with ``rows`` (see
+    :func:`extraction_function`) over all the rows' columns. Items are stamped here with ``timestamp``;
+    ``timed`` items arrive with their ``ts``, which the extraction passes on."""
+    extract = bound_extraction_function(key, values, stage, objects, timestamp, rows)
+    if timed:
+        return _arrow_udf(passing_on(extract), TIMED_SCHEMA, [ITEM, TS])
     columns = None if rows is None else [field["name"] for field in json.loads(rows[0])["fields"]]
-    return _arrow_udf(bound_extraction_function(key, values, stage, objects, timestamp, rows),
-                      EXTRACTED_SCHEMA if timestamp is None else TIMED_SCHEMA, columns)
+    return _arrow_udf(extract, EXTRACTED_SCHEMA if timestamp is None else TIMED_SCHEMA, columns)
+
+
+def passing_on(one_to_one: Callable[[Iterator[Any]], Iterator[Any]]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """An Arrow map function over (item, carried columns...) rows that gives what ``one_to_one`` gives
+    for the items, with each row's carried columns (its ``ts``, its sequence id) appended as they are.
+    ``one_to_one`` must yield one batch per batch and one row per row, keeping nothing between batches
+    (an extraction does)."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        for batch in batches:
+            items = pa.RecordBatch.from_arrays([batch.column(0)], names=[ITEM])
+            (out,) = list(one_to_one(iter([items])))
+            carried = [batch.column(i) for i in range(1, batch.num_columns)]
+            yield pa.RecordBatch.from_arrays([*out.columns, *carried], names=[*out.schema.names, *batch.schema.names[1:]])
+
+    return run
 
 
 def bound_extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
@@ -306,7 +340,10 @@ def _arrow_udf(fn: Callable[[Iterator[Any]], Iterator[Any]], schema: str, column
     return udf(*[col(c) for c in (columns or [ITEM])])
 
 
-def chain_udf_column(steps: list[Step]) -> Any:
+def chain_udf_column(steps: list[Step], timed: bool = False) -> Any:
     """The Spark Column of the fused chain, over the ``item`` column of whatever DataFrame the JVM
-    applies it to (``SqlBridge.mapInArrow``)."""
+    applies it to (``SqlBridge.mapInArrow``); ``timed``: also over the items' ``ts``, which each output
+    keeps."""
+    if timed:
+        return _arrow_udf(chain_function(steps), f"{CHAIN_SCHEMA}, {TS_SCHEMA}", [ITEM, TS])
     return _arrow_udf(chain_function(steps), CHAIN_SCHEMA)

@@ -19,8 +19,9 @@ import pickle
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from jetspark._python_steps import (CHAIN_SCHEMA, EXTRACTED_SCHEMA, FAILURE, ITEM, PICKLE_PROTOCOL, Step, _arrow_udf,
-                                    bound_extraction_function, run_steps_numbered, stateful_function)
+from jetspark._python_steps import (CHAIN_SCHEMA, EXTRACTED_SCHEMA, FAILURE, ITEM, PICKLE_PROTOCOL, TIMED_SCHEMA, Step,
+                                    _arrow_udf, bound_extraction_function, passing_on, run_steps_numbered,
+                                    stateful_function)
 
 SEQUENCE_COLUMNS = ["seq_substream", "seq_offset", "seq_fan_out", "seq_ties"]
 SEQUENCE_SCHEMA = "seq_substream int, seq_offset bigint, seq_fan_out array<int>, seq_ties array<int>"
@@ -71,30 +72,13 @@ def sequenced_chain_udf_column(steps: list[Step]) -> Any:
     return _arrow_udf(sequenced_chain_function(steps), f"{CHAIN_SCHEMA}, {SEQUENCE_SCHEMA}", [ITEM, *SEQUENCE_COLUMNS])
 
 
-def keeping_sequence(one_to_one: Callable[[Iterator[Any]], Iterator[Any]]) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """An Arrow map function over (item, id columns...) rows that gives what ``one_to_one``
-    gives for the items, with each row's id appended. ``one_to_one`` must yield one batch per batch and
-    one row per row, keeping nothing between batches (an extraction does)."""
-
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        for batch in batches:
-            items = pa.RecordBatch.from_arrays([batch.column(0)], names=[ITEM])
-            (out,) = list(one_to_one(iter([items])))
-            ids = (batch.column(i) for i in range(1, 1 + len(SEQUENCE_COLUMNS)))
-            yield pa.RecordBatch.from_arrays([*out.columns, *ids],
-                                             names=[*out.schema.names, *SEQUENCE_COLUMNS])
-
-    return run
-
-
 def sequenced_extraction_udf_column(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
-                                    objects: list[Any]) -> Any:
+                                    objects: list[Any], timestamp: dict[str, Any] | None = None) -> Any:
     """:func:`jetspark._python_steps.extraction_udf_column` for items that carry sequence ids, which the
-    extracted rows keep."""
-    extract = bound_extraction_function(key, values, stage, objects)
-    return _arrow_udf(keeping_sequence(extract), f"{EXTRACTED_SCHEMA}, {SEQUENCE_SCHEMA}", [ITEM, *SEQUENCE_COLUMNS])
+    extracted rows keep (after the ``ts`` of items stamped here with ``timestamp``)."""
+    extract = bound_extraction_function(key, values, stage, objects, timestamp)
+    extracted = EXTRACTED_SCHEMA if timestamp is None else TIMED_SCHEMA
+    return _arrow_udf(passing_on(extract), f"{extracted}, {SEQUENCE_SCHEMA}", [ITEM, *SEQUENCE_COLUMNS])
 
 
 def sequenced_stateful_udf_column(create: Callable[[], Any], fn: Callable[..., tuple[Any, Any]], keyed: bool, stage: str,

@@ -191,14 +191,17 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
     udfs: dict[str, Any] = {}
     for chain in work["chains"]:
         steps = [Step(s["kind"], ref(s["ref"]), s["stage"], s["dead_letter"]) for s in chain["steps"]]
-        udfs[f"chain:{chain['vertex']}"] = (sequenced_chain_udf_column if chain["sequenced"] else chain_udf_column)(steps)
+        # The JVM runs no chain that carries both sequence ids and timestamps (CarriedTimestamps).
+        udfs[f"chain:{chain['vertex']}"] = (sequenced_chain_udf_column(steps) if chain["sequenced"]
+                                            else chain_udf_column(steps, chain["timed"]))
     for e in work["extractions"]:
         name = f"extract:{e['vertex']}:{e['ordinal']}"
-        if e["sequenced"]:  # never a window's input: windows produce their own order
-            udfs[name] = sequenced_extraction_udf_column(e["key"], e["values"], e["stage"], objects)
+        if e["sequenced"]:  # never a window's input (windows produce their own order), maybe a stamping
+            udfs[name] = sequenced_extraction_udf_column(e["key"], e["values"], e["stage"], objects, e.get("timestamp"))
         else:
             rows = (e["rows_schema"], e["row_fields"]) if "rows_schema" in e else None
-            udfs[name] = extraction_udf_column(e["key"], e["values"], e["stage"], objects, e.get("timestamp"), rows)
+            udfs[name] = extraction_udf_column(e["key"], e["values"], e["stage"], objects, e.get("timestamp"), rows,
+                                               e["timed"])
     for f in work["dataframe_sources"]:
         udfs[f"rows:{f['vertex']}"] = rows_to_items_udf_column(f["schema"])
     for m in work["stateful"]:

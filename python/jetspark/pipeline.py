@@ -379,9 +379,11 @@ class BatchStage(_ComputeStage):
         A batch is one epoch that ends with a watermark of +infinity: no item is late, every non-empty
         window is emitted once, complete, and ``allowed_lag_ms`` has no effect. Early results
         (:meth:`WindowDefinition.set_early_results_period`) are ignored: there is no watermark for them
-        to run ahead of. The window reads each item's timestamp with ``ts`` when the item reaches it, so
-        only ``filter`` and ``peek`` may stand between ``add_timestamps`` and ``window`` (a definition
-        error names the stage otherwise).
+        to run ahead of. ``ts`` is read here, once per item, and the item carries its timestamp from here
+        (Jet's ``JetEvent``): ``map``, ``filter``, ``flat_map``, ``peek``, ``merge`` and ``rebalance`` give
+        every output the time of the item it came from, so a window reads the time ``ts`` gave the
+        original item, whatever those stages made of it. A window after a stage that does not carry the
+        time (``map_stateful``, ``rolling_aggregate``, a hash join) is a definition error naming it.
 
         Examples
         --------

@@ -21,8 +21,8 @@ object PipelineDefinitionError {
   val PositiveWindowValues = "positive-window-values"
   /** `window()` on items without event timestamps (a batch stage, or a stream read `withoutTimestamps`). */
   val WindowNeedsTimestamps = "window-needs-timestamps"
-  /** A window reads each item's timestamp with `addTimestamps`' extractor, so only stages that keep the
-    * items (filter, peek) may stand between `addTimestamps` and the window.
+  /** A window reads the timestamp each item carries from `addTimestamps`, so only stages that carry it
+    * (map, filter, flatMap, peek, merge, rebalance) may stand between `addTimestamps` and the window.
     */
   val WindowTimestampsFromItems = "window-timestamps-from-items"
   /** `rebalance()` directly before a non-keyed stateful transform (mapStateful, rollingAggregate). */

@@ -1,55 +1,46 @@
 package io.jetspark.plan
 
-import io.jetspark.pipeline.{Extractor, PipelineDefinitionError, TimestampPolicy}
+import io.jetspark.pipeline.PipelineDefinitionError
 import io.jetspark.pipeline.transform._
 
-/** How a window reads the timestamp of each item it receives.
+/** Which stages carry their items' timestamps to a window (Jet's `JetEvent`).
   *
-  * Items carry no timestamp of their own on the engines: the window applies the extractor that gave the
-  * items their event time (`addTimestamps`, or a stream source's `withTimestamps`) to each item it
-  * receives. That is the item the extractor was meant for as long as only stages that pass items on
-  * unchanged (filter, peek; a merge of inputs timestamped the same way) stand in between. A window's own
-  * results have their window's end as timestamp (Jet's rule), read as their `end` field.
+  * An item gets its timestamp where it is stamped: `addTimestamps` reads it from the item with its
+  * extractor (once), a stream source with its timestamp policy, and a window gives each result its
+  * window's end. From there the timestamp travels beside the item: a map, filter, flatMap or peek gives
+  * every output the timestamp of the input item it came from, whatever the output is, and a merge or a
+  * rebalance passes items on with theirs. A window downstream reads that carried time, not the item it
+  * receives.
   *
   * {{{
-  *   items --> addTimestamps("ts") --> filter --> window      the window reads field 'ts'
-  *   items --> addTimestamps("ts") --> map -----> window      definition error: map changes the items
+  *   items --> addTimestamps("ts") --> map(drop ts) --> flatMap --> window   each output keeps its input's ts
+  *   items --> addTimestamps("ts") --> mapStateful ----------------> window   definition error, naming mapStateful
   * }}}
-  * Stream sources with native or ingestion timestamps stamp items at the source, so their windows have
-  * no extractor to read with; that is for a streaming engine to carry.
+  * Jet carries the time through its stateful stages too (mapStateful, rollingAggregate and a hash join
+  * keep the input item's timestamp); jetspark does not yet, so a window after one of them is a definition
+  * error naming that stage. Stages that make new items out of many (aggregations, distinct, sort) have
+  * no single input item whose time to keep; Jet offers them on batch stages only, before timestamps.
   */
 private[plan] object EventTimeRule {
 
-  /** The extractor the window applies to its items, when the items it receives are those stamped. */
-  def timestamp(w: WindowAggregateTransform): Option[Extractor] = readAt(w.upstream.head).toOption
-
-  /** A window fed by `addTimestamps` must be able to read its items' timestamps. */
-  def requireReadable(t: Transform): Unit = t match {
+  /** A window whose items were stamped must receive them through stages that carry their timestamps. */
+  def requireCarried(t: Transform): Unit = t match {
     case w: WindowAggregateTransform if stampedBy(w.upstream.head).nonEmpty =>
-      readAt(w.upstream.head).left.foreach { changer =>
+      firstNotCarrying(w.upstream.head).foreach { stage =>
         throw new PipelineDefinitionError(w.name, PipelineDefinitionError.WindowTimestampsFromItems,
-          s"the window reads each item's timestamp with the extractor given to addTimestamps, but '${changer.name}' " +
-            s"(${changer.describe}) stands in between and changes the items; add the timestamps after it")
+          s"the window reads the timestamp each item was given (by addTimestamps, a stream source or a window), carried " +
+            s"through map, filter, flatMap, peek, merge and rebalance; the items of '${stage.name}' (${stage.describe}) " +
+            "carry none: stamp the items after that stage (in a batch pipeline, move it before addTimestamps)")
       }
     case _ =>
   }
 
-  /** The extractor that reads the timestamp of `t`'s output items, or the stage that prevents it. */
-  private def readAt(t: Transform): Either[Transform, Extractor] = t match {
-    case a: AddTimestampsTransform => Right(a.timestamp)
-    case s: StreamSourceTransform => s.timestamps match {
-      case Some(TimestampPolicy.FromItems(ts, _)) => Right(ts)
-      case _ => Left(s)
-    }
-    case _: WindowAggregateTransform => Right(Extractor.FieldName("end"))
-    case _: FilterTransform | _: PeekTransform => readAt(t.upstream.head)
-    case m: MergeTransform =>
-      val each = m.upstream.map(readAt)
-      each.collectFirst { case Left(changer) => changer }.map(Left(_)).getOrElse {
-        val extractors = each.collect { case Right(e) => e }.distinct
-        if (extractors.size == 1) Right(extractors.head) else Left(m)
-      }
-    case other => Left(other)
+  /** The nearest stage upstream of (or at) `t` whose items reach `t` without a timestamp, if any. */
+  private def firstNotCarrying(t: Transform): Option[Transform] = t match {
+    case _: AddTimestampsTransform | _: WindowAggregateTransform | _: StreamSourceTransform => None
+    case _: StatelessTransform | _: MergeTransform =>
+      t.upstream.iterator.flatMap(firstNotCarrying).nextOption()
+    case other => Some(other)
   }
 
   /** The `addTimestamps` transforms whose items reach `t` (up to the nearest window). */

@@ -131,7 +131,7 @@ final case class PhysicalDag(vertices: Seq[Vertex], edges: Seq[Edge], preserveOr
 
   private def aggregationStage(d: VertexDescription): Option[AggregationStage] = d match {
     case VertexDescription.Aggregate(stage, _, _) => Some(stage)
-    case VertexDescription.WindowAggregate(stage, _, _, _, _) => Some(stage)
+    case VertexDescription.WindowAggregate(stage, _, _, _) => Some(stage)
     case _ => None
   }
 }

@@ -125,7 +125,7 @@ private final class DagBuilder(
       case r: RollingAggregateTransform => single(RollingAggregate(r.key, r.op))
       case a: AggregateTransform => aggregation(a, Aggregate(_, a.ops, a.keys))
       case w: WindowAggregateTransform =>
-        aggregation(w, WindowAggregate(_, w.window, w.ops.head, w.keys.headOption, EventTimeRule.timestamp(w)))
+        aggregation(w, WindowAggregate(_, w.window, w.ops.head, w.keys.headOption))
       case a: AddTimestampsTransform => single(AddTimestamps(a.timestamp, a.allowedLagMs))
       case d: DistinctTransform => single(Distinct(d.key))
       case s: SortTransform =>

@@ -18,7 +18,7 @@ private[plan] object Validation {
     transforms.foreach(t => requireAttached(graph, t))
     transforms.foreach(requireNoRebalanceBeforeStateful)
     transforms.foreach(requireTimestampsForWindow)
-    transforms.foreach(EventTimeRule.requireReadable)
+    transforms.foreach(EventTimeRule.requireCarried)
     transforms.foreach(requireUnaryOperations)
     transforms.foreach(requireDeadLetterSink)
     requireUniqueNames(transforms)

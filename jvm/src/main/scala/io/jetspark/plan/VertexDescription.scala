@@ -73,16 +73,13 @@ object VertexDescription {
       s"aggregate of ${ops.size} input${if (ops.size > 1) "s" else ""}${keyText(keys)}, ${stage.describe}"
   }
 
-  /** `timestamp` reads each received item's event time (see [[EventTimeRule]]); None where the items do
-    * not carry it in a readable field (native or ingestion timestamps of a stream source).
-    */
-  final case class WindowAggregate(stage: AggregationStage, window: WindowDefinition, op: AggregateOperation[_, _, _], key: Option[Extractor],
-      timestamp: Option[Extractor])
+  /** Each received item's event time is the one it carries from where it was stamped (see [[EventTimeRule]]). */
+  final case class WindowAggregate(stage: AggregationStage, window: WindowDefinition, op: AggregateOperation[_, _, _], key: Option[Extractor])
       extends VertexDescription {
     override def describe: String = s"window aggregate ${window.describe}${keyText(key.toSeq)}, ${stage.describe}"
   }
 
-  /** Items get event time from `timestamp`; they pass on unchanged (a window reads the time). */
+  /** Items get event time from `timestamp`, read once here; they pass on unchanged, their time beside them. */
   final case class AddTimestamps(timestamp: Extractor, allowedLagMs: Long) extends VertexDescription {
     override def describe: String = s"add timestamps from ${timestamp.describe}, lag ${allowedLagMs}ms"
   }

@@ -1,7 +1,7 @@
 package io.jetspark.python
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import io.jetspark.engine.spark.{CustomAggregations, SequenceStages, SparkBatchEngine, TypedPlan}
+import io.jetspark.engine.spark.{CarriedTimestamps, CustomAggregations, SequenceStages, SparkBatchEngine, TypedPlan}
 import io.jetspark.pipeline.{Extractor, PythonRef}
 import io.jetspark.pipeline.transform._
 import io.jetspark.plan.PhysicalDag
@@ -18,12 +18,13 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
   // Column on Python items fails now.
   private val typedPlan = TypedPlan(dag)
   private val pythonExtractions = SparkBatchEngine.pythonExtractions(dag, typedPlan)
+  private val timestamps = new CarriedTimestamps(dag, typedPlan)
 
   /** Every Arrow UDF the job needs from Python, as JSON:
     * {{{
-    * {"chains": [{"vertex", "steps": [{"kind", "ref", "stage", "dead_letter"}], "sequenced"}],   // fused steps
+    * {"chains": [{"vertex", "steps": [{"kind", "ref", "stage", "dead_letter"}], "sequenced", "timed"}], // fused steps
     *  "extractions": [{"vertex", "stage", "ordinal", "key": extractor or null, "values": [extractor],  // keys, values
-    *                   "timestamp": extractor (windows only), "sequenced",
+    *                   "timestamp": extractor (where items are stamped), "timed", "sequenced",
     *                   "rows_schema", "row_fields" (where Columns were evaluated next to a source's rows)}],
     *  "dataframe_sources": [{"vertex", "schema": Spark's schema JSON}],             // rows to items
     *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter", "sequenced"}], // map_stateful
@@ -34,14 +35,16 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     * `ref`s number the Python callables of the pipeline's spec (null: a `peek()` without one). Python
     * answers with `run`, naming each UDF `chain:`, `rows:`, `stateful:`, `join:`, `custom:` or `results:` + the vertex, or
     * `extract:` + the vertex + `:` + the input ordinal. `sequenced`: the items carry sequence ids, which
-    * the UDF must keep (`python/jetspark/_sequence.py`, `SequenceStages`).
+    * the UDF must keep (`python/jetspark/_sequence.py`, `SequenceStages`); `timed`: the items carry their
+    * time in a column `ts`, which the UDF must keep ([[CarriedTimestamps]]).
     */
   def pythonWorkJson(): String = {
     val mapper = new ObjectMapper()
     val work = mapper.createObjectNode()
     work.set[JsonNode]("chains", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonChains(dag).map { case (vertex, steps) =>
       Map[String, AnyRef]("vertex" -> vertex.name, "steps" -> steps.map(stepSpec).asJava,
-        "sequenced" -> Boolean.box(SequenceStages.keepsSequenceIn(dag, vertex))).asJava
+        "sequenced" -> Boolean.box(SequenceStages.keepsSequenceIn(dag, vertex)),
+        "timed" -> Boolean.box(timestamps.emits(vertex.name))).asJava
     }.asJava))
     val extractions = work.putArray("extractions")
     pythonExtractions.foreach { e =>
@@ -50,6 +53,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       node.put("stage", e.vertex.fusedChain.head)
       node.put("ordinal", e.ordinal)
       node.put("sequenced", SequenceStages.extractionKeepsSequence(dag, e.vertex, e.ordinal))
+      node.put("timed", e.timedInput)
       node.set[JsonNode]("key", e.key.getOrElse(mapper.nullNode()))
       node.set[JsonNode]("values", mapper.valueToTree[JsonNode](e.values.asJava))
       e.timestamp.foreach(node.set[JsonNode]("timestamp", _))

@@ -11,7 +11,7 @@ class AggregationStageRuleTest extends AnyFunSuite {
 
   private def stageOf(dag: PhysicalDag, vertex: String): AggregationStage = dag.vertex(vertex).description match {
     case VertexDescription.Aggregate(stage, _, _) => stage
-    case VertexDescription.WindowAggregate(stage, _, _, _, _) => stage
+    case VertexDescription.WindowAggregate(stage, _, _, _) => stage
     case other => fail(s"$vertex is not an aggregation: $other")
   }
 

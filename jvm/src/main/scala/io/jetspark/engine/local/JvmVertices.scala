@@ -73,7 +73,7 @@ object JvmVertices {
           else fused
         (vertex(_ => new TransformProcessor(chain)), timestamped)
       case Merge(_, false) => (vertex(LocalVertices.passThrough), timestamped)
-      case WindowAggregate(stage, definition, op, key, _) => window(stage, definition, jvmOp(op), key)
+      case WindowAggregate(stage, definition, op, key) => window(stage, definition, jvmOp(op), key)
       case Sink(sink) => (LocalVertices.sinkVertex(v, sinkWriter(sink.name)), false)
       case other =>
         noEventTime(other.describe)

@@ -10,7 +10,9 @@ import org.apache.spark.sql.{Column, DataFrame}
 import scala.collection.mutable.ArrayBuffer
 
 /** What Python takes apart of the items entering input `ordinal` of `vertex` (the `extract:` UDF): the key
-  * (None: none), values and, at a window, timestamp as Python extractor forms ([[PythonExtractors.json]]).
+  * (None: none), values and, where the items are stamped on entry, the timestamp, as Python extractor
+  * forms ([[PythonExtractors.json]]); `timedInput`: the items arrive with their time beside them, which
+  * the extraction passes on ([[CarriedTimestamps]]).
   *
   * Where that input reads a DataFrame source's rows as they are (`rowSource`), a key or value may be a
   * Column: Catalyst evaluates it next to the row (DESIGN.md "Items": Columns on typed items stay in the
@@ -18,7 +20,7 @@ import scala.collection.mutable.ArrayBuffer
   * then keys it like any other, so that a join's typed side and its Python side compare keys alike.
   */
 final case class PythonExtraction(vertex: Vertex, ordinal: Int, key: Option[JsonNode], values: Seq[JsonNode],
-    timestamp: Option[JsonNode], rowSource: Option[String], columns: Seq[Column]) {
+    timestamp: Option[JsonNode], timedInput: Boolean, rowSource: Option[String], columns: Seq[Column]) {
 
   /** The rows this extraction reads where it reads Columns: the source's fields, then the Columns' values. */
   def rowsWithColumns(rows: DataFrame): DataFrame = rows.select(
@@ -43,7 +45,7 @@ object PythonExtraction {
     * anywhere else.
     */
   def apply(vertex: Vertex, ordinal: Int, key: Option[Extractor], values: Seq[Value], timestamp: Option[Extractor],
-      rowSource: Option[String]): PythonExtraction = {
+      timedInput: Boolean, rowSource: Option[String]): PythonExtraction = {
     val columns = ArrayBuffer.empty[Column]
     def slot(c: Column): JsonNode = {
       if (rowSource.isEmpty) throw new PipelineDefinitionError(TypedPlan.stageOf(vertex), TypedPlan.ColumnsOnTypedItems,
@@ -64,7 +66,8 @@ object PythonExtraction {
       case KeyBytes(e) => JsonNodeFactory.instance.objectNode().put("kind", "key").set[JsonNode]("of", form(e))
     }
     val timestampForm = timestamp.map(form)
-    PythonExtraction(vertex, ordinal, keyForm, valueForms, timestampForm, rowSource.filter(_ => columns.nonEmpty), columns.toSeq)
+    PythonExtraction(vertex, ordinal, keyForm, valueForms, timestampForm, timedInput, rowSource.filter(_ => columns.nonEmpty),
+      columns.toSeq)
   }
 
   /** The DataFrame source whose rows `edge` delivers as they are, if it does. */

@@ -9,7 +9,6 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.JoinedRow
 import org.apache.spark.sql.catalyst.util.GenericArrayData
-import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.types.{ArrayType, IntegerType, LongType, StructField, StructType}
 import org.apache.spark.sql.{DataFrame, SparkSession}
@@ -84,10 +83,6 @@ private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag)
     val ordered = if (edge.restoresSequence) restore(edge, moved) else moved
     if (keepsSequence(dag, edge) || !ordered.columns.contains(Substream)) ordered else ordered.drop(Columns: _*)
   }
-
-  /** The items of `df` (rows that also hold extracted keys and values), with their ids if they have them. */
-  def itemsOf(df: DataFrame): DataFrame =
-    df.select((SparkBatchEngine.Item +: Columns.filter(df.columns.contains)).map(col): _*)
 
   private def restore(edge: Edge, moved: DataFrame): DataFrame = {
     val senders = dag.vertex(edge.from).localParallelism

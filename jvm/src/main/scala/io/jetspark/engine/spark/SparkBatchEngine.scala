@@ -47,7 +47,8 @@ import scala.collection.mutable
   *
   * Files and foreach-batch sinks take the items as rows of a schema ([[RowSinks]]); a files source is
   * the DataFrame source of what it reads ([[FileSources]]). Windows (after `addTimestamps`) run as
-  * [[WindowStages]] say.
+  * [[WindowStages]] say, reading the time each item carries beside it from where it was stamped
+  * ([[CarriedTimestamps]]).
   *
   * What this engine does not run yet (`aggregate2` mixing a user-defined operation with a built-in one,
   * a user-defined operation inside `all_of` or a window, JVM functions, typed items other than a
@@ -68,8 +69,11 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private val typedStages = new TypedStages(typedPlan, dag, pythonUdfs, counter)
   private val sinkPlans = mutable.LinkedHashMap.empty[String, String]
 
+  private val timestamps = new CarriedTimestamps(dag, typedPlan)
+
   dag.vertices.foreach(requireSupported)
   SequenceStages.requireSupported(dag)
+  timestamps.requireSupported()
   private val sequences = new SequenceStages(spark, dag)
 
   /** Runs every sink; returns the items each vertex emitted (dead letters under "<vertex>.errors"). */
@@ -91,7 +95,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       v.name -> PythonAggregations.bindInputs(ops)
     case v @ Vertex(_, RollingAggregate(_, op: PythonAggregateSpec), _, _, _) if PythonAggregations.bindable(op) =>
       v.name -> PythonAggregations.bindInputs(Seq(op))
-    case v @ Vertex(_, WindowAggregate(_, _, op: PythonAggregateSpec, _, _), _, _, _) if PythonAggregations.bindable(op) =>
+    case v @ Vertex(_, WindowAggregate(_, _, op: PythonAggregateSpec, _), _, _, _) if PythonAggregations.bindable(op) =>
       v.name -> PythonAggregations.bindInputs(Seq(op))
   }.toMap
 
@@ -166,7 +170,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
           WindowStages.run(v.name, w, aggregations(v.name), rows, typed.events, typedPlan.onlyNoopSinksRead(v.name))
         case None => WindowStages.run(v.name, w, aggregations(v.name), singleInput(v), unread = typedPlan.onlyNoopSinksRead(v.name))
       }
-      case AddTimestamps(_, _) => singleInput(v) // a window reads the timestamps (see WindowStages)
+      case AddTimestamps(_, _) => singleInput(v) // the items with their time beside them, read on the way in
       case Distinct(_) => ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[Extracted].key), extracted,
         e => InternalRow(e.asInstanceOf[Extracted].pickled), ItemSchema).run(singleInput(v))
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
@@ -192,7 +196,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   }
 
   /** What `edge` delivers: the sender's data (or one stage's dead letters) — with key and values
-    * extracted where the receiver aggregates items — moved as the edge kind says.
+    * extracted where the receiver aggregates items, with the items' time where the receiver reads it
+    * ([[CarriedTimestamps]]) — moved as the edge kind says.
     */
   private def input(edge: Edge): DataFrame =
     if (typedPlan.takesTyped(edge)) output(dag.vertex(edge.from)) else itemsInput(edge)
@@ -202,12 +207,13 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     lazy val selected = edge.errorsOf match {
       case Some(stage) => sender.where(col(Failure) === stage).select(Item)
       // Other columns stay (a custom aggregation's partial results carry their key).
-      case None if sender.columns.contains(Failure) => sequences.forEdge(edge, sender.where(col(Failure).isNull).drop(Failure))
-      case None => sequences.forEdge(edge, sender)
+      case None if sender.columns.contains(Failure) =>
+        timestamps.forEdge(edge, sequences.forEdge(edge, sender.where(col(Failure).isNull).drop(Failure)))
+      case None => timestamps.forEdge(edge, sequences.forEdge(edge, sender))
     }
     val receiver = dag.vertex(edge.to)
     val consumesKeys = receiver.description match {
-      case Aggregate(_, _, _) | RollingAggregate(_, _) | WindowAggregate(_, _, _, _, _) | Distinct(_) | Sort(_, _, _) | MapStateful(_, _, _) |
+      case Aggregate(_, _, _) | RollingAggregate(_, _) | WindowAggregate(_, _, _, _) | Distinct(_) | Sort(_, _, _) | MapStateful(_, _, _) |
            HashJoin(_, _, _) => true
       case _ => false
     }
@@ -220,9 +226,16 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case None => selected
     }
     val received = sequences.received(edge, moved(rows, edge, receiver.localParallelism))
-    // Only vertices that consume keys read the extracted columns; a rebalanced stage gets its items back.
-    if (extraction.isDefined && !consumesKeys) sequences.itemsOf(received) else received
+    // Only vertices that consume keys read the extracted columns; a rebalanced or stamping stage gets
+    // its items back, with what they carry.
+    if (extraction.isDefined && !consumesKeys) itemsOf(received) else received
   }
+
+  /** The items of `df` (rows that also hold extracted keys and values), with their time and their
+    * sequence ids where they carry them.
+    */
+  private def itemsOf(df: DataFrame): DataFrame =
+    df.select((Item +: (WindowStages.Ts +: SequenceStages.Columns).filter(df.columns.contains)).map(col): _*)
 
   /** `rows` moved to `target` partitions as `edge`'s kind says (a partitioned edge by the column `key`). */
   private def moved(rows: DataFrame, edge: Edge, target: Int): DataFrame = edge.kind match {
@@ -332,13 +345,17 @@ object SparkBatchEngine {
     * and that input's operation's values in slot order; at a hash join, each side's key of its clause
     * (the streamed side's other clauses' keys as values); behind a `rebalance(key)` edge, that key,
     * which decides the partition (also where the vertex has no key of its own: a global aggregation, a
-    * sort). None for the vertices that Catalyst runs (see [[TypedPlan]]).
+    * sort); where items are stamped on entry, their time ([[CarriedTimestamps]]). None for the vertices
+    * that Catalyst runs (see [[TypedPlan]]).
     */
   def pythonExtractions(dag: PhysicalDag, typed: TypedPlan): Seq[PythonExtraction] = {
     import PythonExtraction.{KeyBytes, OperationSlot, Plain}
-    def extraction(v: Vertex, ordinal: Int, key: Option[Extractor], values: Seq[PythonExtraction.Value],
-        timestamp: Option[Extractor] = None) = PythonExtraction(v, ordinal, key, values, timestamp,
-        dag.edgesInto(v.name).find(_.toOrdinal == ordinal).flatMap(PythonExtraction.rowSourceOf(typed, _)))
+    val timestamps = new CarriedTimestamps(dag, typed)
+    def extraction(v: Vertex, ordinal: Int, key: Option[Extractor], values: Seq[PythonExtraction.Value]) = {
+      val edge = dag.edgesInto(v.name).find(_.toOrdinal == ordinal).get
+      PythonExtraction(v, ordinal, key, values, timestamps.stampOn(edge), timestamps.arriveTimed(edge),
+        PythonExtraction.rowSourceOf(typed, edge))
+    }
     def slots(op: PythonAggregateSpec) = PythonAggregations.extractors(op).map(OperationSlot(_, op))
     dag.vertices.filterNot(v => typed.runsInCatalyst(v.name)).flatMap {
       case v @ Vertex(_, Aggregate(stage, PythonOps(ops), keys), _, _, _) =>
@@ -348,16 +365,17 @@ object SparkBatchEngine {
       case v @ Vertex(_, MapStateful(key, _, _), _, _, _) => Seq(extraction(v, 0, key, Nil))
       case v @ Vertex(_, Sort(SortPhase.LocalSort, key, _), _, _, _) =>
         Seq(extraction(v, 0, rebalanceKey(dag, v, 0), Seq(Plain(key.getOrElse(Extractor.WholeItem)))))
-      // A window reads the rows in the JVM where it can (TypedWindow), else Python gives each item's time too.
-      case v @ Vertex(_, WindowAggregate(stage, _, op: PythonAggregateSpec, key, Some(timestamp)), _, _, _) =>
+      // A window reads the rows in the JVM where it can (TypedWindow), else Python passes each item's time on.
+      case v @ Vertex(_, WindowAggregate(stage, _, op: PythonAggregateSpec, key), _, _, _) =>
         if (stage == AggregationStage.Combine || typed.typedWindows.contains(v.name)) Nil
-        else Seq(extraction(v, 0, key, slots(op), Some(timestamp)))
+        else Seq(extraction(v, 0, key, slots(op)))
       case v @ Vertex(_, HashJoin(clauses, _, _), _, _, _) =>
         // The streamed item's other left keys ride along as values, in the canonical form keys compare in.
         extraction(v, 0, Some(clauses.head.leftKey), clauses.tail.map(c => KeyBytes(c.leftKey))) +:
           clauses.zipWithIndex.map { case (c, i) => extraction(v, i + 1, Some(c.rightKey), Nil) }
+      // Elsewhere: the key of a rebalance(key) edge, and the time of items stamped on entry (CarriedTimestamps).
       case v => dag.edgesInto(v.name).collect {
-        case e if rebalancedByKey(e) => extraction(v, e.toOrdinal, Some(e.kind.asInstanceOf[EdgeKind.Partitioned].key), Nil)
+        case e if rebalancedByKey(e) || timestamps.stampOn(e).isDefined => extraction(v, e.toOrdinal, rebalanceKey(dag, v, e.toOrdinal), Nil)
       }
     }
   }

@@ -2,7 +2,7 @@ package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.node.ObjectNode
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import io.jetspark.pipeline.{Extractor, PipelineDefinitionError, PythonAggregateSpec}
+import io.jetspark.pipeline.{Extractor, PipelineDefinitionError, PythonAggregateSpec, TimestampPolicy}
 import io.jetspark.plan.VertexDescription._
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
 import org.apache.spark.sql.functions.lit
@@ -192,9 +192,15 @@ final class TypedPlan private (dag: PhysicalDag) {
   }
 
   private def typedWindow(v: Vertex): Option[(String, TypedWindow)] = v.description match {
-    case WindowAggregate(stage, _, op: PythonAggregateSpec, key, Some(timestamp)) if stage != AggregationStage.Combine =>
+    case WindowAggregate(stage, _, op: PythonAggregateSpec, key) if stage != AggregationStage.Combine =>
       val input = dag.edgesInto(v.name).head
       val source = stampsOverRows.getOrElse(input.from, input.from)
+      // The rows' time: read by the addTimestamps before the window, or by the stream source itself.
+      val timestamp = dag.vertex(input.from).description match {
+        case AddTimestamps(ts, _) => Some(ts)
+        case Source(_, Some(TimestampPolicy.FromItems(ts, _))) => Some(ts)
+        case _ => None
+      }
       // A single-stage window's input is partitioned by its own key, which the projection carries.
       val partitionedByOwnKey = input.kind match {
         case EdgeKind.Partitioned(k, _) => key.contains(k)
@@ -203,7 +209,7 @@ final class TypedPlan private (dag: PhysicalDag) {
       val readsRows = (rowSources.contains(input.from) || stampsOverRows.contains(input.from)) && input.errorsOf.isEmpty &&
         (partitionedByOwnKey || !SparkBatchEngine.rebalancedByKey(input))
       if (!readsRows) None
-      else TypedWindow.plan(stageOf(v), key, timestamp, op, rowSources(source)).toOption.map(v.name -> _)
+      else timestamp.flatMap(TypedWindow.plan(stageOf(v), key, _, op, rowSources(source)).toOption).map(v.name -> _)
     case _ => None
   }
 

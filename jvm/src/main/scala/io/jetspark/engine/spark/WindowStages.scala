@@ -24,8 +24,9 @@ import scala.jdk.CollectionConverters._
   * window definition's early-results period is ignored.
   *
   * Where items enter the window (the single stage, or stage 1 of two), one Arrow UDF per input extracts
-  * in Python the grouping key, the operation's values and the timestamp (`extract:<vertex>:0`, see
-  * [[SparkBatchEngine.pythonExtractions]]); rows are then [[SparkBatchEngine.ExtractedSchema]] plus a `ts` column.
+  * in Python the grouping key and the operation's values (`extract:<vertex>:0`, see
+  * [[SparkBatchEngine.pythonExtractions]]) and passes on the time each item carries ([[CarriedTimestamps]]);
+  * rows are then [[SparkBatchEngine.ExtractedSchema]] plus a `ts` column.
   *  - Sliding and tumbling, two stages: `accumulateFrames` emits one partial accumulator per (key, frame);
   *    a key's frames cross the shuffle by key (or to one partition) as one row, serialized together,
   *    to `combineFrames`.
@@ -50,15 +51,12 @@ object WindowStages {
     StructField("frame_ends", ArrayType(LongType, containsNull = false)), StructField("accs", BinaryType)))
 
   /** Fails, naming the vertex, for what this engine cannot run: an operation not from
-    * `AggregateOperations`, or items whose timestamps it cannot read.
+    * `AggregateOperations` (items without a timestamp: see [[CarriedTimestamps]]).
     */
   def requireSupported(vertex: String, w: WindowAggregate): Unit = {
     if (!w.op.isInstanceOf[PythonAggregateSpec] || !PythonAggregations.bindable(w.op.asInstanceOf[PythonAggregateSpec]))
       throw new UnsupportedOperationException(s"vertex '$vertex' (${w.describe}): the Spark batch engine runs " +
         "windows of the built-in AggregateOperations only, not AggregateOperation.of")
-    if (w.timestamp.isEmpty)
-      throw new UnsupportedOperationException(s"vertex '$vertex' (${w.describe}): its items carry no timestamp the " +
-        "Spark batch engine can read; give them timestamps with add_timestamps(ts)")
   }
 
   /** The output of window vertex `vertex` over `input`: its processors, with how rows become their items

@@ -11,9 +11,9 @@ import io.jetspark.pipeline.Extractor
   * assignment does not depend on the items' order, unlike a stream source's (its watermark follows the
   * order): it is order-insensitive.
   *
-  * The timestamp is read with `timestamp` from each item as it reaches the window, which is the item
-  * this transform saw as long as only filters and peeks stand between them (checked when the pipeline is
-  * planned, see `EventTimeRule`).
+  * The timestamp is read with `timestamp` here, once per item, and travels beside the item (Jet's
+  * `JetEvent`): stateless stages downstream give their outputs the time of the item they came from, and
+  * a window reads that time whatever those stages made of the item (see `EventTimeRule`).
   */
 final class AddTimestampsTransform(up: Transform, reb: Rebalance, val timestamp: Extractor, val allowedLagMs: Long)
     extends Transform(Seq(up), Seq(reb)) {

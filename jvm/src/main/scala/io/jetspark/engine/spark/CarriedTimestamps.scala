@@ -1,0 +1,90 @@
+package io.jetspark.engine.spark
+
+import io.jetspark.pipeline.Extractor
+import io.jetspark.plan.VertexDescription.{AddTimestamps, Merge, StatelessChain, WindowAggregate}
+import io.jetspark.plan.{AggregationStage, Edge, PhysicalDag, Vertex}
+import org.apache.spark.sql.DataFrame
+
+import scala.collection.mutable
+
+/** Event time on the Spark batch engine, as Jet's `JetEvent` carries it (see `plan.EventTimeRule`): an
+  * item's timestamp (ms) is read once, where the item is stamped, and rides beside the item in a column
+  * [[WindowStages.Ts]] to the windows that read it.
+  *
+  *  - Stamping: Python's extraction where items enter an `addTimestamps` vertex reads the timestamp with
+  *    its extractor (a Column on a DataFrame source's rows is evaluated by Catalyst next to the row, see
+  *    [[PythonExtraction]]). It always does, read or not, so that a timestamp that is no time fails the
+  *    `addTimestamps` stage, as in Jet. A window's results are stamped with their `end` where they enter
+  *    a vertex that reads their time.
+  *  - Carrying: a fused Python chain gives each output the time of the record it ran on
+  *    (`python/jetspark/_python_steps.py`); a merge unions its inputs' rows, time and all; edges move the
+  *    time with the item.
+  *  - Reading: the extraction at a window's input passes the time on beside the key and values
+  *    ([[WindowStages.TimedSchema]]).
+  * Only the vertices on the way to a window that reads Python items ([[readers]]) take the time in; edges
+  * to any other vertex drop the column. A window that reads a DataFrame source's rows in the JVM takes the
+  * time from the rows ([[TypedWindow]]).
+  */
+final class CarriedTimestamps(dag: PhysicalDag, typed: TypedPlan) {
+  import CarriedTimestamps._
+
+  private val reading = mutable.Map.empty[String, Boolean]
+
+  /** Whether `vertex` takes each input item's time in: a window where Python items enter it, or a fused
+    * chain or a merge on the way to one.
+    */
+  def reads(vertex: String): Boolean = reading.getOrElseUpdate(vertex, {
+    val v = dag.vertex(vertex)
+    v.description match {
+      case WindowAggregate(stage, _, _, _) => stage != AggregationStage.Combine && !typed.typedWindows.contains(vertex)
+      case StatelessChain(_) | Merge(_, _) => dag.edgesFrom(vertex).exists(e => e.errorsOf.isEmpty && reads(e.to))
+      case _ => false
+    }
+  })
+
+  /** Whether the rows `vertex` emits hold each item's time: it stamps them, or carries them to a reader. */
+  def emits(vertex: String): Boolean = dag.vertex(vertex).description match {
+    case AddTimestamps(_, _) => !typed.typedStamps(vertex)
+    case StatelessChain(_) | Merge(_, _) => reads(vertex)
+    case _ => false
+  }
+
+  /** Whether the rows that `edge` delivers hold their items' time, to be taken in by the receiver. */
+  def arriveTimed(edge: Edge): Boolean = edge.errorsOf.isEmpty && emits(edge.from) && reads(edge.to)
+
+  /** How the items entering on `edge` get their time there, where they are stamped on entry: into an
+    * `addTimestamps` vertex, or from a window (its results) into a vertex that reads their time.
+    */
+  def stampOn(edge: Edge): Option[Extractor] = dag.vertex(edge.to).description match {
+    case AddTimestamps(ts, _) if emits(edge.to) => Some(ts)
+    case _ if edge.errorsOf.isEmpty && reads(edge.to) && emitsWindowResults(dag.vertex(edge.from)) => Some(WindowResultTime)
+    case _ => None
+  }
+
+  /** What the sender gives `edge`: `df` without the time column where the receiver does not read it. */
+  def forEdge(edge: Edge, df: DataFrame): DataFrame =
+    if (arriveTimed(edge) || !df.columns.contains(WindowStages.Ts)) df else df.drop(WindowStages.Ts)
+
+  /** Fails, naming the vertex, where a reader gets items without a time, or where preserve_order would
+    * need it to carry sequence ids beside the time (not done yet).
+    */
+  def requireSupported(): Unit = dag.vertices.filter(v => reads(v.name)).foreach { v =>
+    dag.edgesInto(v.name).find(e => !arriveTimed(e) && stampOn(e).isEmpty).foreach { e =>
+      throw new UnsupportedOperationException(s"vertex '${v.name}' (${v.description.describe}): the items from " +
+        s"'${e.from}' carry no timestamp the Spark batch engine can read; give them timestamps with add_timestamps(ts)")
+    }
+    if (SequenceStages.keepsSequenceIn(dag, v))
+      throw new UnsupportedOperationException(s"vertex '${v.name}' (${v.description.describe}): preserve_order needs " +
+        "sequence ids carried through it beside the items' timestamps, which the Spark batch engine does not do yet")
+  }
+
+  private def emitsWindowResults(v: Vertex): Boolean = v.description match {
+    case WindowAggregate(stage, _, _, _) => stage != AggregationStage.Accumulate
+    case _ => false
+  }
+}
+
+object CarriedTimestamps {
+  /** A window result's timestamp: its window's end (see `plan.EventTimeRule`). */
+  val WindowResultTime: Extractor = Extractor.FieldName("end")
+}
