@@ -316,3 +316,27 @@ def test_a_failing_join_mapper_sends_the_pair_to_its_dead_letter(run):
     ok, bad = run(p, "ok", "bad")
     assert sorted(ok) == [1, 3]
     assert bad == [DeadLetter((2, 2), "divide", "ZeroDivisionError: integer division or modulo by zero")]
+
+
+def test_a_cached_source_stays_cached_after_the_job(run, jet):
+    # df (cached by the user) --> grouping_key("k").aggregate      (Catalyst reads the user's DataFrame as is)
+    # df (cached by the user) --> map, filter+map, aggregate       (a fan-out, which the engine keeps for its readers)
+    from pyspark import StorageLevel
+
+    df = jet.spark.range(0, 30, 1, 2).selectExpr("id", "id % 3 AS k").cache()
+    df.count()
+    alone = Pipeline.create()
+    alone.read_from(Sources.dataframe(df)).grouping_key("k").aggregate(ops.counting()).write_to(Sinks.list("counts"))
+    assert sorted(run(alone, "counts")) == [(0, 10), (1, 10), (2, 10)]
+    assert df.storageLevel != StorageLevel.NONE, "a job that read the DataFrame alone dropped the user's cache"
+
+    fanned = Pipeline.create()
+    rows = fanned.read_from(Sources.dataframe(df))
+    rows.map(lambda r: r.id).write_to(Sinks.list("ids"))
+    rows.filter(lambda r: r.k == 0).map(lambda r: r.id).write_to(Sinks.list("zeros"))
+    rows.grouping_key("k").aggregate(ops.counting()).write_to(Sinks.list("counts"))
+    ids, zeros, counts = run(fanned, "ids", "zeros", "counts")
+    assert sorted(ids) == list(range(30)) and sorted(zeros) == list(range(0, 30, 3))
+    assert sorted(counts) == [(0, 10), (1, 10), (2, 10)]
+    assert df.storageLevel != StorageLevel.NONE, "a job that read the DataFrame in several branches dropped the user's cache"
+    df.unpersist()

@@ -147,7 +147,10 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
     emission.emitTo(outbox)
   }
 
-  /** Advances the watermark to `wm` and returns what it completes, in increasing end order. */
+  /** Advances the watermark to `wm` and returns what it completes: windows in increasing end order; frames
+    * in end order per key, key after key (the second stage holds frames until its own watermark, so their
+    * order across keys does not matter, and sorting them cost the first stage more than accumulating).
+    */
   private def closeUpTo(wm: Long): Seq[Any] = {
     watermark = math.max(watermark, wm)
     val target = policy.lastEndAtOrBefore(wm)
@@ -161,7 +164,7 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
       if (w.isEmpty) it.remove()
     }
     closedEnd = target
-    Timed.inEndOrder(out)
+    if (emitsFrames) out.map(_.item).toSeq else Timed.inEndOrder(out)
   }
 
   private def emitFrames(key: Any, w: KeyWindows[A], target: Long, out: ArrayBuffer[Timed]): Unit =

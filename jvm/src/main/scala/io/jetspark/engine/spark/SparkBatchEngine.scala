@@ -63,6 +63,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     this(spark, dag, pythonUdfs, jobId, TypedPlan(dag))
 
   private val outputs = mutable.Map.empty[String, DataFrame]
+  private val persisted = mutable.ArrayBuffer.empty[DataFrame]
   private val counters = mutable.LinkedHashMap.empty[String, LongAccumulator]
   private val fanOut: Map[String, Int] = dag.edges.groupBy(_.from).view.mapValues(_.size).toMap
   private lazy val rowSinks = new RowSinks(spark, dag, jobId)
@@ -79,7 +80,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   /** Runs every sink; returns the items each vertex emitted (dead letters under "<vertex>.errors"). */
   def run(): Map[String, Long] = {
     try dag.vertices.foreach { v => v.description match { case Sink(_) => writeSink(v); case _ => () } }
-    finally { outputs.values.foreach(_.unpersist()); typedStages.unpersist() }
+    finally { persisted.foreach(_.unpersist()); typedStages.unpersist() }
     counters.map { case (name, acc) => name -> acc.sum }.toMap
   }
 
@@ -176,8 +177,17 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
     })))
     // Read by several edges: computed once.
-    if (fanOut.getOrElse(v.name, 0) > 1 || RowSinks.keepsOutput(v)) df.persist(StorageLevel.MEMORY_AND_DISK) else df
+    if (fanOut.getOrElse(v.name, 0) > 1 || RowSinks.keepsOutput(v)) keptForReaders(df) else df
   })
+
+  /** `df` cached until the job ends. A DataFrame that is cached already (a user's source) is read as it
+    * is and left cached: unpersisting it would drop the user's cache, as `unpersist` drops whatever
+    * cached data has the same plan.
+    */
+  private def keptForReaders(df: DataFrame): DataFrame = {
+    if (df.storageLevel == StorageLevel.NONE) persisted += df.persist(StorageLevel.MEMORY_AND_DISK)
+    df
+  }
 
   private def itemsFrame(items: Seq[Any], v: Vertex): DataFrame = {
     val pickles = items.map {
