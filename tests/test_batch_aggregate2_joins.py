@@ -338,6 +338,21 @@ def test_a_record_failing_in_the_custom_part_of_all_of_is_a_dead_letter_that_no_
     assert sorted(d.record for d in actual["co-fives"]) == list(range(10, 210, 10))
 
 
+def test_column_values_of_a_dataframe_s_rows_reach_the_built_in_parts_run_in_python(jet):
+    from pyspark.sql import functions as F
+
+    df = jet.spark.createDataFrame([(k % 3, k) for k in range(10)], "k int, v int")
+    rows = AggregateOperation.of(lambda: 0, lambda acc, row: acc + 1, combine=lambda a, b: a + b)
+    p = Pipeline.create()
+    (p.read_from(Sources.dataframe(df)).grouping_key("k")
+     .aggregate(ops.all_of(ops.summing(F.col("v") * 2), rows, ops.max_by("v"))).write_to(Sinks.list("mixed")))
+    actual, metrics = run_on_engine(jet, p, ["mixed"])
+    assert metrics["catalyst"] == []  # a user-defined part: not Catalyst's
+    # key 0: v = 0, 3, 6, 9
+    assert {k: (total, count, best.v) for k, (total, count, best) in actual["mixed"]} == {
+        0: (36, 4, 9), 1: (2 * (1 + 4 + 7), 3, 7), 2: (2 * (2 + 5 + 8), 3, 8)}
+
+
 def test_built_in_parts_run_in_python_give_what_the_jvm_gives(jet):
     # The same built-in operations, once alone (the JVM runs them) and once beside a user-defined part
     # (Python runs them all), over one partition in one order: equal results, floats bit for bit.
