@@ -405,19 +405,36 @@ def _custom_op(name: str, m: int) -> AggregateOperation:
                                  combine=lambda a, b: [a[0] + b[0]], finish=lambda a: a[0])
 
 
+def _mixed(b: _Builder, op: AggregateOperation, text: str) -> tuple[AggregateOperation, str]:
+    """``op``, or (drawn) ``op`` among built-in operations in one ``all_of``: the engine then runs the whole
+    operation in Python, its built-in parts too, and a record that fails in ``op`` counts in none."""
+    if not b.draw(st.booleans()):
+        return op, text
+    return (ops.all_of(ops.counting(), op, ops.summing(lambda x: x), ops.top_n(2)),
+            f"all_of(counting, {text}, summing, top_n(2))")
+
+
 def _int_custom_aggregate(b: _Builder, c: _Current) -> Result:
     name, m = b.draw(st.sampled_from(["squares", "sorted", "failing"])), b.draw(st.integers(3, 5))
+    op, op_text = _mixed(b, _custom_op(name, m), f"custom {name}")
     shape = b.draw(st.sampled_from(["global", "keyed", "aggregate2"]))
     if shape == "global":
-        stage, text, order = c.stage.aggregate(_custom_op(name, m)), f"aggregate(custom {name})", restart(b)
+        stage, text, order = c.stage.aggregate(op), f"aggregate({op_text})", restart(b)
     elif shape == "keyed":
-        stage = c.stage.grouping_key(lambda x: x % 3).aggregate(_custom_op(name, m))
-        text, order = f"grouping_key(x%3).aggregate(custom {name})", unordered(b)
+        stage = c.stage.grouping_key(lambda x: x % 3).aggregate(op)
+        text, order = f"grouping_key(x%3).aggregate({op_text})", unordered(b)
     else:
         other = b.source(INT)
-        stage = c.stage.grouping_key(lambda x: x % 3).aggregate2(
-            other.stage.grouping_key(lambda x: x % 3), _custom_op(name, m), _custom_op("squares", m))
-        text, order = f"grouping_key(x%3).aggregate2({other.label} by x%3, custom {name}, custom squares)", unordered(b)
+        # the other side: user-defined too, or built-in (a mix: both sides run in Python)
+        other_name = b.draw(st.sampled_from(["custom squares", "counting", "summing"]))
+        other_op = {"custom squares": lambda: _custom_op("squares", m), "counting": ops.counting,
+                    "summing": lambda: ops.summing(lambda x: x)}[other_name]()
+        if b.draw(st.booleans()):
+            stage = c.stage.grouping_key(lambda x: x % 3).aggregate2(other.stage.grouping_key(lambda x: x % 3), op, other_op)
+            text, order = f"grouping_key(x%3).aggregate2({other.label} by x%3, {op_text}, {other_name})", unordered(b)
+        else:
+            stage, order = c.stage.aggregate2(other.stage, op, other_op), restart(b)
+            text = f"aggregate2({other.label}, {op_text}, {other_name})"
     if name == "failing":
         stage, text = stage.on_error(b.dead_letter()), f"{text} x%{m}==0 fails, on_error(dead_letter)"
     return stage, ANY, order, text
@@ -425,10 +442,11 @@ def _int_custom_aggregate(b: _Builder, c: _Current) -> Result:
 
 def _int_custom_rolling(b: _Builder, c: _Current) -> Result:
     name = b.draw(st.sampled_from(["squares", "sorted"]))
+    op, text = _mixed(b, _custom_op(name, 3), f"custom {name}")
     if b.draw(st.booleans()):
-        return c.stage.rolling_aggregate(_custom_op(name, 3)), ANY, keep(c), f"rolling_aggregate(custom {name})"
-    return (c.stage.grouping_key(lambda x: x % 2).rolling_aggregate(_custom_op(name, 3)), ANY, unordered(b),
-            f"grouping_key(x%2).rolling_aggregate(custom {name})")
+        return c.stage.rolling_aggregate(op), ANY, keep(c), f"rolling_aggregate({text})"
+    return (c.stage.grouping_key(lambda x: x % 2).rolling_aggregate(op), ANY, unordered(b),
+            f"grouping_key(x%2).rolling_aggregate({text})")
 
 
 def _window_definition(b: _Builder) -> tuple[Any, str]:

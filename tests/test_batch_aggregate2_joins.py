@@ -5,6 +5,7 @@ failures of user functions name the stage and the record, or go to a dead-letter
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -241,12 +242,135 @@ def test_aggregate2_of_two_custom_operations_pairs_their_results(jet, keyed):
         assert actual["means"] == [(None, sum(x * 3 for x in range(12)) / 12)]
 
 
-def test_a_custom_operation_where_the_engine_cannot_run_it_fails_before_any_spark_job_naming_the_vertex(jet):
+# -- operations mixing a user-defined part with built-in ones: the whole operation runs in Python --------
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_aggregate2_mixing_a_custom_and_a_built_in_operation_pairs_their_results(jet, keyed):
     p = Pipeline.create()
-    left, right = p.read_from(Sources.items([1, 2])), p.read_from(Sources.items([3]))
-    left.aggregate2(right, MEAN, ops.counting()).set_name("co-mean").write_to(Sinks.noop())  # a mix: not yet
-    with pytest.raises(JobFailedError, match="co-mean"):
-        jet.new_job(p).join(timeout=300)
+    left = p.read_from(Sources.items(list(range(25))))
+    right = p.read_from(Sources.items([x * 3 for x in range(12)]))
+    if keyed:
+        by4, by5 = left.grouping_key(lambda x: x % 4), right.grouping_key(lambda x: x % 5)
+        by4.aggregate2(by5, MEAN, ops.summing(lambda x: x)).write_to(Sinks.list("two_stages"))  # both combine
+        by4.aggregate2(by5, ops.max_by(lambda x: x), DISTINCT_SORTED).write_to(Sinks.list("one_stage"))
+    else:
+        left.aggregate2(right, MEAN, ops.summing(lambda x: x)).write_to(Sinks.list("two_stages"))
+        left.aggregate2(right, ops.max_by(lambda x: x), DISTINCT_SORTED).write_to(Sinks.list("one_stage"))
+        left.filter(lambda x: x < 0).aggregate2(right.filter(lambda x: x < 0), ops.averaging(lambda x: x), MEAN) \
+            .write_to(Sinks.list("of_nothing"))
+    plan = p.explain(2)
+    assert "stage 2 of 2: combine" in plan and "single stage" in plan
+    actual = assert_matches_reference(jet, p, ["two_stages", "one_stage"] + ([] if keyed else ["of_nothing"]))
+    rights = [x * 3 for x in range(12)]
+    if keyed:
+        assert dict(actual["two_stages"])[1] == (sum(range(1, 25, 4)) / 6, sum(x for x in rights if x % 5 == 1))
+        # key 4 has right items only: max_by of nothing is None
+        assert dict(actual["one_stage"])[4] == (None, sorted(x for x in rights if x % 5 == 4))
+    else:
+        assert actual["two_stages"] == [(12.0, sum(rights))]
+        assert actual["one_stage"] == [(24, rights)]
+        (mean_of_nothing, custom_of_nothing), = actual["of_nothing"]
+        assert math.isnan(mean_of_nothing) and custom_of_nothing is None
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_all_of_with_a_custom_part_aggregates_in_one_or_two_stages(jet, keyed):
+    p = Pipeline.create()
+    items = p.read_from(Sources.items([(x * 7) % 23 for x in range(60)]))
+    stage = items.grouping_key(lambda x: x % 3) if keyed else items
+    # MEAN combines: two stages; DISTINCT_SORTED does not: one stage for the whole operation
+    stage.aggregate(ops.all_of(ops.counting(), MEAN, ops.max_by(lambda x: x))).write_to(Sinks.list("combining"))
+    stage.aggregate(ops.all_of(DISTINCT_SORTED, ops.summing(lambda x: x), ops.top_n(2))).write_to(Sinks.list("single"))
+    plan = p.explain(2)
+    assert "stage 2 of 2: combine" in plan and "single stage" in plan
+    actual = assert_matches_reference(jet, p, ["combining", "single"])
+    values = [(x * 7) % 23 for x in range(60)]
+    if keyed:
+        zeros = [x for x in values if x % 3 == 0]
+        assert dict(actual["combining"])[0] == (len(zeros), sum(zeros) / len(zeros), max(zeros))
+        assert dict(actual["single"])[0] == (sorted(set(zeros)), sum(zeros), sorted(zeros, reverse=True)[:2])
+    else:
+        assert actual["combining"] == [(60, sum(values) / 60, 22)]
+        assert actual["single"] == [(list(range(23)), sum(values), [22, 22])]
+
+
+def test_rolling_aggregate_of_all_of_with_a_custom_part_emits_every_part_after_each_item(jet):
+    p = Pipeline.create(preserve_order=True)
+    items = p.read_from(Sources.items([3, 1, 4, 1, 5, 9, 2, 6]))
+    items.rolling_aggregate(ops.all_of(ops.counting(), MEAN, ops.to_list())).write_to(Sinks.list("running"))
+    items.grouping_key(lambda x: x % 2).rolling_aggregate(ops.all_of(DISTINCT_SORTED, ops.max_by(lambda x: x))) \
+        .write_to(Sinks.list("running_by_key"))
+    expected = run_reference(p)
+    actual, _ = run_on_engine(jet, p, ["running", "running_by_key"])
+    assert actual["running"] == expected["running"]
+    assert actual["running"][:3] == [(1, 3.0, [3]), (2, 2.0, [3, 1]), (3, 8 / 3, [3, 1, 4])]
+    assert as_multiset(actual["running_by_key"]) == as_multiset(expected["running_by_key"])
+    # Without export the custom part's running result is its accumulator as it was at that item.
+    assert [r for k, r in actual["running_by_key"] if k == 0] == [({4}, 4), ({2, 4}, 4), ({2, 4, 6}, 6)]
+
+
+@pytest.mark.parametrize("combine", [True, False])
+def test_a_record_failing_in_the_custom_part_of_all_of_is_a_dead_letter_that_no_part_counts(jet, combine):
+    def accumulate(acc: list, x: int) -> list:
+        acc.append(x)  # in place, before failing: the engine must not keep it
+        if x % 5 == 0:
+            raise ValueError(f"no multiples of five: {x}")
+        return acc
+
+    collect = AggregateOperation.of(list, accumulate, combine=(lambda a, b: a + b) if combine else None,
+                                    finish=sorted)
+    p = Pipeline.create()
+    items = p.read_from(Sources.items(list(range(1, 21))))
+    (items.grouping_key(lambda x: x % 2).aggregate(ops.all_of(ops.counting(), collect, ops.summing(lambda x: x)))
+     .set_name("collect").on_error(Sinks.dead_letter("fives")).write_to(Sinks.list("kept")))
+    (items.aggregate2(items.map(lambda x: x * 10), ops.to_list(), collect).set_name("co-collect")
+     .on_error(Sinks.dead_letter("co-fives")).write_to(Sinks.list("co-kept")))
+    expected = run_reference(p)
+    actual, metrics = run_on_engine(jet, p, ["kept", "fives", "co-kept", "co-fives"])
+    assert sorted(actual["kept"]) == sorted(expected["kept"]) == [
+        (0, (8, [2, 4, 6, 8, 12, 14, 16, 18], 80)), (1, (8, [1, 3, 7, 9, 11, 13, 17, 19], 80))]
+    assert sorted(d.record for d in actual["fives"]) == [5, 10, 15, 20]
+    assert {(d.stage, d.error.split(":")[0]) for d in actual["fives"]} == {("collect", "ValueError")}
+    assert metrics["vertices"]["collect-dead-letter"]["items_in"] == 4
+    # aggregate2: every right item x*10 fails; the left side's built-in to_list sees every left item
+    ((left, right),) = actual["co-kept"]
+    assert sorted(left) == list(range(1, 21)) and right == []
+    assert sorted(d.record for d in actual["co-fives"]) == list(range(10, 210, 10))
+
+
+def test_column_values_of_a_dataframe_s_rows_reach_the_built_in_parts_run_in_python(jet):
+    from pyspark.sql import functions as F
+
+    df = jet.spark.createDataFrame([(k % 3, k) for k in range(10)], "k int, v int")
+    rows = AggregateOperation.of(lambda: 0, lambda acc, row: acc + 1, combine=lambda a, b: a + b)
+    p = Pipeline.create()
+    (p.read_from(Sources.dataframe(df)).grouping_key("k")
+     .aggregate(ops.all_of(ops.summing(F.col("v") * 2), rows, ops.max_by("v"))).write_to(Sinks.list("mixed")))
+    actual, metrics = run_on_engine(jet, p, ["mixed"])
+    assert metrics["catalyst"] == []  # a user-defined part: not Catalyst's
+    # key 0: v = 0, 3, 6, 9
+    assert {k: (total, count, best.v) for k, (total, count, best) in actual["mixed"]} == {
+        0: (36, 4, 9), 1: (2 * (1 + 4 + 7), 3, 7), 2: (2 * (2 + 5 + 8), 3, 8)}
+
+
+def test_built_in_parts_run_in_python_give_what_the_jvm_gives(jet):
+    # The same built-in operations, once alone (the JVM runs them) and once beside a user-defined part
+    # (Python runs them all), over one partition in one order: equal results, floats bit for bit.
+    rows = [{"k": i % 2, "n": n, "f": f} for i, (n, f) in enumerate(
+        [(2 ** 62, 0.1), (2 ** 62, 0.7), (-3, 1e-3), (True, 2.5), (7, float("nan")), (7, -0.0), (2 ** 70, 0.3)])]
+    built_ins = [ops.counting(), ops.summing("n"), ops.averaging("n"), ops.averaging("f"), ops.variance("n"),
+                 ops.linear_trend("n", "f"), ops.min_by("n"), ops.max_by("f"), ops.top_n(2, "n"), ops.bottom_n(3, "f"),
+                 ops.to_list()]
+    p = Pipeline.create()
+    stage = p.read_from(Sources.items(rows)).grouping_key("k")
+    stage.aggregate(ops.all_of(*built_ins)).set_local_parallelism(1).write_to(Sinks.list("jvm"))
+    counting = AggregateOperation.of(lambda: 0, lambda acc, _: acc + 1, combine=lambda a, b: a + b)
+    stage.aggregate(ops.all_of(*built_ins, counting)).set_local_parallelism(1).write_to(Sinks.list("python"))
+    actual, _ = run_on_engine(jet, p, ["jvm", "python"])
+    in_jvm = {k: r for k, r in actual["jvm"]}
+    in_python = {k: r[:-1] for k, r in actual["python"]}
+    assert as_multiset(in_python.items()) == as_multiset(in_jvm.items())
+    assert in_jvm[0][1] == 2 ** 62 - 3 + 7 + 2 ** 70  # exact beyond 64 bits
 
 
 # -- review findings ------------------------------------------------------------------------------------

@@ -1,6 +1,9 @@
-"""User-defined aggregate operations (:meth:`AggregateOperation.of`) on the Spark batch engine: their
-functions are Python's, so every vertex of such an aggregation is one Arrow UDF over the rows the JVM
-gives it (``CustomAggregations`` in the JVM says which vertex runs which ``mode``):
+"""Aggregations with a user-defined aggregate operation (:meth:`AggregateOperation.of`) on the Spark batch
+engine: its functions are Python's, so every vertex of such an aggregation is one Arrow UDF over the rows
+the JVM gives it (``CustomAggregations`` in the JVM says which vertex runs which ``mode``). Where the
+user-defined operation is a part (of ``all_of``, or one side of ``aggregate2``), the whole operation runs
+here, its built-in parts as ``_operations.py`` implements them, over the values the engine extracted
+for them (the ``values`` column):
 
 - ``accumulate``: stage 1 of 2, per partition: items (with their extracted key) into one accumulator per
   key; at the end of the partition, one row per key with the pickled accumulator;
@@ -15,21 +18,21 @@ and keeps one accumulator per input; its result is the pair of results.
 A global aggregation is one group (the key column is then ignored: a ``rebalance(key)`` in front of it
 only spreads the items), and it has a result also for no items: ``finish(create())``.
 
-Failures follow the engine's rules: a record whose ``accumulate`` raises goes to the stage's dead-letter
-sink when it has one, and leaves the accumulator as it was (``accumulate`` then works on a copy, since it
-may update the accumulator in place); otherwise it fails the job naming the stage and the record. A
-failing ``create``, ``combine``, ``export`` or ``finish`` is about a group, not a record, and fails the
-job naming the stage, the group and the function.
+Failures follow the engine's rules: a record whose ``accumulate`` raises (in any part) goes to the
+stage's dead-letter sink when it has one, and leaves every part's accumulator as it was (a user-defined
+``accumulate`` then works on a copy, since it may update the accumulator in place); otherwise it fails the
+job naming the stage and the record. A failing ``create``, ``combine``, ``export`` or ``finish`` is about a
+group, not a record, and fails the job naming the stage, the group and the function.
 """
 
 from __future__ import annotations
 
-import copy
 import pickle
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from jetspark._items import loads_key
+from jetspark._operations import operation_of
 from jetspark._python_steps import CHAIN_SCHEMA, FAILURE, ITEM, OPAQUE_SCHEMA, PICKLE_PROTOCOL, StepFailedError, _arrow_udf
 from jetspark.errors import DeadLetter
 
@@ -39,19 +42,24 @@ _SCHEMAS = {"accumulate": f"{CHAIN_SCHEMA}, key binary", "combine": OPAQUE_SCHEM
 _GLOBAL = b""
 #: The column that tells a row's input in an aggregation of two inputs (``CustomAggregations.Ordinal``).
 ORDINAL = "ordinal"
+#: The column of the values extracted for an operation's built-in parts (pickles, in slot order).
+VALUES = "values"
 
 
-def custom_aggregation_function(operations: Sequence[Mapping[str, Callable[..., Any] | None]], mode: str, keyed: bool,
-                                stage: str, dead_letter: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The Arrow map function of one vertex of a user-defined aggregation with one operation per input
-    (``operations``: each one's functions), over the columns ``key`` (canonical key bytes), ``item`` (a
-    pickled item; in ``combine`` mode a pickled partial accumulator) and, for several inputs,
-    ``ordinal`` (the row's input), found by name among the columns of the rows it is given. A group keeps
-    one accumulator per input; its result is that of the one operation, or the tuple of the results
-    (``aggregate2``). See the module docstring for the modes and the failure rules."""
+def custom_aggregation_function(operations: Sequence[Any], mode: str, keyed: bool, stage: str,
+                                dead_letter: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The Arrow map function of one vertex of an aggregation with one operation per input
+    (``operations``: as :func:`~jetspark._operations.operation_of` gives them), over the columns ``key``
+    (canonical key bytes), ``item`` (a pickled item; in ``combine`` mode a pickled partial accumulator),
+    ``values`` (the pickled values extracted for the built-in parts; not in ``combine`` mode) and, for
+    several inputs, ``ordinal`` (the row's input), found by name among the columns of the rows it is
+    given. A group keeps one accumulator per input; its result is that of the one operation, or the tuple
+    of the results (``aggregate2``). See the module docstring for the modes and the failure rules
+    (``dead_letter``: the stage has a dead-letter sink, and ``operations`` leave an accumulator as it
+    was where a record fails)."""
     if mode not in _SCHEMAS:
         raise ValueError(f"unknown custom aggregation mode {mode!r}")
-    ops = [_Operation(functions) for functions in operations]
+    ops = list(operations)
 
     def about_group(group: bytes) -> str:
         return f"<group of key {loads_key(group)!r}>" if keyed else "<the whole input>"
@@ -92,7 +100,8 @@ def custom_aggregation_function(operations: Sequence[Mapping[str, Callable[..., 
             groups: list[bytes] = []
             keys, raws = batch.column("key").to_pylist(), batch.column(ITEM).to_pylist()
             ordinals = batch.column(ORDINAL).to_pylist() if ORDINAL in batch.schema.names else [0] * len(raws)
-            for key, raw, ordinal in zip(keys, raws, ordinals):
+            extracted = batch.column(VALUES).to_pylist() if VALUES in batch.schema.names else [()] * len(raws)
+            for key, raw, ordinal, raw_values in zip(keys, raws, ordinals, extracted):
                 group = key if keyed else _GLOBAL
                 if mode == "combine":
                     partial = pickle.loads(raw)
@@ -104,22 +113,21 @@ def custom_aggregation_function(operations: Sequence[Mapping[str, Callable[..., 
                         table[group] = partial
                     continue
                 item = pickle.loads(raw)
-                accs = table[group] if group in table else create(repr(item))
+                if group not in table:  # a group has a result also where every one of its records failed
+                    table[group] = create(repr(item))
+                accs = table[group]
                 try:
-                    # with a dead-letter sink, a failing record must leave the accumulator as it was
-                    updated = copy.deepcopy(accs) if dead_letter else accs
-                    updated[ordinal] = ops[ordinal].accumulate(updated[ordinal], item)
+                    commit = ops[ordinal].prepare(accs[ordinal], item, [pickle.loads(v) for v in raw_values])
                 except Exception as e:  # noqa: BLE001 - any user error is the record's failure
                     if not dead_letter:
                         raise StepFailedError(f"stage '{stage}' failed on record {item!r}: {type(e).__name__}: {e}") from e
-                    table.setdefault(group, accs)
                     out.append(pickle.dumps(DeadLetter(item, stage, f"{type(e).__name__}: {e}"), protocol=PICKLE_PROTOCOL))
                     failures.append(stage)
                     groups.append(group)
                     continue
-                table[group] = updated
+                accs[ordinal] = commit()
                 if mode == "rolling":
-                    out.append(results(group, updated, final=False))
+                    out.append(results(group, accs, final=False))
                     failures.append(None)
                     groups.append(group)
             yield batch_of(out, failures, groups)
@@ -136,26 +144,11 @@ def custom_aggregation_function(operations: Sequence[Mapping[str, Callable[..., 
     return run
 
 
-def custom_aggregation_udf_column(operations: Sequence[Mapping[str, Callable[..., Any] | None]], mode: str, keyed: bool,
+def custom_aggregation_udf_column(specs: Sequence[Mapping[str, Any]], objects: Sequence[Any], mode: str, keyed: bool,
                                   stage: str, dead_letter: bool) -> Any:
-    """The Spark Column of one vertex of a user-defined aggregation (``custom:<vertex>``)."""
+    """The Spark Column of one vertex of an aggregation with a user-defined part (``custom:<vertex>``), one
+    operation ``spec`` per input as the JVM sends it (``CustomAggregations.Work``), its functions among
+    ``objects``; ``dead_letter``: the stage has a dead-letter sink."""
+    operations = [operation_of(spec, objects, atomic=dead_letter) for spec in specs]
     return _arrow_udf(custom_aggregation_function(operations, mode, keyed, stage, dead_letter), _SCHEMAS[mode],
                       ["key", ITEM])
-
-
-class _Operation:
-    """One user-defined operation's functions, with the defaults filled in: ``export`` gives the
-    accumulator itself, ``finish`` is ``export``."""
-
-    def __init__(self, functions: Mapping[str, Callable[..., Any] | None]) -> None:
-        self.create: Callable[[], Any] = functions["create"]  # type: ignore[assignment]
-        self.accumulate: Callable[[Any, Any], Any] = functions["accumulate"]  # type: ignore[assignment]
-        self.combine: Callable[[Any, Any], Any] = functions["combine"]  # type: ignore[assignment]
-        self.export: Callable[[Any], Any] = functions["export"] or _unchanged
-        self.finish: Callable[[Any], Any] = functions["finish"] or self.export
-
-
-def _unchanged(acc: Any) -> Any:
-    """``export`` by default: the accumulator itself (it is pickled at once, so later items do not change
-    a result already given)."""
-    return acc

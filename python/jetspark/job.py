@@ -209,8 +209,8 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
         udfs[f"stateful:{m['vertex']}"] = stateful(ref(m["create_ref"]), ref(m["fn_ref"]), m["keyed"], m["stage"],
                                                    m["dead_letter"])
     for c in work["custom_aggregations"]:
-        udfs[f"custom:{c['vertex']}"] = custom_aggregation_udf_column([ref(r) for r in c["functions_refs"]], c["mode"],
-                                                                      c["keyed"], c["stage"], c["dead_letter"])
+        udfs[f"custom:{c['vertex']}"] = custom_aggregation_udf_column(c["operations"], objects, c["mode"], c["keyed"],
+                                                                      c["stage"], c["dead_letter"])
     for j in work["joins"]:
         mapper = ref(j["mapper_ref"])
         pair_mapper = _pair_mapper(mapper)

@@ -102,8 +102,8 @@ object PythonVertices {
       Some(Extraction(s"${v.name}/extract-${e.toOrdinal}", v.fusedChain.head, key.map(extractorJson(v, _)), values))
     v.description match {
       case Aggregate(stage, Seq(op: PythonAggregateSpec), keys) if stage != AggregationStage.Combine =>
-        of(keys.headOption, PythonAggregations.bind(op.json).extractors)
-      case RollingAggregate(key, op: PythonAggregateSpec) => of(key, PythonAggregations.bind(op.json).extractors)
+        of(keys.headOption, PythonAggregations.bind(op).extractors)
+      case RollingAggregate(key, op: PythonAggregateSpec) => of(key, PythonAggregations.bind(op).extractors)
       case MapStateful(key, _, _) => of(key, Nil)
       case Distinct(key) => of(Some(key), Nil)
       case Sort(SortPhase.LocalSort, key, _) => of(None, Seq(extractorJson(v, key.getOrElse(Extractor.WholeItem))))
@@ -119,7 +119,7 @@ object PythonVertices {
       LocalVertex(v.name, v.localParallelism, newProcessor, output = output)
     val key: Any => Any = _.asInstanceOf[Extracted].key
     val item: Any => Any = _.asInstanceOf[Extracted].pickled
-    def bound(op: PythonAggregateSpec) = PythonAggregations.bind(op.json).op.asInstanceOf[AggregateOperation[Nothing, Any, Any]]
+    def bound(op: PythonAggregateSpec) = PythonAggregations.bind(op).op.asInstanceOf[AggregateOperation[Nothing, Any, Any]]
     v.description match {
       case Source(source, None) if source.name == "items" => LocalVertices.itemsSource(v, source.parameters("items").asInstanceOf[Seq[Any]])
       case StatelessChain(steps) =>

@@ -1,6 +1,7 @@
 package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import com.fasterxml.jackson.databind.node.{IntNode, ObjectNode}
 import io.jetspark.core.aggregate.{AggregateOperation, AggregateOperations, AnyOrdering}
 import io.jetspark.pipeline.PythonAggregateSpec
 
@@ -37,47 +38,57 @@ object PythonAggregations {
   private val mapper = new ObjectMapper()
   private val wholeItem: JsonNode = mapper.readTree("""{"kind": "item"}""")
 
-  /** A user-defined `AggregateOperation.of(...)`: its functions run in Python (see [[CustomAggregations]]). */
-  def isCustom(op: PythonAggregateSpec): Boolean = op.name == "custom"
-
-  /** Whether the JVM binds `op`'s built-in parts: true unless a custom operation hides inside (an
-    * `all_of` part), which neither the JVM nor the Python aggregation UDFs run.
+  /** Whether `op` runs in Python as a whole ([[CustomAggregations]]): it has a user-defined part
+    * (`AggregateOperation.of(...)`, itself or inside `all_of`). The JVM binds only operations without one;
+    * a mix runs in Python with its built-in parts too, so that one accumulator holds every part.
     */
-  def bindable(op: PythonAggregateSpec): Boolean = !containsCustom(mapper.readTree(op.json))
+  def runsInPython(op: PythonAggregateSpec): Boolean = containsCustom(mapper.readTree(op.json))
 
   private def containsCustom(spec: JsonNode): Boolean =
     spec.get("name").asText == "custom" || Option(spec.get("parts")).exists(_.elements().asScala.exists(containsCustom))
 
-  /** What Python extracts from an item for `op`, in slot order: nothing for a custom operation (it takes
-    * whole items) or one that cannot be bound (the engine refuses it, naming the vertex).
+  /** What Python extracts from an item for `op`, in slot order (see [[slotted]]). */
+  def extractors(op: PythonAggregateSpec): Seq[JsonNode] = slotted(op)._2
+
+  /** `op`'s spec with, on every built-in operation in it, where its values are among those extracted
+    * (`"slots"`: the indices of its extractors, in their order; a user-defined part takes whole items and
+    * has none), and the extractors in slot order. The JVM's binding and Python's ([[CustomAggregations]])
+    * both read these slots, so the two cannot number values differently.
     */
-  def extractors(op: PythonAggregateSpec): Seq[JsonNode] = if (bindable(op)) bind(op.json).extractors else Nil
+  def slotted(op: PythonAggregateSpec): (JsonNode, Seq[JsonNode]) = {
+    val extractors = ArrayBuffer.empty[JsonNode]
+    def number(spec: JsonNode): JsonNode = {
+      val out = spec.deepCopy[ObjectNode]()
+      val declared = spec.get("extractors").elements().asScala.toSeq
+      // Operations over the item itself when no value is given (top_n/bottom_n without a key).
+      val own = if (declared.isEmpty && Set("top_n", "bottom_n")(spec.get("name").asText)) Seq(wholeItem) else declared
+      out.putArray("slots").addAll(own.indices.map(i => IntNode.valueOf(extractors.size + i): JsonNode).asJava)
+      extractors ++= own
+      Option(spec.get("parts")).foreach(parts => out.putArray("parts").addAll(parts.elements().asScala.map(number).toSeq.asJava))
+      out
+    }
+    (number(mapper.readTree(op.json)), extractors.toSeq)
+  }
 
   /** The core operation of an aggregation with one operation per input: the operation itself for one
     * input, `aggregateOperation2` for two (each input's values extracted by that input's own extraction,
     * so each part binds its slots from 0).
     */
   def bindInputs(ops: Seq[PythonAggregateSpec]): AggregateOperation[Extracted, Any, Any] = ops match {
-    case Seq(op) => bind(op.json).op
-    case Seq(op0, op1) => AggregateOperations.aggregateOperation2(bind(op0.json).op, bind(op1.json).op)
+    case Seq(op) => bind(op).op
+    case Seq(op0, op1) => AggregateOperations.aggregateOperation2(bind(op0).op, bind(op1).op)
       .asInstanceOf[AggregateOperation[Extracted, Any, Any]]
     case _ => throw new IllegalArgumentException(s"an aggregation of ${ops.size} inputs")
   }
 
-  def bind(json: String): BoundAggregation = {
-    val slots = ArrayBuffer.empty[JsonNode]
-    val op = bind(mapper.readTree(json), slots)
-    BoundAggregation(op, slots.toSeq)
+  def bind(op: PythonAggregateSpec): BoundAggregation = {
+    val (spec, extractors) = slotted(op)
+    BoundAggregation(bind(spec), extractors)
   }
 
-  private def bind(spec: JsonNode, slots: ArrayBuffer[JsonNode]): AggregateOperation[Extracted, Any, Any] = {
+  private def bind(spec: JsonNode): AggregateOperation[Extracted, Any, Any] = {
     val name = spec.get("name").asText
-    val declared = spec.get("extractors").elements().asScala.toSeq
-    // Operations over the item itself when no value is given (top_n/bottom_n without a key).
-    val extractors = if (declared.isEmpty && Set("top_n", "bottom_n")(name)) Seq(wholeItem) else declared
-    val first = slots.size
-    slots ++= extractors
-    def value(i: Int): Extracted => Any = e => e.values(first + i)
+    def value(i: Int): Extracted => Any = { val slot = spec.get("slots").get(i).asInt; e => e.values(slot) }
     def n = spec.get("n").asInt
     val items = (xs: Iterable[Extracted]) => xs.map(_.item)
     val op: AggregateOperation[Extracted, _, _] = name match {
@@ -93,10 +104,10 @@ object PythonAggregations {
       case "to_list" => AggregateOperations.andThen(AggregateOperations.toList[Extracted]())(items)
       case "to_set" => AggregateOperations.andThen(AggregateOperations.toSet[Extracted]())(s => s.map(_.item))
       case "all_of" =>
-        val parts = spec.get("parts").elements().asScala.map(bind(_, slots)).toSeq
+        val parts = spec.get("parts").elements().asScala.map(bind).toSeq
         AggregateOperations.andThen(AggregateOperations.allOf(parts: _*))(_.toArray[Any])
       case "custom" => throw new UnsupportedOperationException(
-        "an AggregateOperation.of(...) runs in Python as a whole operation, not as a part of all_of")
+        "an AggregateOperation.of(...) runs in Python (with every other part of its operation), not in the JVM")
       case other => throw new IllegalArgumentException(s"unknown aggregate operation '$other'")
     }
     op.asInstanceOf[AggregateOperation[Extracted, Any, Any]]

@@ -39,7 +39,8 @@ import scala.collection.mutable
   * processors run in the Spark tasks; partial accumulators cross the shuffle serialized ([[PartialCodec]]), keyed by
   * the key's pickle; results go back to Python as pickles ([[PythonValues]]). `aggregate2` extracts per
   * input and reads both inputs partition by partition ([[CoGroupStages]]). User-defined operations run
-  * in Python ([[CustomAggregations]]). Hash joins broadcast every enriching side ([[HashJoinStage]]).
+  * in Python, and so does every operation with one among its parts, whole ([[CustomAggregations]]). Hash
+  * joins broadcast every enriching side ([[HashJoinStage]]).
   *
   * A DataFrame source's output is its DataFrame (typed rows); aggregations that read it directly may run
   * in Catalyst, their results typed too; typed outputs become opaque items only on the edges to vertices
@@ -50,10 +51,9 @@ import scala.collection.mutable
   * [[WindowStages]] say, reading the time each item carries beside it from where it was stamped
   * ([[CarriedTimestamps]]).
   *
-  * What this engine does not run yet (`aggregate2` mixing a user-defined operation with a built-in one,
-  * a user-defined operation inside `all_of` or a window, JVM functions, typed items other than a
-  * DataFrame's rows and the results of aggregations Catalyst runs) fails before any Spark job starts,
-  * naming the vertex.
+  * What this engine does not run yet (a user-defined operation in a window, JVM functions, typed items
+  * other than a DataFrame's rows and the results of aggregations Catalyst runs) fails before any Spark job
+  * starts, naming the vertex.
   */
 final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[String, Column], jobId: String,
     typedPlan: TypedPlan) {
@@ -90,15 +90,14 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   /** Per sink vertex, Spark's physical plan of what it wrote (once `run` has run). */
   def sinkPhysicalPlans: Map[String, String] = sinkPlans.toMap
 
-  /** The core operation of each aggregating vertex whose operations the JVM runs (built-in ones). */
-  private val aggregations: Map[String, AggregateOperation[Extracted, Any, Any]] = dag.vertices.collect {
-    case v @ Vertex(_, Aggregate(_, PythonOps(ops), _), _, _, _) if ops.forall(PythonAggregations.bindable) =>
-      v.name -> PythonAggregations.bindInputs(ops)
-    case v @ Vertex(_, RollingAggregate(_, op: PythonAggregateSpec), _, _, _) if PythonAggregations.bindable(op) =>
-      v.name -> PythonAggregations.bindInputs(Seq(op))
-    case v @ Vertex(_, WindowAggregate(_, _, op: PythonAggregateSpec, _), _, _, _) if PythonAggregations.bindable(op) =>
-      v.name -> PythonAggregations.bindInputs(Seq(op))
-  }.toMap
+  /** The core operation of each aggregating vertex whose operations the JVM runs (built-in ones only). */
+  private val aggregations: Map[String, AggregateOperation[Extracted, Any, Any]] =
+    dag.vertices.filterNot(CustomAggregations.runsInPython).collect {
+      case v @ Vertex(_, Aggregate(_, PythonOps(ops), _), _, _, _) => v.name -> PythonAggregations.bindInputs(ops)
+      case v @ Vertex(_, RollingAggregate(_, op: PythonAggregateSpec), _, _, _) => v.name -> PythonAggregations.bindInputs(Seq(op))
+      case v @ Vertex(_, WindowAggregate(_, _, op: PythonAggregateSpec, _), _, _, _) if !PythonAggregations.runsInPython(op) =>
+        v.name -> PythonAggregations.bindInputs(Seq(op))
+    }.toMap
 
   /** What Python extracts where items enter a vertex (at its input ordinal), as [[pythonExtractions]]. */
   private val pythonExtractions: Map[(String, Int), PythonExtraction] =
@@ -108,9 +107,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     case Source(source, _) if source.name == "items" || source.name == "dataframe" => ()
     case StatelessChain(steps) if steps.forall(runsInPythonChain) => ()
     case Merge(_, _) | Sink(_) => ()
-    case Aggregate(_, PythonOps(ops), _) if ops.forall(PythonAggregations.bindable) => ()
-    case RollingAggregate(_, op: PythonAggregateSpec) if PythonAggregations.bindable(op) => ()
-    case _ if CustomAggregations.runsCustom(v) => ()
+    // In the JVM, or in Python where some operation has a user-defined part (CustomAggregations).
+    case Aggregate(_, PythonOps(_), _) | RollingAggregate(_, _: PythonAggregateSpec) => ()
     case Distinct(_) => ()
     case MapStateful(_, Extractor.PythonFn(_, _), Extractor.PythonFn(_, _)) => ()
     case HashJoin(_, Some(Extractor.PythonFn(_, _)), _) => ()
@@ -133,7 +131,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case Merge(_, _) => dag.edgesInto(v.name).map(input).reduce(_ union _)
       case Sink(sink) if sink.takesRows => rowSinks.rows(v, singleInput(v))
       case Sink(_) => singleInput(v)
-      case _ if CustomAggregations.runsCustom(v) =>
+      case _ if CustomAggregations.runsInPython(v) =>
         val inputs = dag.edgesInto(v.name).sortBy(_.toOrdinal).map(input)
         SqlBridge.mapInArrow(CustomAggregations.input(v, inputs), pythonUdfs(s"custom:${v.name}"))
       case Aggregate(stage, ops, keys) if ops.size == 2 && stage != AggregationStage.Combine =>

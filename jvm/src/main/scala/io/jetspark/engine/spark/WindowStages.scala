@@ -51,12 +51,14 @@ object WindowStages {
     StructField("frame_ends", ArrayType(LongType, containsNull = false)), StructField("accs", BinaryType)))
 
   /** Fails, naming the vertex, for what this engine cannot run: an operation not from
-    * `AggregateOperations` (items without a timestamp: see [[CarriedTimestamps]]).
+    * `AggregateOperations`, or one with an `AggregateOperation.of` among its parts (windows run in the
+    * JVM's processors, which do not call Python functions); items without a timestamp: see
+    * [[CarriedTimestamps]].
     */
-  def requireSupported(vertex: String, w: WindowAggregate): Unit = {
-    if (!w.op.isInstanceOf[PythonAggregateSpec] || !PythonAggregations.bindable(w.op.asInstanceOf[PythonAggregateSpec]))
-      throw new UnsupportedOperationException(s"vertex '$vertex' (${w.describe}): the Spark batch engine runs " +
-        "windows of the built-in AggregateOperations only, not AggregateOperation.of")
+  def requireSupported(vertex: String, w: WindowAggregate): Unit = w.op match {
+    case op: PythonAggregateSpec if !PythonAggregations.runsInPython(op) => ()
+    case _ => throw new UnsupportedOperationException(s"vertex '$vertex' (${w.describe}): the Spark batch engine runs " +
+      "windows of the built-in AggregateOperations only, not AggregateOperation.of (alone or inside all_of)")
   }
 
   /** The output of window vertex `vertex` over `input`: its processors, with how rows become their items
