@@ -198,16 +198,21 @@ def test_a_failing_finish_fails_the_job_naming_the_stage_the_group_and_the_funct
     assert "group of key False" in str(e.value) and "finish" in str(e.value) and "ZeroDivisionError" in str(e.value)
 
 
-@pytest.mark.parametrize("combine", [True, False])
-def test_a_failing_accumulate_goes_to_the_dead_letter_and_leaves_the_accumulator_as_it_was(jet, combine):
+def _collecting_all_but_fives(combine: bool) -> AggregateOperation:
+    """A user-defined operation collecting items (sorted at the end) whose accumulate changes the
+    accumulator in place and then fails on multiples of five: a failed record must leave no trace."""
     def accumulate(acc: list, x: int) -> list:
         acc.append(x)  # in place, before failing: the engine must not keep it
         if x % 5 == 0:
             raise ValueError(f"no multiples of five: {x}")
         return acc
 
-    collect = AggregateOperation.of(list, accumulate, combine=(lambda a, b: a + b) if combine else None,
-                                    finish=sorted)
+    return AggregateOperation.of(list, accumulate, combine=(lambda a, b: a + b) if combine else None, finish=sorted)
+
+
+@pytest.mark.parametrize("combine", [True, False])
+def test_a_failing_accumulate_goes_to_the_dead_letter_and_leaves_the_accumulator_as_it_was(jet, combine):
+    collect = _collecting_all_but_fives(combine)
     p = Pipeline.create()
     items = p.read_from(Sources.items(list(range(1, 21))))
     (items.grouping_key(lambda x: x % 2).aggregate(collect).set_name("collect")
@@ -311,14 +316,7 @@ def test_rolling_aggregate_of_all_of_with_a_custom_part_emits_every_part_after_e
 
 @pytest.mark.parametrize("combine", [True, False])
 def test_a_record_failing_in_the_custom_part_of_all_of_is_a_dead_letter_that_no_part_counts(jet, combine):
-    def accumulate(acc: list, x: int) -> list:
-        acc.append(x)  # in place, before failing: the engine must not keep it
-        if x % 5 == 0:
-            raise ValueError(f"no multiples of five: {x}")
-        return acc
-
-    collect = AggregateOperation.of(list, accumulate, combine=(lambda a, b: a + b) if combine else None,
-                                    finish=sorted)
+    collect = _collecting_all_but_fives(combine)
     p = Pipeline.create()
     items = p.read_from(Sources.items(list(range(1, 21))))
     (items.grouping_key(lambda x: x % 2).aggregate(ops.all_of(ops.counting(), collect, ops.summing(lambda x: x)))
