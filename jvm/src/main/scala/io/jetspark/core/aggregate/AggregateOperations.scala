@@ -143,6 +143,10 @@ object AggregateOperations {
     andThen(new CompositeAggregateOperation(IndexedSeq(op0, op1).map(_.asInstanceOf[AggregateOperation[Any, Any, Any]]), routeByOrdinal = true))(
       (results: IndexedSeq[Any]) => (results(0).asInstanceOf[R0], results(1).asInstanceOf[R1]))
 
+  /** `op` over `fn` of each item (Jet's `mapping`): an accumulator then keeps only what `fn` gives. */
+  def mapping[T, U, A, R](fn: T => U)(op: AggregateOperation[U, A, R]): AggregateOperation[T, A, R] =
+    new MappedInputOperation(op, fn)
+
   /** `op` with `fn` applied to its result (Jet's `andThen`). */
   def andThen[T, A, R, R2](op: AggregateOperation[T, A, R])(fn: R => R2): AggregateOperation[T, A, R2] =
     new MappedResultOperation(op, fn)
@@ -260,6 +264,18 @@ private final class CompositeAggregateOperation(parts: IndexedSeq[AggregateOpera
 }
 
 /** `op` with `fn` applied to each exported or finished result. */
+private final class MappedInputOperation[T, U, A, R](op: AggregateOperation[U, A, R], fn: T => U) extends AggregateOperation[T, A, R] {
+  override def arity: Int = op.arity
+  override def create(): A = op.create()
+  override def accumulate(acc: A, ordinal: Int, item: T): A = op.accumulate(acc, ordinal, fn(item))
+  override def combineFn: Option[(A, A) => A] = op.combineFn
+  override def deductFn: Option[(A, A) => A] = op.deductFn
+  override def exportResult(acc: A): R = op.exportResult(acc)
+  override def finishResult(acc: A): R = op.finishResult(acc)
+  override def isOrderSensitive: Boolean = op.isOrderSensitive
+  override def toString: String = s"mapping(...)($op)"
+}
+
 private final class MappedResultOperation[T, A, R, R2](op: AggregateOperation[T, A, R], fn: R => R2) extends AggregateOperation[T, A, R2] {
   override def arity: Int = op.arity
   override def create(): A = op.create()

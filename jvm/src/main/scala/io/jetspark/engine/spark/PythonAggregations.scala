@@ -25,6 +25,9 @@ final class Extracted(val key: PickledKey, val item: AnyRef, val values: Array[A
   override def hashCode: Int = item.hashCode
 }
 
+/** What an operation that keeps items (`min_by`, `top_n`, ...) keeps of an extraction. */
+private final case class Kept(item: AnyRef, value: Any)
+
 /** Binds a Python-defined aggregate operation (its JSON, from python/jetspark/aggregate.py) to the
   * built-in operation of the core, over values that a Python worker extracts before the aggregation.
   *
@@ -87,22 +90,28 @@ object PythonAggregations {
   }
 
   private def bind(spec: JsonNode): AggregateOperation[Extracted, Any, Any] = {
+    import AggregateOperations.{andThen, bottomN, mapping, maxBy, minBy, toList, toSet, topN}
     val name = spec.get("name").asText
     def value(i: Int): Extracted => Any = { val slot = spec.get("slots").get(i).asInt; e => e.values(slot) }
     def n = spec.get("n").asInt
-    val items = (xs: Iterable[Extracted]) => xs.map(_.item)
+    // Operations that keep items keep only the item and the value it is ranked by, not the whole
+    // extraction (its key and other values): their partial results cross shuffles.
+    def kept(value: Extracted => Any): Extracted => Kept = e => Kept(e.item, value(e))
+    val byValue = (k: Kept) => k.value
+    val items = (xs: Iterable[Kept]) => xs.map(_.item)
+    val itemOf = (e: Extracted) => e.item
     val op: AggregateOperation[Extracted, _, _] = name match {
       case "counting" => AggregateOperations.counting()
       case "summing" => AggregateOperations.summing(value(0))
       case "averaging" => AggregateOperations.averaging(value(0))
       case "variance" => AggregateOperations.variance(value(0))
       case "linear_trend" => AggregateOperations.linearTrend(value(0), value(1))
-      case "min_by" => AggregateOperations.andThen(AggregateOperations.minBy(value(0))(AnyOrdering))(_.map(_.item))
-      case "max_by" => AggregateOperations.andThen(AggregateOperations.maxBy(value(0))(AnyOrdering))(_.map(_.item))
-      case "top_n" => AggregateOperations.andThen(AggregateOperations.topN(n, value(0))(AnyOrdering))(items)
-      case "bottom_n" => AggregateOperations.andThen(AggregateOperations.bottomN(n, value(0))(AnyOrdering))(items)
-      case "to_list" => AggregateOperations.andThen(AggregateOperations.toList[Extracted]())(items)
-      case "to_set" => AggregateOperations.andThen(AggregateOperations.toSet[Extracted]())(s => s.map(_.item))
+      case "min_by" => mapping(kept(value(0)))(andThen(minBy(byValue)(AnyOrdering))(_.map(_.item)))
+      case "max_by" => mapping(kept(value(0)))(andThen(maxBy(byValue)(AnyOrdering))(_.map(_.item)))
+      case "top_n" => mapping(kept(value(0)))(andThen(topN(n, byValue)(AnyOrdering))(items))
+      case "bottom_n" => mapping(kept(value(0)))(andThen(bottomN(n, byValue)(AnyOrdering))(items))
+      case "to_list" => mapping(itemOf)(toList[AnyRef]())
+      case "to_set" => mapping(itemOf)(toSet[AnyRef]())
       case "all_of" =>
         val parts = spec.get("parts").elements().asScala.map(bind).toSeq
         AggregateOperations.andThen(AggregateOperations.allOf(parts: _*))(_.toArray[Any])

@@ -2,7 +2,7 @@ package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.JsonNode
 import io.jetspark.core.Watermark
-import io.jetspark.core.aggregate.AggregateOperation
+import io.jetspark.core.aggregate.{AggregateOperation, AggregateOperations}
 import io.jetspark.core.window._
 import io.jetspark.pipeline.{PythonAggregateSpec, SessionWindowDefinition, SlidingWindowDefinition}
 import io.jetspark.plan.VertexDescription.WindowAggregate
@@ -71,7 +71,7 @@ object WindowStages {
     val resultRow: Any => InternalRow = if (unread) _ => InternalRow.empty else pickledResult
     val results: Iterator[Any] => Iterator[InternalRow] = _.filterNot(_.isInstanceOf[Watermark]).map(resultRow)
     val resultSchema = if (unread) StructType(Nil) else SparkBatchEngine.ItemSchema
-    val events = new OverTimedEvents(op)
+    val events = AggregateOperations.mapping((e: TimedEvent) => e.event)(op)
     val keyOf: TimedEvent => Any = if (keyed) _.event.key else _ => NonKeyed
     val tsOf: TimedEvent => Long = _.ts
     (w.window, w.stage) match {
@@ -170,16 +170,3 @@ object WindowStages {
 
 /** An item entering a window: what Python extracted from it, and its timestamp. */
 private[spark] final class TimedEvent(val ts: Long, val event: Extracted) extends Serializable
-
-/** `op`, accumulating the extraction of each timed event. */
-private[spark] final class OverTimedEvents[A, R](op: AggregateOperation[Extracted, A, R]) extends AggregateOperation[TimedEvent, A, R] {
-  override def arity: Int = op.arity
-  override def create(): A = op.create()
-  override def accumulate(acc: A, ordinal: Int, item: TimedEvent): A = op.accumulate(acc, ordinal, item.event)
-  override def combineFn: Option[(A, A) => A] = op.combineFn
-  override def deductFn: Option[(A, A) => A] = op.deductFn
-  override def exportResult(acc: A): R = op.exportResult(acc)
-  override def finishResult(acc: A): R = op.finishResult(acc)
-  override def isOrderSensitive: Boolean = op.isOrderSensitive
-  override def toString: String = op.toString
-}

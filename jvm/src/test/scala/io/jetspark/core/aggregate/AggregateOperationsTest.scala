@@ -37,6 +37,16 @@ class AggregateOperationsTest extends AnyFunSuite {
 
   // ---- which operations deduct (Jet's set) ----
 
+  test("mapping accumulates what its function gives, and combines and deducts as the operation it maps") {
+    val lengths = ops.mapping((word: String) => word.length.toLong)(ops.summingLong[Long](identity))
+    assert(resultOf(lengths, Seq("to", "be", "or", "not")) == 9L)
+    assert(combinedResult(lengths, Seq("to", "be"), Seq("or", "not")) == 9L)
+    val deducted = lengths.deductFn.get(accumulateAll(lengths, Seq("to", "be", "not")), accumulateAll(lengths, Seq("not")))
+    assert(lengths.exportResult(deducted) == 4L)
+    // A picking operation keeps what the function gave, not the item it was given.
+    assert(resultOf(ops.mapping((word: String) => word.length)(ops.maxBy[Int, Int](identity)), Seq("a", "abc", "ab")) == Some(3))
+  }
+
   test("counting, the summings, averaging, variance and linearTrend deduct; the rest only combine") {
     val deducting = Seq(ops.counting(), ops.summingLong[Long](identity), ops.summingDouble[Double](identity), ops.summing[Any](identity),
       ops.averaging[Any](identity), ops.variance[Any](identity), ops.linearTrend[(Int, Int)](_._1, _._2))
