@@ -28,7 +28,8 @@ import scala.collection.mutable
   * narrow, round-robin edges `repartition(n)`, all-to-one edges `repartition(1)`, partitioned edges
   * `repartition(n, key)`. Fused Python steps run as one Arrow UDF per vertex (built by the Python layer,
   * see `pythonChains`); their failures of stages routed to a dead-letter sink come out on that stage's
-  * error edge.
+  * error edge, and so do the records whose key, value or timestamp a stage's extraction failed on
+  * (`extractedInput`).
   *
   * The Python layer builds every Arrow UDF the job needs (see `pythonWork`) and hands them over by name:
   * `chain:<vertex>`, `extract:<vertex>:<input ordinal>`, `rows:<vertex>`, `stateful:<vertex>`, `join:<vertex>`,
