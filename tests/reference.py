@@ -49,7 +49,9 @@ def run_reference(pipeline: Pipeline) -> dict[str, list[Any]]:
     ``Sinks.dead_letter(name)`` a stage routes its failures to. A user function that raises on a record
     fails the run with :class:`jetspark.JobFailedError` naming the stage, unless that stage has
     ``on_error(Sinks.dead_letter(...))``: then the record and its error go to the dead-letter list and
-    the record has no further effect. Stream stages, file sources, Columns and non-list sinks
+    the record has no further effect. A key, value or timestamp extractor is a user function of the stage
+    that took it: an aggregation's grouping key and values, a join's clause keys, ``add_timestamps``'s
+    timestamp, a ``rebalance(key)``'s key of the stage behind it. Stream stages, file sources, Columns and non-list sinks
     other than ``noop``/``console`` raise :class:`NotImplementedError`. A DataFrame source's items are its
     ``collect()`` rows, in that order (the reference's one use of Spark).
     """
@@ -115,6 +117,13 @@ Stream = list  # of (Seq, item) pairs, or (Seq, item, ts) triples where items ca
 #: The stages that carry each item's time (see the module docstring) or read it.
 _KEEP_TIME = {"map", "filter", "flat_map", "peek", "merge", "window_aggregate"}
 
+#: The stages whose input a ``rebalance(key)`` partitions by that key, so that the key is called for every
+#: record (design doc 008: their own input edge is local). Elsewhere the stage's own edge wins and the key
+#: is never called: a keyed stage partitions by its grouping key, a join by its clause's key, an enriching
+#: side is broadcast, and whether an aggregation's or a window's first stage reads its input locally is
+#: the planner's choice, which the reference does not model.
+_REBALANCE_KEY_READERS = {"map", "filter", "flat_map", "peek", "merge", "add_timestamps", "sort", "sink"}
+
 
 class _Run:
     def __init__(self, objects: list[Any]) -> None:
@@ -133,7 +142,7 @@ class _Run:
         method = getattr(self, "_" + node["op"], None)
         if method is None:
             raise NotImplementedError(f"{_label(node)}: the reference has no '{node['op']}' transform")
-        inputs = [self.outputs[i] for i in node["inputs"]]
+        inputs = [self.partitioned(node, ordinal, self.outputs[i]) for ordinal, i in enumerate(node["inputs"])]
         if node["op"] not in _KEEP_TIME:
             inputs = [[(seq, item) for seq, item, *_ in stream] for stream in inputs]
         self.nodes[node["id"]] = node
@@ -152,6 +161,16 @@ class _Run:
             about = "" if record is _NO_RECORD else f" on record {record!r}"
             raise JobFailedError(f"stage '{label}' failed{about}: {type(error).__name__}: {error}",
                                  stage=label) from error
+
+    def partitioned(self, node: dict[str, Any], ordinal: int, stream: Stream) -> Stream:
+        """``stream`` as it enters input ``ordinal`` of ``node``: behind a ``rebalance(key)`` whose key
+        partitions the items (see :data:`_REBALANCE_KEY_READERS`), every record's key is taken first, and
+        a record whose key fails is ``node``'s failure: the stage that took the rebalanced input."""
+        rebalance = node["rebalance"][ordinal] if node["rebalance"] else None
+        if not isinstance(rebalance, dict) or node["op"] not in _REBALANCE_KEY_READERS:
+            return stream
+        key_of = self.extractor(rebalance["key"])
+        return [entry for entry in stream if self.call(node, entry[1], key_of, entry[1])[0]]
 
     def fn(self, ref: dict[str, Any]) -> Callable[..., Any]:
         assert ref["kind"] == "python", ref

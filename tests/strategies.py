@@ -10,7 +10,8 @@ Every user function is a self-contained lambda over builtins only (parameters ar
 closures), so cloudpickle serializes it by value and a Spark worker can run it without importing this
 module. The drawn pipelines are valid by construction: an unkeyed ``rebalance()`` appears only without
 ``preserve_order`` and only before a stateless stage (design doc 008's rules); failing functions appear
-only on stages that route failures to a dead letter. They are also determined by their definition: a
+only on stages that route failures to a dead letter (a failing map, or a stage whose key, value or
+timestamp extractor fails). They are also determined by their definition: a
 stage whose result depends on encounter order (map_stateful, rolling_aggregate, to_list, a keyed
 distinct, a sort's ties) is drawn only where that order is promised (see :class:`GeneratedPipeline`).
 """
@@ -206,6 +207,33 @@ def _int_failing_map(b: _Builder, c: _Current) -> Result:
     m = b.draw(st.integers(3, 5))
     stage = c.stage.map(lambda x: 60 // (x % m)).on_error(b.dead_letter())
     return stage, INT, keep(c), f"map(60//(x%{m})).on_error(dead_letter)"
+
+
+def _int_failing_extractor(b: _Builder, c: _Current) -> Result:
+    """A stage whose key, value or timestamp extractor raises where ``x % m == 0``: the record is that
+    stage's dead letter (API.md "Errors"), also where the extractor was given to the keyed stage before it."""
+    m = b.draw(st.integers(3, 5))
+    kinds = ["grouping_key", "summing", "join_key", "timestamp"] + ([] if b.p.preserve_order else ["rebalance_key"])
+    kind = b.draw(st.sampled_from(kinds))
+    if kind == "grouping_key":
+        stage = c.stage.grouping_key(lambda x: 60 // (x % m) % 3).aggregate(ops.counting())
+        result, order, text = ANY, unordered(b), f"grouping_key(60//(x%{m})%3).aggregate(counting)"
+    elif kind == "summing":
+        stage = c.stage.aggregate(ops.summing(lambda x: 60 // (x % m)))
+        result, order, text = INT, restart(b), f"aggregate(summing(60//(x%{m})))"
+    elif kind == "join_key":
+        right = b.source(KV)
+        stage = c.stage.hash_join(right.stage, JoinClause.on(lambda x: 60 // (x % m) % 4, "k"),
+                                  lambda x, r: x if r is None else x + r["v"])
+        result, order, text = INT, unordered(b), f"hash_join({right.label}, 60//(x%{m})%4 = k, x + v or x)"
+    elif kind == "timestamp":
+        stage = c.stage.add_timestamps(lambda x: 60 // (x % m)).on_error(b.dead_letter()).window(
+            WindowDefinition.tumbling(7)).aggregate(ops.counting())
+        return stage, ANY, unordered(b), f"add_timestamps(60//(x%{m})).on_error(dead_letter).tumbling(7).aggregate(counting)"
+    else:
+        stage = c.stage.rebalance(lambda x: 60 // (x % m)).map(lambda x: x - 1)
+        result, order, text = INT, unordered(b), f"rebalance(60//(x%{m})).map(x-1)"
+    return stage.on_error(b.dead_letter()), result, order, f"{text}.on_error(dead_letter)"
 
 
 def _int_map_stateful(b: _Builder, c: _Current) -> Result:
@@ -506,7 +534,7 @@ Transform = Callable[[_Builder, _Current], Result]
 _TRANSFORMS: dict[str, tuple[list[Transform], list[Transform]]] = {
     INT: ([_int_merge, _int_join, _int_aggregate2, _int_flat_map, _int_failing_map, _int_keyed_aggregate,
            _int_aggregate, _int_sort, _int_distinct, _int_map, _int_map_to_none, _int_filter, _int_peek,
-           _int_rebalance_map, _int_to_kv, _int_join2, _int_custom_aggregate, _int_window],
+           _int_rebalance_map, _int_to_kv, _int_join2, _int_custom_aggregate, _int_window, _int_failing_extractor],
           [_int_map_stateful, _int_rolling, _int_custom_rolling]),
     KV: ([_kv_merge, _kv_keyed_aggregate, _kv_aggregate, _kv_sort, _kv_distinct, _kv_map, _kv_filter, _kv_window],
          [_kv_stateful]),

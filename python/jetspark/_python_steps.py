@@ -5,6 +5,11 @@ Opaque items travel as one binary column ``item`` holding a pickle. The chain's 
 ``failure`` column: null for a result, or, for a record that a stage routed to a dead-letter sink
 failed on, that stage's name, with ``item`` holding a pickled :class:`~jetspark.errors.DeadLetter`.
 
+An extraction (the keys, values or timestamp a stage reads from each item entering it) of a stage
+routed to a dead-letter sink adds a ``failure`` column too: a record whose extractor raised gives a row
+with that stage's name there and a pickled :class:`~jetspark.errors.DeadLetter` in ``item``, which the
+JVM sends to the stage's dead letters instead of into the stage.
+
 Between ``add_timestamps`` and a window, items carry their timestamp (ms) beside them in a column ``ts``
 (Jet's ``JetEvent``): it is read once, where items are stamped (an extraction with a ``timestamp``), and
 every output of a chain keeps the time of the record it came from, whatever the steps made of the item.
@@ -32,9 +37,15 @@ EXTRACTED_SCHEMA = f"key binary, values array<binary>, {ITEM} binary"
 #: The column of the timestamp (ms) an item carries beside it.
 TS = "ts"
 TS_SCHEMA = f"{TS} bigint"
-#: An extraction where items carry their time (at a window's input, or where they are stamped): ``ts`` last.
-TIMED_SCHEMA = f"{EXTRACTED_SCHEMA}, {TS_SCHEMA}"
 PICKLE_PROTOCOL = 5
+
+
+def extraction_schema(timed: bool, dead_letter: bool) -> str:
+    """What an extraction gives per item: :data:`EXTRACTED_SCHEMA`, then ``failure`` where the stage
+    routes failures to a dead-letter sink, then ``ts`` last where items carry their time (at a window's
+    input, or where they are stamped)."""
+    failure = f", {FAILURE} string" if dead_letter else ""
+    return f"{EXTRACTED_SCHEMA}{failure}" + (f", {TS_SCHEMA}" if timed else "")
 
 
 @dataclass(frozen=True)
@@ -148,10 +159,15 @@ def extract(spec: dict[str, Any], item: Any, functions: dict[int, Callable[[Any]
 def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
                         functions: dict[int, Callable[[Any], Any]],
                         timestamp: dict[str, Any] | None = None,
-                        rows: tuple[str, int] | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+                        rows: tuple[str, int] | None = None,
+                        dead_letter: bool = False) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The Arrow map function that gives, per pickled item, its key as :func:`~jetspark._items.canonical_key` bytes (empty
     for a global aggregation), its values' pickles and the item's own pickle, unchanged; at a window's
     input (``timestamp`` given) also the item's timestamp in ms (:func:`~jetspark._windows.timestamp_ms`).
+
+    An extractor that raises on a record fails the job naming ``stage``, or, with ``dead_letter``, makes
+    the record's row a dead letter (see the module docstring): empty key and values, the
+    :class:`~jetspark.errors.DeadLetter` of the item as the extractor saw it, ``failure`` = ``stage``.
 
     With ``rows`` (a schema's JSON and a number of fields ``n``), it reads a DataFrame source's rows
     instead: the first ``n`` fields make the item (a ``Row``, as :func:`rows_to_items_function` makes
@@ -164,23 +180,36 @@ def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]]
         for batch in batches:
             keys: list[bytes] = []
             extracted: list[list[bytes]] = []
-            times: list[int] = []
+            times: list[int | None] = []
             raws: list[bytes] = []
+            failures: list[str | None] = []
             for raw, item, columns in decode(batch):
-                raws.append(raw)
                 try:
-                    keys.append(b"" if key is None else canonical_key(extract(key, item, functions, columns)))
-                    extracted.append([pickle.dumps(extract(v, item, functions, columns), protocol=PICKLE_PROTOCOL)
-                                      for v in values])
-                    if timestamp is not None:
-                        times.append(timestamp_ms(extract(timestamp, item, functions, columns)))
+                    # Everything first, then the row: a record whose timestamp fails has no key either.
+                    key_bytes = b"" if key is None else canonical_key(extract(key, item, functions, columns))
+                    value_pickles = [pickle.dumps(extract(v, item, functions, columns), protocol=PICKLE_PROTOCOL)
+                                     for v in values]
+                    time = None if timestamp is None else timestamp_ms(extract(timestamp, item, functions, columns))
+                    failure = None
                 except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
-                    raise StepFailedError(f"stage '{stage}' failed on record {item!r}: {type(e).__name__}: {e}") from e
+                    if not dead_letter:
+                        raise StepFailedError(f"stage '{stage}' failed on record {item!r}: {type(e).__name__}: {e}") from e
+                    key_bytes, value_pickles, time, failure = b"", [], None, stage
+                    raw = pickle.dumps(DeadLetter(item, stage, f"{type(e).__name__}: {e}"), protocol=PICKLE_PROTOCOL)
+                keys.append(key_bytes)
+                extracted.append(value_pickles)
+                times.append(time)
+                raws.append(raw)
+                failures.append(failure)
             arrays = [pa.array(keys, pa.binary()), pa.array(extracted, pa.list_(pa.binary())), pa.array(raws, pa.binary())]
-            if timestamp is None:
-                yield pa.RecordBatch.from_arrays(arrays, names=["key", "values", ITEM])
-            else:
-                yield pa.RecordBatch.from_arrays([*arrays, pa.array(times, pa.int64())], names=["key", "values", ITEM, "ts"])
+            names = ["key", "values", ITEM]
+            if dead_letter:
+                arrays.append(pa.array(failures, pa.string()))
+                names.append(FAILURE)
+            if timestamp is not None:
+                arrays.append(pa.array(times, pa.int64()))
+                names.append(TS)
+            yield pa.RecordBatch.from_arrays(arrays, names=names)
 
     return run
 
@@ -215,15 +244,17 @@ def _rows_with_columns(schema_json: str, fields: int) -> Callable[[Any], Iterato
 
 def extraction_udf_column(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
                           objects: list[Any], timestamp: dict[str, Any] | None = None,
-                          rows: tuple[str, int] | None = None, timed: bool = False) -> Any:
+                          rows: tuple[str, int] | None = None, timed: bool = False, dead_letter: bool = False) -> Any:
     """The Spark Column of an extraction over the ``item`` column, or with ``rows`` (see
     :func:`extraction_function`) over all the rows' columns. Items are stamped here with ``timestamp``;
-    ``timed`` items arrive with their ``ts``, which the extraction passes on."""
-    extract = bound_extraction_function(key, values, stage, objects, timestamp, rows)
+    ``timed`` items arrive with their ``ts``, which the extraction passes on; ``dead_letter``: the stage
+    routes its failures to a dead-letter sink."""
+    extract = bound_extraction_function(key, values, stage, objects, timestamp, rows, dead_letter)
+    schema = extraction_schema(timed or timestamp is not None, dead_letter)
     if timed:
-        return _arrow_udf(passing_on(extract), TIMED_SCHEMA, [ITEM, TS])
+        return _arrow_udf(passing_on(extract), schema, [ITEM, TS])
     columns = None if rows is None else [field["name"] for field in json.loads(rows[0])["fields"]]
-    return _arrow_udf(extract, EXTRACTED_SCHEMA if timestamp is None else TIMED_SCHEMA, columns)
+    return _arrow_udf(extract, schema, columns)
 
 
 def passing_on(one_to_one: Callable[[Iterator[Any]], Iterator[Any]]) -> Callable[[Iterator[Any]], Iterator[Any]]:
@@ -246,14 +277,15 @@ def passing_on(one_to_one: Callable[[Iterator[Any]], Iterator[Any]]) -> Callable
 
 def bound_extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
                               objects: list[Any], timestamp: dict[str, Any] | None = None,
-                              rows: tuple[str, int] | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+                              rows: tuple[str, int] | None = None,
+                              dead_letter: bool = False) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """:func:`extraction_function` with the Python callables its extractors name taken from ``objects``."""
     def refs(spec: dict[str, Any]) -> list[int]:
         return [spec["ref"]] if spec["kind"] == "python" else refs(spec["of"]) if spec["kind"] == "key" else []
 
     specs = ([key] if key else []) + values + ([timestamp] if timestamp else [])
     used = [r for s in specs for r in refs(s)]
-    return extraction_function(key, values, stage, {r: objects[r] for r in used}, timestamp, rows)
+    return extraction_function(key, values, stage, {r: objects[r] for r in used}, timestamp, rows, dead_letter)
 
 
 def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, Any]], keyed: bool, stage: str,

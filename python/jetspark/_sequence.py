@@ -19,8 +19,8 @@ import pickle
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from jetspark._python_steps import (CHAIN_SCHEMA, EXTRACTED_SCHEMA, FAILURE, ITEM, PICKLE_PROTOCOL, TIMED_SCHEMA, Step,
-                                    _arrow_udf, bound_extraction_function, passing_on, run_steps_numbered,
+from jetspark._python_steps import (CHAIN_SCHEMA, FAILURE, ITEM, PICKLE_PROTOCOL, Step, _arrow_udf,
+                                    bound_extraction_function, extraction_schema, passing_on, run_steps_numbered,
                                     stateful_function)
 
 SEQUENCE_COLUMNS = ["seq_substream", "seq_offset", "seq_fan_out", "seq_ties"]
@@ -73,11 +73,13 @@ def sequenced_chain_udf_column(steps: list[Step]) -> Any:
 
 
 def sequenced_extraction_udf_column(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
-                                    objects: list[Any], timestamp: dict[str, Any] | None = None) -> Any:
+                                    objects: list[Any], timestamp: dict[str, Any] | None = None,
+                                    dead_letter: bool = False) -> Any:
     """:func:`jetspark._python_steps.extraction_udf_column` for items that carry sequence ids, which the
-    extracted rows keep (after the ``ts`` of items stamped here with ``timestamp``)."""
-    extract = bound_extraction_function(key, values, stage, objects, timestamp)
-    extracted = EXTRACTED_SCHEMA if timestamp is None else TIMED_SCHEMA
+    extracted rows keep (after the ``ts`` of items stamped here with ``timestamp``); a dead letter keeps
+    the record's id (dead letters are not ordered)."""
+    extract = bound_extraction_function(key, values, stage, objects, timestamp, dead_letter=dead_letter)
+    extracted = extraction_schema(timestamp is not None, dead_letter)
     return _arrow_udf(passing_on(extract), f"{extracted}, {SEQUENCE_SCHEMA}", [ITEM, *SEQUENCE_COLUMNS])
 
 

@@ -197,11 +197,12 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
     for e in work["extractions"]:
         name = f"extract:{e['vertex']}:{e['ordinal']}"
         if e["sequenced"]:  # never a window's input (windows produce their own order), maybe a stamping
-            udfs[name] = sequenced_extraction_udf_column(e["key"], e["values"], e["stage"], objects, e.get("timestamp"))
+            udfs[name] = sequenced_extraction_udf_column(e["key"], e["values"], e["stage"], objects, e.get("timestamp"),
+                                                         e["dead_letter"])
         else:
             rows = (e["rows_schema"], e["row_fields"]) if "rows_schema" in e else None
             udfs[name] = extraction_udf_column(e["key"], e["values"], e["stage"], objects, e.get("timestamp"), rows,
-                                               e["timed"])
+                                               e["timed"], e["dead_letter"])
     for f in work["dataframe_sources"]:
         udfs[f"rows:{f['vertex']}"] = rows_to_items_udf_column(f["schema"])
     for m in work["stateful"]:

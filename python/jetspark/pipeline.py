@@ -272,7 +272,10 @@ class _ComputeStage(_Stage):
 
     def on_error(self, sink: Sink) -> Any:
         """Sends records that this stage's user function fails on to ``sink`` (``Sinks.dead_letter``)
-        with the error, instead of failing the job."""
+        with the error, instead of failing the job. The stage's key, value and timestamp extractors count
+        as its functions: the grouping key given to the keyed stage before it, an aggregate operation's
+        values, a join's clause keys, ``add_timestamps``'s timestamp, a sort key, the key of a
+        ``rebalance(key)`` in front of it. Such a record never enters the stage."""
         self._node.on_error = _dead_letter_sink(sink)
         return self
 

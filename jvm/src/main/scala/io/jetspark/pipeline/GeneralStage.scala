@@ -112,7 +112,9 @@ abstract class GeneralStage[S <: GeneralStage[S]] private[pipeline] (
     new SinkStage(pipeline, pipeline.add(new SinkTransform(transform, pendingRebalance, sink)))
 
   /** Records this stage's user function fails on go, with their errors, to `deadLetterSink` instead of
-    * failing the job.
+    * failing the job. Its key, value and timestamp extractors count as its functions (the grouping key
+    * of the keyed stage before it, an operation's values, join keys, the timestamp, the key of a
+    * `rebalance(key)` in front of it): such a record never enters the stage.
     */
   def onError(deadLetterSink: SinkDefinition): S = {
     transform.errorSink = Some(deadLetterSink)

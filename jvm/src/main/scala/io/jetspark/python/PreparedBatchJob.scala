@@ -24,7 +24,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     * {{{
     * {"chains": [{"vertex", "steps": [{"kind", "ref", "stage", "dead_letter"}], "sequenced", "timed"}], // fused steps
     *  "extractions": [{"vertex", "stage", "ordinal", "key": extractor or null, "values": [extractor],  // keys, values
-    *                   "timestamp": extractor (where items are stamped), "timed", "sequenced",
+    *                   "timestamp": extractor (where items are stamped), "timed", "sequenced", "dead_letter",
     *                   "rows_schema", "row_fields" (where Columns were evaluated next to a source's rows)}],
     *  "dataframe_sources": [{"vertex", "schema": Spark's schema JSON}],             // rows to items
     *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter", "sequenced"}], // map_stateful
@@ -50,7 +50,8 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     pythonExtractions.foreach { e =>
       val node = extractions.addObject()
       node.put("vertex", e.vertex.name)
-      node.put("stage", e.vertex.fusedChain.head)
+      node.put("stage", e.stage)
+      node.put("dead_letter", e.deadLetter)
       node.put("ordinal", e.ordinal)
       node.put("sequenced", SequenceStages.extractionKeepsSequence(dag, e.vertex, e.ordinal))
       node.put("timed", e.timedInput)

@@ -18,9 +18,17 @@ import scala.collection.mutable.ArrayBuffer
   * Column: Catalyst evaluates it next to the row (DESIGN.md "Items": Columns on typed items stay in the
   * JVM), and Python takes its value as the extractor's (`{"kind": "column", "slot": i}`, `columns(i)`),
   * then keys it like any other, so that a join's typed side and its Python side compare keys alike.
+  *
+  * An extractor belongs to the stage that took it (`vertex`'s first stage: the aggregation that takes a
+  * grouping key, the join that takes its clauses' keys, `addTimestamps`, the stage behind a
+  * `rebalance(key)`), so a record it fails on is that stage's failure: with `deadLetter` (the stage routes
+  * failures to a dead-letter sink) it becomes a dead letter instead of entering the stage.
   */
 final case class PythonExtraction(vertex: Vertex, ordinal: Int, key: Option[JsonNode], values: Seq[JsonNode],
-    timestamp: Option[JsonNode], timedInput: Boolean, rowSource: Option[String], columns: Seq[Column]) {
+    timestamp: Option[JsonNode], timedInput: Boolean, rowSource: Option[String], columns: Seq[Column], deadLetter: Boolean) {
+
+  /** The stage whose failures the extraction's are. */
+  def stage: String = vertex.fusedChain.head
 
   /** The rows this extraction reads where it reads Columns: the source's fields, then the Columns' values. */
   def rowsWithColumns(rows: DataFrame): DataFrame = rows.select(
@@ -45,7 +53,7 @@ object PythonExtraction {
     * anywhere else.
     */
   def apply(vertex: Vertex, ordinal: Int, key: Option[Extractor], values: Seq[Value], timestamp: Option[Extractor],
-      timedInput: Boolean, rowSource: Option[String]): PythonExtraction = {
+      timedInput: Boolean, rowSource: Option[String], deadLetter: Boolean): PythonExtraction = {
     val columns = ArrayBuffer.empty[Column]
     def slot(c: Column): JsonNode = {
       if (rowSource.isEmpty) throw new PipelineDefinitionError(TypedPlan.stageOf(vertex), TypedPlan.ColumnsOnTypedItems,
@@ -67,7 +75,7 @@ object PythonExtraction {
     }
     val timestampForm = timestamp.map(form)
     PythonExtraction(vertex, ordinal, keyForm, valueForms, timestampForm, timedInput, rowSource.filter(_ => columns.nonEmpty),
-      columns.toSeq)
+      columns.toSeq, deadLetter)
   }
 
   /** The DataFrame source whose rows `edge` delivers as they are, if it does. */

@@ -17,7 +17,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.types.{ArrayType, BinaryType, IntegerType, LongType, StructField, StructType}
-import org.apache.spark.sql.{Column, DataFrame, SparkSession}
+import org.apache.spark.sql.{Column, DataFrame, Row, SparkSession}
 import org.apache.spark.storage.StorageLevel
 import org.apache.spark.util.LongAccumulator
 
@@ -28,7 +28,8 @@ import scala.collection.mutable
   * narrow, round-robin edges `repartition(n)`, all-to-one edges `repartition(1)`, partitioned edges
   * `repartition(n, key)`. Fused Python steps run as one Arrow UDF per vertex (built by the Python layer,
   * see `pythonChains`); their failures of stages routed to a dead-letter sink come out on that stage's
-  * error edge.
+  * error edge, and so do the records whose key, value or timestamp a stage's extraction failed on
+  * (`extractedInput`).
   *
   * The Python layer builds every Arrow UDF the job needs (see `pythonWork`) and hands them over by name:
   * `chain:<vertex>`, `extract:<vertex>:<input ordinal>`, `rows:<vertex>`, `stateful:<vertex>`, `join:<vertex>`,
@@ -63,6 +64,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     this(spark, dag, pythonUdfs, jobId, TypedPlan(dag))
 
   private val outputs = mutable.Map.empty[String, DataFrame]
+  private val extractedInputs = mutable.Map.empty[Edge, ExtractedInput]
   private val persisted = mutable.ArrayBuffer.empty[DataFrame]
   private val counters = mutable.LinkedHashMap.empty[String, LongAccumulator]
   private val fanOut: Map[String, Int] = dag.edges.groupBy(_.from).view.mapValues(_.size).toMap
@@ -211,14 +213,6 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     if (typedPlan.takesTyped(edge)) output(dag.vertex(edge.from)) else itemsInput(edge)
 
   private def itemsInput(edge: Edge): DataFrame = {
-    lazy val sender = typedStages.items(edge.from, output(dag.vertex(edge.from)))
-    lazy val selected = edge.errorsOf match {
-      case Some(stage) => sender.where(col(Failure) === stage).select(Item)
-      // Other columns stay (a custom aggregation's partial results carry their key).
-      case None if sender.columns.contains(Failure) =>
-        timestamps.forEdge(edge, sequences.forEdge(edge, sender.where(col(Failure).isNull).drop(Failure)))
-      case None => timestamps.forEdge(edge, sequences.forEdge(edge, sender))
-    }
     val receiver = dag.vertex(edge.to)
     val consumesKeys = receiver.description match {
       case Aggregate(_, _, _) | RollingAggregate(_, _) | WindowAggregate(_, _, _, _) | Distinct(_) | Sort(_, _, _) | MapStateful(_, _, _) |
@@ -226,18 +220,56 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case _ => false
     }
     val extraction = pythonExtractions.get((receiver.name, edge.toOrdinal))
-    lazy val udf = pythonUdfs(s"extract:${receiver.name}:${edge.toOrdinal}")
-    val rows = extraction match {
-      // Columns evaluated by Catalyst next to the source's rows, which Python turns into items there.
-      case Some(e) if e.columns.nonEmpty => SqlBridge.mapInArrow(e.rowsWithColumns(output(dag.vertex(edge.from))), udf)
-      case Some(_) => SqlBridge.mapInArrow(selected, udf)
-      case None => selected
-    }
+    val rows = extraction.fold(selected(edge))(extractedInput(edge, _).rows)
     val received = sequences.received(edge, moved(rows, edge, receiver.localParallelism))
     // Only vertices that consume keys read the extracted columns; a rebalanced or stamping stage gets
     // its items back, with what they carry.
     if (extraction.isDefined && !consumesKeys) itemsOf(received) else received
   }
+
+  /** The sender's items for `edge` (or, on an error edge, one stage's dead letters), with what the edge
+    * carries beside them: the items' time, sequence ids.
+    */
+  private def selected(edge: Edge): DataFrame = {
+    lazy val sender = typedStages.items(edge.from, output(dag.vertex(edge.from)))
+    edge.errorsOf match {
+      case Some(stage) => deadLetters(edge.from, stage)
+      // Other columns stay (a custom aggregation's partial results carry their key).
+      case None if sender.columns.contains(Failure) =>
+        timestamps.forEdge(edge, sequences.forEdge(edge, sender.where(col(Failure).isNull).drop(Failure)))
+      case None => timestamps.forEdge(edge, sequences.forEdge(edge, sender))
+    }
+  }
+
+  /** The dead letters of `stage`, fused into `vertex`: the records its functions failed on (rows of the
+    * vertex's output marked with the stage) and those its keys, values or timestamps failed on where
+    * they were extracted on the way in ([[extractedInput]]).
+    */
+  private def deadLetters(vertex: String, stage: String): DataFrame = {
+    val out = typedStages.items(vertex, output(dag.vertex(vertex)))
+    val ofFunctions = if (out.columns.contains(Failure)) Seq(out) else Nil
+    val ofExtractors = dag.edgesInto(vertex).flatMap(edge =>
+      pythonExtractions.get((vertex, edge.toOrdinal)).flatMap(extractedInput(edge, _).deadLetters))
+    (ofFunctions ++ ofExtractors).map(_.where(col(Failure) === stage).select(Item)).reduceOption(_ union _)
+      .getOrElse(spark.createDataFrame(spark.sparkContext.emptyRDD[Row], ItemSchema))
+  }
+
+  /** What Python's extraction `e` gives for the items `edge` delivers, made once per edge: the stage
+    * reads its rows, and the stage's error edge the records whose extractor failed (with `failure` set to
+    * the stage), which never enter the stage. Both read one run of the extraction, kept until the job
+    * ends, so that no user function runs twice for a record.
+    */
+  private def extractedInput(edge: Edge, e: PythonExtraction): ExtractedInput = extractedInputs.getOrElseUpdate(edge, {
+    val udf = pythonUdfs(s"extract:${e.vertex.name}:${edge.toOrdinal}")
+    // Columns evaluated by Catalyst next to the source's rows, which Python turns into items there.
+    val items = if (e.columns.nonEmpty) e.rowsWithColumns(output(dag.vertex(edge.from))) else selected(edge)
+    val extracted = SqlBridge.mapInArrow(items, udf)
+    if (!e.deadLetter) ExtractedInput(extracted, None)
+    else {
+      val all = keptForReaders(counted(e.vertex.name, extracted, countsItems = false))
+      ExtractedInput(all.where(col(Failure).isNull).drop(Failure), Some(all.where(col(Failure).isNotNull).select(Item, Failure)))
+    }
+  })
 
   /** The items of `df` (rows that also hold extracted keys and values), with their time and their
     * sequence ids where they carry them.
@@ -311,21 +343,24 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
 
   /** Counts the rows of `df` as they pass: an accumulator per vertex, "<vertex>.errors" for all its dead
     * letters and [[deadLettersOf]] for those of one of its stages (what that stage's dead-letter sink gets).
+    * Without `countsItems` only dead letters count: the rows of an extraction on the way into `vertex`
+    * are not its output.
     * The result reads an RDD made once: the engine's next steps look at its partitions and run
     * processors over it, which must not plan (and run) the rows' query again.
     */
-  private def counted(vertex: String, df: DataFrame): DataFrame = {
-    val items = counter(vertex)
+  private def counted(vertex: String, df: DataFrame, countsItems: Boolean = true): DataFrame = {
+    val items = if (countsItems) counter(vertex) else null
     val hasFailures = df.columns.contains(Failure)
+    val failure = if (hasFailures) df.schema.fieldIndex(Failure) else -1
     val errors = if (hasFailures) counter(s"$vertex.errors") else null
     val perStage =
       if (hasFailures) dag.edgesFrom(vertex).flatMap(_.errorsOf).map(stage => stage -> counter(deadLettersOf(vertex, stage))).toMap
       else Map.empty[String, LongAccumulator]
     val rows = df.queryExecution.toRdd.mapPartitions(_.map { row =>
-      if (hasFailures && !row.isNullAt(1)) {
+      if (hasFailures && !row.isNullAt(failure)) {
         errors.add(1)
-        perStage.get(row.getUTF8String(1).toString).foreach(_.add(1))
-      } else items.add(1)
+        perStage.get(row.getUTF8String(failure).toString).foreach(_.add(1))
+      } else if (countsItems) items.add(1)
       row
     })
     SqlBridge.internalCreateDataFrame(spark, rows, df.schema)
@@ -345,6 +380,11 @@ object SparkBatchEngine {
   /** The counter of the dead letters that `stage`, fused into `vertex`, routes to its dead-letter sink. */
   def deadLettersOf(vertex: String, stage: String): String = s"$vertex.errors/$stage"
 
+  /** An extraction's rows for the stage, and, where the stage routes failures to a dead-letter sink, the
+    * dead letters (`item`, `failure`) of the records whose extractor failed.
+    */
+  private final case class ExtractedInput(rows: DataFrame, deadLetters: Option[DataFrame])
+
   /** A partial accumulator on its way to the combining stage. */
   val PartialSchema: StructType = StructType(Seq(StructField(Key, BinaryType), StructField("acc", BinaryType)))
 
@@ -362,7 +402,7 @@ object SparkBatchEngine {
     def extraction(v: Vertex, ordinal: Int, key: Option[Extractor], values: Seq[PythonExtraction.Value]) = {
       val edge = dag.edgesInto(v.name).find(_.toOrdinal == ordinal).get
       PythonExtraction(v, ordinal, key, values, timestamps.stampOn(edge), timestamps.arriveTimed(edge),
-        PythonExtraction.rowSourceOf(typed, edge))
+        PythonExtraction.rowSourceOf(typed, edge), deadLetter = dag.edgesFrom(v.name).exists(_.errorsOf.contains(v.fusedChain.head)))
     }
     def slots(op: PythonAggregateSpec) = PythonAggregations.extractors(op).map(OperationSlot(_, op))
     dag.vertices.filterNot(v => typed.runsInCatalyst(v.name)).flatMap {
