@@ -16,8 +16,8 @@ from strategies import batch_pipelines
 from test_batch_engine_random import mismatches_on_engine
 
 from jetspark import AggregateOperations as ops
-from jetspark import (JoinClause, KeyedWindowResult, Pipeline, PipelineDefinitionError, Sinks, Sources,
-                      WindowDefinition, WindowResult)
+from jetspark import (AggregateOperation, JobFailedError, JoinClause, KeyedWindowResult, Pipeline, Sinks,
+                      Sources, WindowDefinition, WindowResult)
 
 
 @pytest.fixture
@@ -316,6 +316,41 @@ def test_each_output_of_a_hash_join_keeps_its_left_items_time(run, preserve_orde
     assert sorted(got["sums"], key=lambda r: (r.key, r.end)) == expected
     assert [d.record[0]["t"] for d in got["bad"]] == [44]  # (left, right): what the mapper was given
     assert as_multiset(run_reference(p)["sums"]) == as_multiset(expected)
+
+
+def test_each_output_of_a_hash_join2_keeps_its_left_items_time(run):
+    # Two enriching sides, each with times of its own that no window reads: the weight of a key (a: 10,
+    # b: 100) times its sign (a: -1); c matches neither and the inner join drops it.
+    #  a: -10 | -50 | -90 | -40     b: 700 | 400 | 100 | 500
+    weights = [{"k": "a", "t": 1000, "w": 10}, {"k": "b", "t": -1000, "w": 100}, {"k": "c", "t": 5, "w": 1}]
+    signs = [{"key": "a", "t": 2000, "s": -1}, {"key": "b", "t": -2000, "s": 1}]
+    p = Pipeline.create()
+    (p.read_from(Sources.items(EVENTS)).add_timestamps("t")
+     .inner_hash_join2(p.read_from(Sources.items(weights)), JoinClause.on("k", "k"),
+                       p.read_from(Sources.items(signs)), JoinClause.on("k", "key"),
+                       lambda e, w, sign: (e["k"], e["v"] * w["w"] * sign["s"]))
+     .grouping_key(lambda kv: kv[0]).window(WindowDefinition.tumbling(20)).aggregate(ops.summing(lambda kv: kv[1]))
+     .write_to(Sinks.list("sums")))
+    expected = [
+        KeyedWindowResult(-40, -20, "a", -10), KeyedWindowResult(0, 20, "a", -50), KeyedWindowResult(20, 40, "a", -90),
+        KeyedWindowResult(40, 60, "a", -40),
+        KeyedWindowResult(-20, 0, "b", 700), KeyedWindowResult(0, 20, "b", 400), KeyedWindowResult(20, 40, "b", 100),
+        KeyedWindowResult(40, 60, "b", 500),
+    ]
+    assert sorted(run(p, "sums")["sums"], key=lambda r: (r.key, r.end)) == expected
+    assert as_multiset(run_reference(p)["sums"]) == as_multiset(expected)
+
+
+def test_a_rolling_aggregate_with_a_python_operation_before_a_window_is_refused_naming_it(jet):
+    # Such an operation runs in Python over whole partitions, which carries no item's time (the reference,
+    # like Jet, keeps the time there: the engine refuses before any job starts, naming the stage).
+    p = Pipeline.create()
+    (p.read_from(Sources.items(EVENTS)).add_timestamps("t")
+     .rolling_aggregate(AggregateOperation.of(lambda: 0, lambda a, e: a + e["v"])).set_name("running")
+     .window(WindowDefinition.tumbling(20)).aggregate(ops.counting()).write_to(Sinks.list("counts")))
+    assert run_reference(p)["counts"]
+    with pytest.raises(JobFailedError, match="'running'.*does not carry one through that stage yet"):
+        run_job(jet, p, "counts")
 
 
 def test_explain_shows_timestamps_and_both_window_stages(jet):

@@ -80,7 +80,8 @@ final class CarriedTimestamps(dag: PhysicalDag, typed: TypedPlan) {
   def requireSupported(): Unit = dag.vertices.filter(v => reads(v.name)).foreach { v =>
     dag.edgesInto(v.name).find(e => carriesInto(e) && !arriveTimed(e) && stampOn(e).isEmpty).foreach { e =>
       throw new UnsupportedOperationException(s"vertex '${v.name}' (${v.description.describe}): the items from " +
-        s"'${e.from}' carry no timestamp the Spark batch engine can read; give them timestamps with add_timestamps(ts)")
+        s"'${e.from}' (${dag.vertex(e.from).description.describe}) carry no timestamp the Spark batch engine can read: " +
+        "it does not carry one through that stage yet; give them timestamps after it with add_timestamps(ts)")
     }
     if (SequenceStages.keepsSequenceIn(dag, v))
       throw new UnsupportedOperationException(s"vertex '${v.name}' (${v.description.describe}): preserve_order needs " +
