@@ -17,9 +17,12 @@ reference simply takes the lower origin first. Comparisons without that promise 
 Event time (Jet's ``JetEvent``). ``add_timestamps`` reads each item's timestamp once, with its extractor,
 and the item carries it from there: its stream holds ``(seq, item, ts)``. ``map``, ``filter``,
 ``flat_map``, ``peek`` and ``merge`` give every output the ``ts`` of the item it came from (whatever the
-output is), and a window reads that ``ts``; a window's results carry their window's end. Every other
-stage gets its inputs as ``(seq, item)``, without the time: a window after one of them is a definition
-error naming it (rule ``window-timestamps-from-items``).
+output is), and so do ``map_stateful`` and ``rolling_aggregate`` (what they emit for an item) and a hash
+join (each output for a left item; the enriching sides' times are not used), as Jet's
+``JetEventFunctionAdapter`` does; a window reads that ``ts``; a window's results carry their window's
+end. Every other stage (aggregations, distinct, sort: new items out of many) gets its inputs as
+``(seq, item)``, without the time: a window after one of them is a definition error naming it (rule
+``window-timestamps-from-items``).
 """
 
 from __future__ import annotations
@@ -115,7 +118,10 @@ Seq = tuple  # a sequence id, see the module docstring
 Stream = list  # of (Seq, item) pairs, or (Seq, item, ts) triples where items carry their time
 
 #: The stages that carry each item's time (see the module docstring) or read it.
-_KEEP_TIME = {"map", "filter", "flat_map", "peek", "merge", "window_aggregate"}
+_KEEP_TIME = {"map", "filter", "flat_map", "peek", "merge", "map_stateful", "rolling_aggregate", "hash_join",
+              "inner_hash_join", "hash_join2", "inner_hash_join2", "window_aggregate"}
+#: Of those, the stages that keep the time of their first input's items only (a join's left items).
+_KEEP_FIRST_INPUT_TIME = {"hash_join", "inner_hash_join", "hash_join2", "inner_hash_join2"}
 
 #: The stages whose input a ``rebalance(key)`` partitions by that key, so that the key is called for every
 #: record (design doc 008: their own input edge is local). Elsewhere the stage's own edge wins and the key
@@ -187,14 +193,15 @@ class _Run:
         raise NotImplementedError(f"a {spec['kind']} extractor ({spec.get('name')}) is evaluated in the JVM; "
                                   "the reference takes field names and callables")
 
-    def keyed(self, node: dict[str, Any], stream: Stream, ordinal: int = 0) -> list[tuple[Seq, Any, Any]]:
-        """``(seq, key, item)`` for each item whose key could be taken (others are the stage's failures)."""
+    def keyed(self, node: dict[str, Any], stream: Stream, ordinal: int = 0) -> list[tuple[Seq, Any, Any, tuple[int, ...]]]:
+        """``(seq, key, item, time)`` for each item whose key could be taken (others are the stage's
+        failures); ``time`` is ``(ts,)`` where the item carries one, else ``()``."""
         key_of = self.extractor(node["keys"][ordinal])
         out = []
-        for seq, item in stream:
+        for seq, item, *time in stream:
             ok, key = self.call(node, item, key_of, item)
             if ok:
-                out.append((seq, key, item))
+                out.append((seq, key, item, tuple(time)))
         return out
 
     # -- sources and sinks ---------------------------------------------------------------------------
@@ -265,8 +272,8 @@ class _Run:
         is_keyed = node["keys"][0] is not None
         states: dict[Any, Any] = {}  # per grouping key; the global stage has the single key None
         out = []
-        rows = self.keyed(node, stream) if is_keyed else [(seq, None, item) for seq, item in stream]
-        for seq, key, item in rows:
+        rows = self.keyed(node, stream) if is_keyed else [(seq, None, item, tuple(time)) for seq, item, *time in stream]
+        for seq, key, item, time in rows:
             group = _group(key)
             if group not in states:
                 states[group] = self.call(node, _NO_RECORD, create)[1]
@@ -276,22 +283,22 @@ class _Run:
                 continue  # a failed record leaves the state as it was
             states[group], output = result
             if output is not None:
-                out.append((seq, output))
+                out.append((seq, output, *time))
         return out
 
     def _rolling_aggregate(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
         is_keyed = node["keys"][0] is not None
         aggregations: dict[Any, _Aggregation] = {}
         out = []
-        rows = self.keyed(node, stream) if is_keyed else [(seq, None, item) for seq, item in stream]
-        for seq, key, item in rows:
+        rows = self.keyed(node, stream) if is_keyed else [(seq, None, item, tuple(time)) for seq, item, *time in stream]
+        for seq, key, item, time in rows:
             group = _group(key)
             if group not in aggregations:
                 aggregations[group] = _Aggregation(self, node, args["op"])
             aggregation = aggregations[group]
             if aggregation.add(item):
                 running = aggregation.result(final=False)
-                out.append((seq, (key, running) if is_keyed else running))
+                out.append((seq, (key, running) if is_keyed else running, *time))
         return out
 
     # -- joins ---------------------------------------------------------------------------------------
@@ -309,13 +316,13 @@ class _Run:
         tables = []  # per side: the left key function and the side's (group, item), in its encounter order
         for clause, stream in sides:
             right_key, enriching = self.extractor(clause["right_key"]), []
-            for _, item in stream:
+            for _, item, *_ in stream:  # the enriching items' times are not used
                 ok, key = self.call(node, item, right_key, item)
                 if ok:
                     enriching.append((_group(key), item))
             tables.append((self.extractor(clause["left_key"]), enriching))
         out = []
-        for seq, item in left:
+        for seq, item, *time in left:
             matches = []  # per side
             for left_key, enriching in tables:
                 ok, key = self.call(node, item, left_key, item)
@@ -329,7 +336,7 @@ class _Run:
             for j, rights in enumerate(itertools.product(*(m or [None] for m in matches))):
                 ok, result = self.call(node, (item, *rights), mapper, item, *rights)
                 if ok and result is not None:  # like map: a None result emits nothing
-                    out.append((seq + (j,), result))
+                    out.append((seq + (j,), result, *time))
         return out
 
     def _inner_hash_join(self, node: dict[str, Any], args: dict[str, Any], left: Stream, right: Stream) -> Stream:
@@ -381,16 +388,16 @@ class _Run:
     def groups(self, node: dict[str, Any], stream: Stream, ordinal: int) -> dict[Any, tuple[Any, list[Any]]]:
         """group → (the first key object seen, its items in encounter order); groups in first-seen order."""
         groups: dict[Any, tuple[Any, list[Any]]] = {}
-        for _, key, item in self.keyed(node, stream, ordinal):
+        for _, key, item, _ in self.keyed(node, stream, ordinal):
             groups.setdefault(_group(key), (key, []))[1].append(item)
         return groups
 
     def _distinct(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
         # The first item of each key (the whole item for a non-keyed stage); it keeps its place.
-        rows = self.keyed(node, stream) if node["keys"][0] is not None else [(s, i, i) for s, i in stream]
+        rows = self.keyed(node, stream) if node["keys"][0] is not None else [(s, i, i, ()) for s, i in stream]
         seen: set[Any] = set()
         out = []
-        for seq, key, item in rows:
+        for seq, key, item, _ in rows:
             if _group(key) not in seen:
                 seen.add(_group(key))
                 out.append((seq, item))
@@ -419,14 +426,15 @@ class _Run:
 
     def require_carried(self, node_id: int) -> None:
         """The items leaving ``node_id`` must carry their time: it stamps them (add_timestamps, a
-        window), or carries the time of its inputs' items (map, filter, flat_map, peek, merge)."""
+        window), or carries the time of its inputs' items (map, filter, flat_map, peek, merge, map_stateful,
+        rolling_aggregate), or of its left input's items (a hash join)."""
         node = self.nodes[node_id]
         if node["op"] in ("add_timestamps", "window_aggregate"):
             return
         if node["op"] not in _KEEP_TIME:
             raise PipelineDefinitionError(f"stage '{_label(node)}' gives items without a timestamp to a window",
                                           _label(node), "window-timestamps-from-items")
-        for i in node["inputs"]:
+        for i in node["inputs"][:1] if node["op"] in _KEEP_FIRST_INPUT_TIME else node["inputs"]:
             self.require_carried(i)
 
     def _window_aggregate(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:

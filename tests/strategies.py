@@ -496,22 +496,35 @@ _WINDOW_OPS = ("counting", "summing", "max_by", "top_n", "all_of")
 def _int_window(b: _Builder, c: _Current) -> Result:
     # the item is its own timestamp: negative times and equal times are common
     w, text = _window_definition(b)
+    before = ""  # the stages between add_timestamps and the window
     name = b.draw(st.sampled_from(_WINDOW_OPS))
     stage = c.stage.add_timestamps(lambda x: x)
     # Stages between that keep each item's time (Jet's JetEvent), whatever they make of the item: the
-    # window reads the x that add_timestamps read.
-    between = b.draw(st.sampled_from(["", "filter", "map", "flat_map"]))
-    if between == "filter":
-        stage, text = stage.filter(lambda x: x % 5 != 0), f"filter(x%5!=0).{text}"
+    # window reads the x that add_timestamps read. The stateful ones are keyed by x, whose items all have
+    # the time x: what a window gets does not depend on their order, which is not promised here.
+    between = b.draw(st.sampled_from(["", "filter", "map", "flat_map", "map_stateful", "rolling_aggregate", "hash_join"]))
+    if between == "map_stateful":
+        stage = stage.grouping_key(lambda x: x).map_stateful(lambda: 0, lambda n, k, x: (n + 1, x * 10 + n + 1))
+        before = "grouping_key(x).map_stateful(x*10 + nth of key)."
+    elif between == "rolling_aggregate":
+        stage = stage.grouping_key(lambda x: x).rolling_aggregate(ops.counting()).map(lambda kn: kn[0] * 10 + kn[1])
+        before = "grouping_key(x).rolling_aggregate(counting).map(x*10+n)."
+    elif between == "hash_join":
+        # the enriching items' own v is no time the window reads
+        right = b.source(KV)
+        stage = stage.hash_join(right.stage, JoinClause.on(lambda x: x % 4, "k"), lambda x, r: x if r is None else x + r["v"])
+        before = f"hash_join({right.label}, x%4 = k, x + v or x)."
+    elif between == "filter":
+        stage, before = stage.filter(lambda x: x % 5 != 0), "filter(x%5!=0)."
     elif between == "map":
-        stage, text = stage.map(lambda x: x * 7 + 1), f"map(x*7+1).{text}"
+        stage, before = stage.map(lambda x: x * 7 + 1), "map(x*7+1)."
     elif between == "flat_map":
-        stage, text = stage.flat_map(lambda x: [x, -x]), f"flat_map([x,-x]).{text}"
+        stage, before = stage.flat_map(lambda x: [x, -x]), "flat_map([x,-x])."
     if b.draw(st.booleans()):
         stage = stage.grouping_key(lambda x: x % 3)
         text = f"grouping_key(x%3).{text}"
     return (stage.window(w).aggregate(_INT_OPS[name][0]()), ANY, unordered(b),
-            f"add_timestamps(x).{text}.aggregate({name})")
+            f"add_timestamps(x).{before}{text}.aggregate({name})")
 
 
 def _kv_window(b: _Builder, c: _Current) -> Result:

@@ -16,8 +16,8 @@ from strategies import batch_pipelines
 from test_batch_engine_random import mismatches_on_engine
 
 from jetspark import AggregateOperations as ops
-from jetspark import (JoinClause, KeyedWindowResult, Pipeline, PipelineDefinitionError, Sinks, Sources,
-                      WindowDefinition, WindowResult)
+from jetspark import (AggregateOperation, JobFailedError, JoinClause, KeyedWindowResult, Pipeline, Sinks,
+                      Sources, WindowDefinition, WindowResult)
 
 
 @pytest.fixture
@@ -238,20 +238,119 @@ def test_window_results_keep_their_end_as_time_through_a_map(run):
     assert_matches_reference(run, p, "per40")
 
 
-@pytest.mark.parametrize("stage", ["map_stateful", "rolling_aggregate", "hash_join"])
-def test_a_stateful_stage_between_timestamps_and_window_is_a_definition_error(jet, stage):
-    # Jet keeps the input item's time through these too; jetspark does not carry it through them yet.
-    p = Pipeline.create()
+# Jet's stateful stages keep the time of the input item on what they emit for it (JetEventFunctionAdapter).
+#  t:   -25 | -3 | 0  4  9  10  10  19 | 20  21  29  30 | 44  59      (encounter order: EVENTS)
+#  k:    a  | b  | a  a  c  b   a   c  | b   a   a   c  | b   a
+#  v:    1  | 7  | 2 -5  3  4   8   6  | 1   9   0   2  | 5   4
+#  tumbling(20): [-40,-20)   [-20,0)   [0,20)            [20,40)          [40,60)
+# Without preserve_order a stateful stage's per-key order is not promised (the items cross four parallel
+# processors on the way): there the windows count what the stage emitted, with it they add it up.
+
+@pytest.mark.parametrize("preserve_order", [False, True])
+def test_each_output_of_a_keyed_map_stateful_keeps_its_items_time(run, preserve_order):
+    # The n-th item of a key becomes (key, n), which knows nothing of time; an item that fails goes to the
+    # dead letters, without its time, and leaves the state as it was.
+    #  a: n 1 | 2 3 4 | 5 6 | 7     b: 1 | (v=4 fails) | 2 | 3     c: 1 2 | 3
+    def number(n: int, k: str, e: dict[str, Any]) -> tuple[int, Any]:
+        if e["v"] == 4 and k == "b":
+            raise ValueError("four")
+        return n + 1, (k, n + 1)
+
+    p = Pipeline.create(preserve_order=preserve_order)
+    (p.read_from(Sources.items(EVENTS)).add_timestamps("t").grouping_key("k").map_stateful(lambda: 0, number)
+     .on_error(Sinks.dead_letter("bad"))
+     .grouping_key(lambda kn: kn[0]).window(WindowDefinition.tumbling(20))
+     .aggregate(ops.summing(lambda kn: kn[1]) if preserve_order else ops.counting())
+     .write_to(Sinks.list("sums")))
+    got = run(p, "sums", "bad")
+    sums = {("a", -20): 1, ("a", 20): 9, ("a", 40): 11, ("a", 60): 7, ("b", 0): 1, ("b", 40): 2, ("b", 60): 3,
+            ("c", 20): 3, ("c", 40): 3}
+    counts = {("a", -20): 1, ("a", 20): 3, ("a", 40): 2, ("a", 60): 1, ("b", 0): 1, ("b", 40): 1, ("b", 60): 1,
+              ("c", 20): 2, ("c", 40): 1}
+    expected = [KeyedWindowResult(end - 20, end, k, r) for (k, end), r in (sums if preserve_order else counts).items()]
+    assert sorted(got["sums"], key=lambda r: (r.key, r.end)) == sorted(expected, key=lambda r: (r.key, r.end))
+    assert [d.record for d in got["bad"]] == [{"k": "b", "t": 10, "v": 4}]
+    assert as_multiset(run_reference(p)["sums"]) == as_multiset(expected)
+
+
+@pytest.mark.parametrize("preserve_order", [False, True])
+def test_each_running_result_of_a_rolling_aggregate_keeps_its_items_time(run, preserve_order):
+    # Running sums of v per key, each at its item's time; a global window adds them up (or counts them).
+    #  a: 1 | 3 -2 6 | 15 15 | 19    b: 7 | 11 | 12 | 17    c: 3 9 | 11
+    #  [-40,-20) 1   [-20,0) 7   [0,20) 3-2+6+11+3+9 = 30   [20,40) 12+15+15+11 = 53   [40,60) 19+17 = 36
+    p = Pipeline.create(preserve_order=preserve_order)
+    (p.read_from(Sources.items(EVENTS)).add_timestamps("t").grouping_key("k").rolling_aggregate(ops.summing("v"))
+     .window(WindowDefinition.tumbling(20)).aggregate(ops.summing(lambda kv: kv[1]) if preserve_order else ops.counting())
+     .write_to(Sinks.list("sums")))
+    results = [1, 7, 30, 53, 36] if preserve_order else [1, 1, 6, 4, 2]
+    expected = [WindowResult(end - 20, end, r) for end, r in zip([-20, 0, 20, 40, 60], results)]
+    assert sorted(run(p, "sums")["sums"], key=lambda r: r.end) == expected
+    assert as_multiset(run_reference(p)["sums"]) == as_multiset(expected)
+
+
+@pytest.mark.parametrize("preserve_order", [False, True])
+@pytest.mark.parametrize("inner", [False, True])
+def test_each_output_of_a_hash_join_keeps_its_left_items_time(run, preserve_order, inner):
+    # Each event times its weight (a: 10, b: 100; c has none: 1, or dropped by the inner join); the
+    # enriching items' own times (far outside every window) are not used. The mapper fails on b at 44.
+    #  a: 10 | 50 | 90 | 40     b: 700 | 400 | 100 | (fails)     c: 9 | 2
+    weights = [{"k": "a", "t": 1000, "w": 10}, {"k": "b", "t": -1000, "w": 100}]
+
+    def weigh(e: dict[str, Any], r: dict[str, Any] | None) -> tuple[str, int]:
+        if e["t"] == 44:
+            raise ValueError("44")
+        return e["k"], e["v"] * (r["w"] if r else 1)
+
+    p = Pipeline.create(preserve_order=preserve_order)
     stamped = p.read_from(Sources.items(EVENTS)).add_timestamps("t")
-    between = {"map_stateful": lambda: stamped.map_stateful(lambda: 0, lambda s, e: (s + 1, e)),
-               "rolling_aggregate": lambda: stamped.rolling_aggregate(ops.counting()),
-               "hash_join": lambda: stamped.hash_join(p.read_from(Sources.items([])), JoinClause.on("k", "k"))}[stage]()
-    between.set_name("between").window(WindowDefinition.tumbling(10)).aggregate(ops.counting()) \
-        .write_to(Sinks.noop())
-    for definition in (p.explain, lambda: run_reference(p)):
-        with pytest.raises(PipelineDefinitionError) as e:
-            definition()
-        assert e.value.rule == "window-timestamps-from-items" and "'between'" in str(e.value)
+    join = stamped.inner_hash_join if inner else stamped.hash_join
+    (join(p.read_from(Sources.items(weights)), JoinClause.on("k", "k"), weigh).on_error(Sinks.dead_letter("bad"))
+     .grouping_key(lambda kv: kv[0]).window(WindowDefinition.tumbling(20)).aggregate(ops.summing(lambda kv: kv[1]))
+     .write_to(Sinks.list("sums")))
+    got = run(p, "sums", "bad")
+    expected = [
+        KeyedWindowResult(-40, -20, "a", 10), KeyedWindowResult(0, 20, "a", 50), KeyedWindowResult(20, 40, "a", 90),
+        KeyedWindowResult(40, 60, "a", 40),
+        KeyedWindowResult(-20, 0, "b", 700), KeyedWindowResult(0, 20, "b", 400), KeyedWindowResult(20, 40, "b", 100),
+    ] + ([] if inner else [KeyedWindowResult(0, 20, "c", 9), KeyedWindowResult(20, 40, "c", 2)])
+    assert sorted(got["sums"], key=lambda r: (r.key, r.end)) == expected
+    assert [d.record[0]["t"] for d in got["bad"]] == [44]  # (left, right): what the mapper was given
+    assert as_multiset(run_reference(p)["sums"]) == as_multiset(expected)
+
+
+def test_each_output_of_a_hash_join2_keeps_its_left_items_time(run):
+    # Two enriching sides, each with times of its own that no window reads: the weight of a key (a: 10,
+    # b: 100) times its sign (a: -1); c matches neither and the inner join drops it.
+    #  a: -10 | -50 | -90 | -40     b: 700 | 400 | 100 | 500
+    weights = [{"k": "a", "t": 1000, "w": 10}, {"k": "b", "t": -1000, "w": 100}, {"k": "c", "t": 5, "w": 1}]
+    signs = [{"key": "a", "t": 2000, "s": -1}, {"key": "b", "t": -2000, "s": 1}]
+    p = Pipeline.create()
+    (p.read_from(Sources.items(EVENTS)).add_timestamps("t")
+     .inner_hash_join2(p.read_from(Sources.items(weights)), JoinClause.on("k", "k"),
+                       p.read_from(Sources.items(signs)), JoinClause.on("k", "key"),
+                       lambda e, w, sign: (e["k"], e["v"] * w["w"] * sign["s"]))
+     .grouping_key(lambda kv: kv[0]).window(WindowDefinition.tumbling(20)).aggregate(ops.summing(lambda kv: kv[1]))
+     .write_to(Sinks.list("sums")))
+    expected = [
+        KeyedWindowResult(-40, -20, "a", -10), KeyedWindowResult(0, 20, "a", -50), KeyedWindowResult(20, 40, "a", -90),
+        KeyedWindowResult(40, 60, "a", -40),
+        KeyedWindowResult(-20, 0, "b", 700), KeyedWindowResult(0, 20, "b", 400), KeyedWindowResult(20, 40, "b", 100),
+        KeyedWindowResult(40, 60, "b", 500),
+    ]
+    assert sorted(run(p, "sums")["sums"], key=lambda r: (r.key, r.end)) == expected
+    assert as_multiset(run_reference(p)["sums"]) == as_multiset(expected)
+
+
+def test_a_rolling_aggregate_with_a_python_operation_before_a_window_is_refused_naming_it(jet):
+    # Such an operation runs in Python over whole partitions, which carries no item's time (the reference,
+    # like Jet, keeps the time there: the engine refuses before any job starts, naming the stage).
+    p = Pipeline.create()
+    (p.read_from(Sources.items(EVENTS)).add_timestamps("t")
+     .rolling_aggregate(AggregateOperation.of(lambda: 0, lambda a, e: a + e["v"])).set_name("running")
+     .window(WindowDefinition.tumbling(20)).aggregate(ops.counting()).write_to(Sinks.list("counts")))
+    assert run_reference(p)["counts"]
+    with pytest.raises(JobFailedError, match="'running'.*does not carry one through that stage yet"):
+        run_job(jet, p, "counts")
 
 
 def test_explain_shows_timestamps_and_both_window_stages(jet):

@@ -12,7 +12,9 @@ JVM sends to the stage's dead letters instead of into the stage.
 
 Between ``add_timestamps`` and a window, items carry their timestamp (ms) beside them in a column ``ts``
 (Jet's ``JetEvent``): it is read once, where items are stamped (an extraction with a ``timestamp``), and
-every output of a chain keeps the time of the record it came from, whatever the steps made of the item.
+every output of a chain keeps the time of the record it came from, whatever the steps made of the item;
+so does every output of ``map_stateful`` (:func:`stateful_udf_column`) and every output of a hash join's
+mapper for a streamed item (its chain of one map step over the JVM's joined tuples).
 """
 
 from __future__ import annotations
@@ -294,7 +296,7 @@ def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, An
     partition, which holds every item of its keys (or, unkeyed, every item), it keeps a state per key
     from ``create()`` and emits what ``fn(state, key, item)`` (unkeyed: ``fn(state, item)``) returns
     besides the new state, unless that is None. The ``passed_on`` columns after those three (a sequence
-    id) are copied from each row to what it gives, result or dead letter."""
+    id, or the item's ``ts``) are copied from each row to what it gives, result or dead letter."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -330,8 +332,13 @@ def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, An
 
 
 def stateful_udf_column(create: Callable[[], Any], fn: Callable[..., tuple[Any, Any]], keyed: bool, stage: str,
-                        dead_letter: bool) -> Any:
-    """The Spark Column of a ``map_stateful`` vertex, over the extracted columns."""
+                        dead_letter: bool, timed: bool = False) -> Any:
+    """The Spark Column of a ``map_stateful`` vertex, over the extracted columns; ``timed``: also over the
+    items' ``ts``, which each output (and dead letter) keeps from the item it was emitted for, as Jet's
+    ``mapStateful`` gives its output the input item's timestamp."""
+    if timed:
+        return _arrow_udf(stateful_function(create, fn, keyed, stage, dead_letter, passed_on=1),
+                          f"{CHAIN_SCHEMA}, {TS_SCHEMA}", ["key", "values", ITEM, TS])
     return _arrow_udf(stateful_function(create, fn, keyed, stage, dead_letter), CHAIN_SCHEMA, ["key", "values", ITEM])
 
 

@@ -207,15 +207,17 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
         udfs[f"rows:{f['vertex']}"] = rows_to_items_udf_column(f["schema"])
     for m in work["stateful"]:
         stateful = sequenced_stateful_udf_column if m["sequenced"] else stateful_udf_column
+        # As for chains: never both sequence ids and timestamps.
+        timed = {} if m["sequenced"] else {"timed": m["timed"]}
         udfs[f"stateful:{m['vertex']}"] = stateful(ref(m["create_ref"]), ref(m["fn_ref"]), m["keyed"], m["stage"],
-                                                   m["dead_letter"])
+                                                   m["dead_letter"], **timed)
     for c in work["custom_aggregations"]:
         udfs[f"custom:{c['vertex']}"] = custom_aggregation_udf_column(c["operations"], objects, c["mode"], c["keyed"],
                                                                       c["stage"], c["dead_letter"])
     for j in work["joins"]:
         mapper = ref(j["mapper_ref"])
         pair_mapper = _pair_mapper(mapper)
-        udfs[f"join:{j['vertex']}"] = chain_udf_column([Step("map", pair_mapper, j["stage"], j["dead_letter"])])
+        udfs[f"join:{j['vertex']}"] = chain_udf_column([Step("map", pair_mapper, j["stage"], j["dead_letter"])], j["timed"])
     for r in work["typed_results"]:
         udfs[f"results:{r['vertex']}"] = results_to_items_udf_column(r["schema"], r["shape"])
     return list(udfs), [column._jc for column in udfs.values()]

@@ -383,10 +383,10 @@ class BatchStage(_ComputeStage):
         window is emitted once, complete, and ``allowed_lag_ms`` has no effect. Early results
         (:meth:`WindowDefinition.set_early_results_period`) are ignored: there is no watermark for them
         to run ahead of. ``ts`` is read here, once per item, and the item carries its timestamp from here
-        (Jet's ``JetEvent``): ``map``, ``filter``, ``flat_map``, ``peek``, ``merge`` and ``rebalance`` give
-        every output the time of the item it came from, so a window reads the time ``ts`` gave the
-        original item, whatever those stages made of it. A window after a stage that does not carry the
-        time (``map_stateful``, ``rolling_aggregate``, a hash join) is a definition error naming it.
+        (Jet's ``JetEvent``): ``map``, ``filter``, ``flat_map``, ``peek``, ``merge``, ``rebalance``,
+        ``map_stateful`` and ``rolling_aggregate`` give every output the time of the item it came from,
+        and a hash join every output for a left item that item's time (not the enriching items'), so a
+        window reads the time ``ts`` gave the original item, whatever those stages made of it.
 
         Examples
         --------

@@ -9,17 +9,19 @@ import io.jetspark.pipeline.transform._
   * extractor (once), a stream source with its timestamp policy, and a window gives each result its
   * window's end. From there the timestamp travels beside the item: a map, filter, flatMap or peek gives
   * every output the timestamp of the input item it came from, whatever the output is, and a merge or a
-  * rebalance passes items on with theirs. A window downstream reads that carried time, not the item it
-  * receives.
+  * rebalance passes items on with theirs. So do Jet's stateful stages (its `JetEventFunctionAdapter`):
+  * mapStateful and rollingAggregate give what they emit for an item that item's timestamp, and a hash
+  * join gives every output for a streamed (left) item that item's timestamp; the enriching sides'
+  * timestamps are not used. A window downstream reads that carried time, not the item it receives.
   *
   * {{{
-  *   items --> addTimestamps("ts") --> map(drop ts) --> flatMap --> window   each output keeps its input's ts
-  *   items --> addTimestamps("ts") --> mapStateful ----------------> window   definition error, naming mapStateful
+  *   items --> addTimestamps("ts") --> map(drop ts) --> mapStateful --> window   each output keeps its input's ts
+  *   items --> addTimestamps("ts") --> hashJoin(enriching) -----------> window   each output keeps its left item's ts
+  *   items --> addTimestamps("ts") --> distinct ----------------------> window   definition error, naming distinct
   * }}}
-  * Jet carries the time through its stateful stages too (mapStateful, rollingAggregate and a hash join
-  * keep the input item's timestamp); jetspark does not yet, so a window after one of them is a definition
-  * error naming that stage. Stages that make new items out of many (aggregations, distinct, sort) have
-  * no single input item whose time to keep; Jet offers them on batch stages only, before timestamps.
+  * Stages that make new items out of many (aggregations, distinct, sort) have no single input item whose
+  * time to keep; Jet offers them on batch stages only, before timestamps, so a window after one of them
+  * is a definition error naming that stage.
   */
 private[plan] object EventTimeRule {
 
@@ -29,7 +31,8 @@ private[plan] object EventTimeRule {
       firstNotCarrying(w.upstream.head).foreach { stage =>
         throw new PipelineDefinitionError(w.name, PipelineDefinitionError.WindowTimestampsFromItems,
           s"the window reads the timestamp each item was given (by addTimestamps, a stream source or a window), carried " +
-            s"through map, filter, flatMap, peek, merge and rebalance; the items of '${stage.name}' (${stage.describe}) " +
+            s"through map, filter, flatMap, peek, merge, rebalance, mapStateful, rollingAggregate and the streamed side of a " +
+            s"hash join; the items of '${stage.name}' (${stage.describe}) " +
             "carry none: stamp the items after that stage (in a batch pipeline, move it before addTimestamps)")
       }
     case _ =>
@@ -38,8 +41,9 @@ private[plan] object EventTimeRule {
   /** The nearest stage upstream of (or at) `t` whose items reach `t` without a timestamp, if any. */
   private def firstNotCarrying(t: Transform): Option[Transform] = t match {
     case _: AddTimestampsTransform | _: WindowAggregateTransform | _: StreamSourceTransform => None
-    case _: StatelessTransform | _: MergeTransform =>
+    case _: StatelessTransform | _: MergeTransform | _: StatefulTransform =>
       t.upstream.iterator.flatMap(firstNotCarrying).nextOption()
+    case _: HashJoinTransform => firstNotCarrying(t.upstream.head) // only the streamed item's time is kept
     case other => Some(other)
   }
 
@@ -47,6 +51,7 @@ private[plan] object EventTimeRule {
   private def stampedBy(t: Transform): Seq[AddTimestampsTransform] = t match {
     case a: AddTimestampsTransform => Seq(a)
     case _: WindowAggregateTransform => Nil
+    case _: HashJoinTransform => stampedBy(t.upstream.head) // the enriching sides' times are not used
     case other => other.upstream.flatMap(stampedBy)
   }
 }

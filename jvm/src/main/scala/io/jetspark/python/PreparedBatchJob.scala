@@ -27,8 +27,8 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     *                   "timestamp": extractor (where items are stamped), "timed", "sequenced", "dead_letter",
     *                   "rows_schema", "row_fields" (where Columns were evaluated next to a source's rows)}],
     *  "dataframe_sources": [{"vertex", "schema": Spark's schema JSON}],             // rows to items
-    *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter", "sequenced"}], // map_stateful
-    *  "joins": [{"vertex", "stage", "mapper_ref", "dead_letter"}],                // hash join mappers
+    *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter", "sequenced", "timed"}], // map_stateful
+    *  "joins": [{"vertex", "stage", "mapper_ref", "dead_letter", "timed"}],      // hash join mappers
     *  "custom_aggregations": [{"vertex", "stage", "mode", "operations", "keyed", "dead_letter"}], // with AggregateOperation.of
     *  "typed_results": [{"vertex", "schema", "shape"}]}                            // Catalyst results to items
     * }}}
@@ -72,12 +72,13 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     work.set[JsonNode]("stateful", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonStateful(dag).map {
       case (vertex, create, fn, keyed, deadLetter) =>
         Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "create_ref" -> create, "fn_ref" -> fn,
-          "keyed" -> keyed, "dead_letter" -> deadLetter, "sequenced" -> SequenceStages.keepsSequenceIn(dag, vertex)).asJava
+          "keyed" -> keyed, "dead_letter" -> deadLetter, "sequenced" -> SequenceStages.keepsSequenceIn(dag, vertex),
+          "timed" -> timestamps.emits(vertex.name)).asJava
     }.asJava))
     work.set[JsonNode]("joins", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonJoins(dag).map {
       case (vertex, mapperRef, deadLetter) =>
         Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "mapper_ref" -> mapperRef,
-          "dead_letter" -> deadLetter).asJava
+          "dead_letter" -> deadLetter, "timed" -> timestamps.emits(vertex.name)).asJava
     }.asJava))
     work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregations.work(dag).map { w =>
       Map[String, Any]("vertex" -> w.vertex.name, "stage" -> w.vertex.fusedChain.head, "mode" -> w.mode,

@@ -1,7 +1,7 @@
 package io.jetspark.engine.spark
 
 import io.jetspark.pipeline.Extractor
-import io.jetspark.plan.VertexDescription.{AddTimestamps, Merge, StatelessChain, WindowAggregate}
+import io.jetspark.plan.VertexDescription.{AddTimestamps, HashJoin, MapStateful, Merge, RollingAggregate, StatelessChain, WindowAggregate}
 import io.jetspark.plan.{AggregationStage, Edge, PhysicalDag, Vertex}
 import org.apache.spark.sql.DataFrame
 
@@ -17,8 +17,11 @@ import scala.collection.mutable
   *    `addTimestamps` stage, as in Jet. A window's results are stamped with their `end` where they enter
   *    a vertex that reads their time.
   *  - Carrying: a fused Python chain gives each output the time of the record it ran on
-  *    (`python/jetspark/_python_steps.py`); a merge unions its inputs' rows, time and all; edges move the
-  *    time with the item.
+  *    (`python/jetspark/_python_steps.py`); so does `map_stateful`'s Python UDF, a rolling aggregation
+  *    (one output per item, [[ProcessorStage.runCarrying]]) and a hash join, whose outputs for a streamed
+  *    item get that item's time ([[HashJoinStage]]; the enriching sides arrive without theirs); a merge
+  *    unions its inputs' rows, time and all; edges move the time with the item. Dead letters leave
+  *    without it (their sink takes the items only).
   *  - Reading: the extraction at a window's input passes the time on beside the key and values
   *    ([[WindowStages.TimedSchema]]).
   * Only the vertices on the way to a window that reads Python items ([[readers]]) take the time in; edges
@@ -30,14 +33,14 @@ final class CarriedTimestamps(dag: PhysicalDag, typed: TypedPlan) {
 
   private val reading = mutable.Map.empty[String, Boolean]
 
-  /** Whether `vertex` takes each input item's time in: a window where Python items enter it, or a fused
-    * chain or a merge on the way to one.
+  /** Whether `vertex` takes each input item's time in: a window where Python items enter it, or a stage
+    * that carries the time on the way to one.
     */
   def reads(vertex: String): Boolean = reading.getOrElseUpdate(vertex, {
     val v = dag.vertex(vertex)
     v.description match {
       case WindowAggregate(stage, _, _, _) => stage != AggregationStage.Combine && !typed.typedWindows.contains(vertex)
-      case StatelessChain(_) | Merge(_, _) => dag.edgesFrom(vertex).exists(e => e.errorsOf.isEmpty && reads(e.to))
+      case _ if carries(v) => dag.edgesFrom(vertex).exists(carriesInto)
       case _ => false
     }
   })
@@ -45,19 +48,25 @@ final class CarriedTimestamps(dag: PhysicalDag, typed: TypedPlan) {
   /** Whether the rows `vertex` emits hold each item's time: it stamps them, or carries them to a reader. */
   def emits(vertex: String): Boolean = dag.vertex(vertex).description match {
     case AddTimestamps(_, _) => !typed.typedStamps(vertex)
-    case StatelessChain(_) | Merge(_, _) => reads(vertex)
+    case _ if carries(dag.vertex(vertex)) => reads(vertex)
     case _ => false
   }
 
   /** Whether the rows that `edge` delivers hold their items' time, to be taken in by the receiver. */
-  def arriveTimed(edge: Edge): Boolean = edge.errorsOf.isEmpty && emits(edge.from) && reads(edge.to)
+  def arriveTimed(edge: Edge): Boolean = carriesInto(edge) && emits(edge.from)
+
+  /** Whether the receiver of `edge` takes the time of the items that `edge` delivers: it reads times, and
+    * the edge is not an error edge nor an enriching side of a hash join (only streamed items' times count).
+    */
+  private def carriesInto(edge: Edge): Boolean = edge.errorsOf.isEmpty && reads(edge.to) &&
+    (edge.toOrdinal == 0 || !dag.vertex(edge.to).description.isInstanceOf[HashJoin])
 
   /** How the items entering on `edge` get their time there, where they are stamped on entry: into an
     * `addTimestamps` vertex, or from a window (its results) into a vertex that reads their time.
     */
   def stampOn(edge: Edge): Option[Extractor] = dag.vertex(edge.to).description match {
     case AddTimestamps(ts, _) if emits(edge.to) => Some(ts)
-    case _ if edge.errorsOf.isEmpty && reads(edge.to) && emitsWindowResults(dag.vertex(edge.from)) => Some(WindowResultTime)
+    case _ if carriesInto(edge) && emitsWindowResults(dag.vertex(edge.from)) => Some(WindowResultTime)
     case _ => None
   }
 
@@ -69,13 +78,23 @@ final class CarriedTimestamps(dag: PhysicalDag, typed: TypedPlan) {
     * need it to carry sequence ids beside the time (not done yet).
     */
   def requireSupported(): Unit = dag.vertices.filter(v => reads(v.name)).foreach { v =>
-    dag.edgesInto(v.name).find(e => !arriveTimed(e) && stampOn(e).isEmpty).foreach { e =>
+    dag.edgesInto(v.name).find(e => carriesInto(e) && !arriveTimed(e) && stampOn(e).isEmpty).foreach { e =>
       throw new UnsupportedOperationException(s"vertex '${v.name}' (${v.description.describe}): the items from " +
-        s"'${e.from}' carry no timestamp the Spark batch engine can read; give them timestamps with add_timestamps(ts)")
+        s"'${e.from}' (${dag.vertex(e.from).description.describe}) carry no timestamp the Spark batch engine can read: " +
+        "it does not carry one through that stage yet; give them timestamps after it with add_timestamps(ts)")
     }
     if (SequenceStages.keepsSequenceIn(dag, v))
       throw new UnsupportedOperationException(s"vertex '${v.name}' (${v.description.describe}): preserve_order needs " +
         "sequence ids carried through it beside the items' timestamps, which the Spark batch engine does not do yet")
+  }
+
+  /** Whether `v` gives what it emits for an item that item's time (the engine runs a rolling aggregation
+    * with a user-defined part in Python, over whole partitions, which does not).
+    */
+  private def carries(v: Vertex): Boolean = v.description match {
+    case StatelessChain(_) | Merge(_, _) | MapStateful(_, _, _) | HashJoin(_, _, _) => true
+    case RollingAggregate(_, _) => !CustomAggregations.runsInPython(v)
+    case _ => false
   }
 
   private def emitsWindowResults(v: Vertex): Boolean = v.description match {

@@ -4,6 +4,7 @@ import io.jetspark.core.execution.ProcessorTasklet
 import io.jetspark.core.{Processor, ProcessorContext}
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.JoinedRow
 import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.types.StructType
 
@@ -24,6 +25,32 @@ final case class ProcessorStage(
     val (in, out) = (toItem, toRow)
     ProcessorStage.runPacked(vertexName, newProcessor, input, outputSchema)(_.map(in), _.map(out))
   }
+
+  /** [[run]], each output row followed by the `carried` columns of the input row it was emitted for (an
+    * item's time, its sequence id). The processor must emit exactly one output per input item, in input
+    * order (a rolling aggregation), so that the k-th output belongs to the k-th input.
+    */
+  def runCarrying(input: DataFrame, carried: Seq[String]): DataFrame =
+    if (carried.isEmpty) run(input)
+    else {
+      val fields = carried.map(input.schema.apply)
+      val (at, types) = (carried.map(input.schema.fieldIndex).toArray, fields.map(_.dataType).toArray)
+      val (name, create, in, out) = (vertexName, newProcessor, toItem, toRow)
+      val rows = input.queryExecution.toRdd
+      val total = rows.getNumPartitions
+      val produced = rows.mapPartitionsWithIndex { (index, partition) =>
+        val pending = new java.util.ArrayDeque[InternalRow]()
+        val items = partition.map { row =>
+          // A copy: Spark reuses the row its values point into.
+          pending.addLast(InternalRow.fromSeq(at.indices.map(i => if (row.isNullAt(at(i))) null else row.get(at(i), types(i)))).copy())
+          in(row)
+        }
+        ProcessorTasklet(create(), ProcessorContext(name, index, total), items).map { result =>
+          new JoinedRow(out(result), pending.removeFirst()).copy(): InternalRow
+        }
+      }
+      SqlBridge.internalCreateDataFrame(input.sparkSession, produced, StructType(outputSchema.fields ++ fields))
+    }
 }
 
 object ProcessorStage {

@@ -7,7 +7,6 @@ import io.jetspark.plan.VertexDescription.{MapStateful, Merge, RollingAggregate,
 import io.jetspark.plan.{Edge, EdgeKind, PhysicalDag, Vertex}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.JoinedRow
 import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.types.{ArrayType, IntegerType, LongType, StructField, StructType}
@@ -89,28 +88,6 @@ private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag)
     ProcessorStage(s"${edge.to} (sequence restore of input ${edge.toOrdinal})", () => new SequenceRestoreProcessor(senders),
       sequencedRow(moved.schema), s => s.asInstanceOf[Sequenced].item.asInstanceOf[InternalRow], moved.schema).run(moved)
   }
-
-  /** `stage` over `input`, each output row followed by the id of the input row it was emitted for, where
-    * `v`'s ids go on; `stage`'s processor must emit exactly one output per input item, in input order (a
-    * rolling aggregation), so that the k-th output belongs to the k-th input.
-    */
-  def oneToOne(v: Vertex, stage: ProcessorStage, input: DataFrame): DataFrame =
-    if (!keepsSequenceIn(dag, v)) stage.run(input)
-    else {
-      val (s, o, f, t) = (input.schema.fieldIndex(Substream), input.schema.fieldIndex(Offset), input.schema.fieldIndex(FanOut),
-        input.schema.fieldIndex(Ties))
-      val (name, create, in, out) = (stage.vertexName, stage.newProcessor, stage.toItem, stage.toRow)
-      val rows = input.queryExecution.toRdd
-      val total = rows.getNumPartitions
-      val produced = rows.mapPartitionsWithIndex { (index, partition) =>
-        val ids = new java.util.ArrayDeque[InternalRow]()
-        val items = partition.map { row => ids.addLast(InternalRow(row.getInt(s), row.getLong(o), row.getArray(f).copy(), row.getArray(t).copy())); in(row) }
-        ProcessorTasklet(create(), ProcessorContext(name, index, total), items).map { result =>
-          new JoinedRow(out(result), ids.removeFirst()).copy(): InternalRow
-        }
-      }
-      SqlBridge.internalCreateDataFrame(spark, produced, StructType(stage.outputSchema.fields ++ Fields))
-    }
 
   /** The merge of a diamond: partition i of every branch merged in sequence order. */
   def orderedMerge(v: Vertex, branches: Seq[DataFrame]): DataFrame = {

@@ -143,8 +143,11 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case RollingAggregate(key, _) =>
         val op = aggregations(v.name).asInstanceOf[AggregateOperation[Nothing, Any, Any]]
         val keyed = key.isDefined // the task takes this, not the key's Extractor (a Column does not serialize)
-        sequences.oneToOne(v, ProcessorStage(v.name, () => if (keyed) RollingAggregateProcessor.keyed(_.asInstanceOf[Extracted].key, op)
-          else RollingAggregateProcessor.global(op), extracted, resultRow(keyed), ItemSchema), singleInput(v))
+        val in = singleInput(v)
+        // Each running result keeps what its item carries: its time, its sequence id.
+        ProcessorStage(v.name, () => if (keyed) RollingAggregateProcessor.keyed(_.asInstanceOf[Extracted].key, op)
+          else RollingAggregateProcessor.global(op), extracted, resultRow(keyed), ItemSchema)
+          .runCarrying(in, (WindowStages.Ts +: SequenceStages.Columns).filter(in.columns.contains))
       case Sort(SortPhase.LocalSort, _, reverse) => numberedRuns(ProcessorStage(v.name,
         () => new SortProcessor(SortDefinition(Some(sortValue), AnyOrdering, reverse)), extracted,
         e => { val x = e.asInstanceOf[Extracted]; InternalRow(x.key.bytes, rawValues(x), x.pickled) }, ExtractedSchema)
