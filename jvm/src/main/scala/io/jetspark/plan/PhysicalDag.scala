@@ -36,6 +36,10 @@ final case class PhysicalDag(vertices: Seq[Vertex], edges: Seq[Edge], preserveOr
     vertices.find(_.name == name).getOrElse(throw new NoSuchElementException(s"no vertex '$name' in ${vertices.map(_.name).mkString(", ")}"))
   def edgesInto(name: String): Seq[Edge] = edges.filter(_.to == name).sortBy(_.toOrdinal)
   def edgesFrom(name: String): Seq[Edge] = edges.filter(_.from == name).sortBy(_.fromOrdinal)
+  /** Whether the records that vertex `v`'s own stage fails on go to a dead-letter edge (a vertex that
+    * runs one stage: an aggregation, a join, `mapStateful`, a sink; a fused chain names each of its stages).
+    */
+  def routesFailures(v: Vertex): Boolean = edgesFrom(v.name).exists(_.errorsOf.contains(v.fusedChain.headOption.getOrElse(v.name)))
   /** The single edge from `from` to `to`. */
   def edge(from: String, to: String): Edge = edges.filter(e => e.from == from && e.to == to) match {
     case Seq(e) => e

@@ -17,8 +17,8 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
   // Typed items and Catalyst delegation are decided here, and what Python extracts where, so that a
   // Column on Python items fails now.
   private val typedPlan = TypedPlan(dag)
-  private val pythonExtractions = SparkBatchEngine.pythonExtractions(dag, typedPlan)
   private val timestamps = new CarriedTimestamps(dag, typedPlan)
+  private val pythonExtractions = SparkBatchEngine.pythonExtractions(dag, typedPlan, timestamps)
 
   /** Every Arrow UDF the job needs from Python, as JSON:
     * {{{

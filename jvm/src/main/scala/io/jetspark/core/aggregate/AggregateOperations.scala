@@ -263,7 +263,7 @@ private final class CompositeAggregateOperation(parts: IndexedSeq[AggregateOpera
   override def toString: String = parts.mkString(if (routeByOrdinal) "aggregateOperation(" else "allOf(", ", ", ")")
 }
 
-/** `op` with `fn` applied to each exported or finished result. */
+/** `op` over `fn` of each item. */
 private final class MappedInputOperation[T, U, A, R](op: AggregateOperation[U, A, R], fn: T => U) extends AggregateOperation[T, A, R] {
   override def arity: Int = op.arity
   override def create(): A = op.create()
@@ -276,6 +276,7 @@ private final class MappedInputOperation[T, U, A, R](op: AggregateOperation[U, A
   override def toString: String = s"mapping(...)($op)"
 }
 
+/** `op` with `fn` applied to each exported or finished result. */
 private final class MappedResultOperation[T, A, R, R2](op: AggregateOperation[T, A, R], fn: R => R2) extends AggregateOperation[T, A, R2] {
   override def arity: Int = op.arity
   override def create(): A = op.create()

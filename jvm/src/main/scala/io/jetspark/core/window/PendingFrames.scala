@@ -5,12 +5,14 @@ package io.jetspark.core.window
   * Every event looks up the frame it falls in, so that look-up is a probe of an open-addressing table of
   * primitive ends (no boxing, no tree walk); the order that emission needs is kept in a binary min-heap of
   * the ends, which is touched once per frame (when it is added and when it is taken), not per event.
-  * Accumulators are never null here: `get` answers null for a frame that is not held.
+  * `get` answers null for a frame that is not held, as for one whose accumulator is null (a user's
+  * operation may use null as an accumulator; the processor creates one for either).
   */
 private[window] final class PendingFrames[A] {
-  import PendingFrames.InitialCapacity
+  import PendingFrames.{InitialCapacity, NullAccumulator}
 
-  // Linear probing; a slot is free where its accumulator is null. The capacity is a power of two.
+  // Linear probing; a slot is free where its accumulator is null (a null accumulator is held as
+  // NullAccumulator). The capacity is a power of two.
   private var ends = new Array[Long](InitialCapacity)
   private var accs = new Array[AnyRef](InitialCapacity)
   private var count = 0
@@ -22,7 +24,7 @@ private[window] final class PendingFrames[A] {
   def get(end: Long): A = {
     var i = slotOf(end)
     while (accs(i) != null) {
-      if (ends(i) == end) return accs(i).asInstanceOf[A]
+      if (ends(i) == end) return unwrapped(accs(i))
       i = (i + 1) & (ends.length - 1)
     }
     null.asInstanceOf[A]
@@ -30,14 +32,14 @@ private[window] final class PendingFrames[A] {
 
   /** Sets the accumulator of the frame ending at `end`, adding the frame if it is not held. */
   def put(end: Long, acc: A): Unit = {
-    require(acc != null, "a pending frame's accumulator must not be null")
+    val held = if (acc == null) NullAccumulator else acc.asInstanceOf[AnyRef]
     var i = slotOf(end)
     while (accs(i) != null) {
-      if (ends(i) == end) { accs(i) = acc.asInstanceOf[AnyRef]; return }
+      if (ends(i) == end) { accs(i) = held; return }
       i = (i + 1) & (ends.length - 1)
     }
     ends(i) = end
-    accs(i) = acc.asInstanceOf[AnyRef]
+    accs(i) = held
     pushEnd(end)
     count += 1
     if (count * 2 > ends.length) grow()
@@ -73,7 +75,7 @@ private[window] final class PendingFrames[A] {
   private def remove(end: Long): A = {
     var i = slotOf(end)
     while (ends(i) != end || accs(i) == null) i = (i + 1) & (ends.length - 1)
-    val acc = accs(i).asInstanceOf[A]
+    val acc = unwrapped(accs(i))
     // Backward-shift deletion: move up every later entry of the probe run whose home slot is not
     // between the freed slot and itself, so that no look-up stops early at the hole.
     var hole = i
@@ -91,6 +93,8 @@ private[window] final class PendingFrames[A] {
     accs(hole) = null
     acc
   }
+
+  private def unwrapped(held: AnyRef): A = (if (held eq NullAccumulator) null else held).asInstanceOf[A]
 
   private def grow(): Unit = {
     val (oldEnds, oldAccs) = (ends, accs)
@@ -133,4 +137,5 @@ private[window] final class PendingFrames[A] {
 
 private object PendingFrames {
   private val InitialCapacity = 8
+  private object NullAccumulator
 }

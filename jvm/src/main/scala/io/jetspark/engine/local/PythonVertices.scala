@@ -131,7 +131,7 @@ object PythonVertices {
       case MapStateful(key, Extractor.PythonFn(PythonRef(create), _), Extractor.PythonFn(PythonRef(fn), _)) =>
         val work = mapper.writeValueAsString(mapper.createObjectNode().put("kind", "stateful").put("vertex", v.name)
           .put("stage", v.fusedChain.head).put("create_ref", create).put("fn_ref", fn).put("keyed", key.isDefined)
-          .put("dead_letter", dag.edgesFrom(v.name).exists(_.errorsOf.isDefined)))
+          .put("dead_letter", dag.routesFailures(v)))
         // Python keeps the state of each key: every item goes with its key's canonical bytes.
         val outputs: IndexedSeq[Any] => IterableOnce[Any] = batch =>
           withFailures(call(python, work, batch.flatMap { x => val e = x.asInstanceOf[Extracted]; Seq(e.key.bytes, e.pickled) }))

@@ -48,7 +48,7 @@ object CustomAggregations {
   def work(dag: PhysicalDag): Seq[Work] = dag.vertices.filter(runsInPython).map { v =>
     def of(mode: String, ops: Seq[PythonAggregateSpec], keyed: Boolean) =
       Work(v, mode, ops.map(PythonAggregations.slotted(_)._1), keyed,
-        deadLetter = dag.edgesFrom(v.name).exists(_.errorsOf.isDefined))
+        deadLetter = dag.routesFailures(v))
     v.description match {
       case Aggregate(AggregationStage.Accumulate, PythonOps(ops), keys) => of("accumulate", ops, keys.nonEmpty)
       case Aggregate(AggregationStage.Combine, PythonOps(ops), keys) => of("combine", ops, keys.nonEmpty)

@@ -58,7 +58,7 @@ private[spark] final class RowSinks(spark: SparkSession, dag: PhysicalDag, jobId
       val sink = definition(v)
       val stage = v.fusedChain.head
       val schema = sink.parameters.get("schema").map(_.toString)
-      val deadLetter = dag.edgesFrom(v.name).exists(_.errorsOf.isDefined)
+      val deadLetter = dag.routesFailures(v)
       try {
         val input = if (schema.isDefined) items else {
           val kept = items.persist(StorageLevel.MEMORY_AND_DISK)

@@ -103,7 +103,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
 
   /** What Python extracts where items enter a vertex (at its input ordinal), as [[pythonExtractions]]. */
   private val pythonExtractions: Map[(String, Int), PythonExtraction] =
-    SparkBatchEngine.pythonExtractions(dag, typedPlan).map(e => (e.vertex.name, e.ordinal) -> e).toMap
+    SparkBatchEngine.pythonExtractions(dag, typedPlan, timestamps).map(e => (e.vertex.name, e.ordinal) -> e).toMap
 
   private def requireSupported(v: Vertex): Unit = v.description match {
     case Source(source, _) if source.name == "items" || source.name == "dataframe" => ()
@@ -297,18 +297,19 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     val keyOf: Any => Any = _.asInstanceOf[Extracted].key
     val keyFns = IndexedSeq.fill(inputs)(keyOf)
     val result = resultRow(keyed)
+    val codec = new PartialCodec(vertex)
     def stageOf(p: () => Processor, in: InternalRow => Any, out: Any => InternalRow, schema: StructType) =
       ProcessorStage(vertex, p, in, out, schema)
     (stage, keyed) match {
       case (AggregationStage.Accumulate, true) => stageOf(() => new AccumulateByKeyProcessor(keyFns, op), extracted,
-        pair => { val (key, acc) = pair.asInstanceOf[(PickledKey, Any)]; InternalRow(key.bytes, PartialCodec.toBytes(acc)) },
+        pair => { val (key, acc) = pair.asInstanceOf[(PickledKey, Any)]; InternalRow(key.bytes, codec.toBytes(acc)) },
         PartialSchema)
       case (AggregationStage.Accumulate, false) => stageOf(() => new AccumulateProcessor(op), extracted,
-        acc => InternalRow(Array.emptyByteArray, PartialCodec.toBytes(acc)), PartialSchema)
+        acc => InternalRow(Array.emptyByteArray, codec.toBytes(acc)), PartialSchema)
       case (AggregationStage.Combine, true) => stageOf(() => new CombineByKeyProcessor(op),
-        row => (new PickledKey(row.getBinary(0)), PartialCodec.fromBytes(row.getBinary(1))), result, ItemSchema)
+        row => (new PickledKey(row.getBinary(0)), codec.fromBytes(row.getBinary(1))), result, ItemSchema)
       case (AggregationStage.Combine, false) => stageOf(() => new CombineProcessor(op),
-        row => PartialCodec.fromBytes(row.getBinary(1)), result, ItemSchema)
+        row => codec.fromBytes(row.getBinary(1)), result, ItemSchema)
       case (AggregationStage.SingleStage, true) => stageOf(() => new AggregateByKeyProcessor(keyFns, op), extracted, result, ItemSchema)
       case (AggregationStage.SingleStage, false) => stageOf(() => new AggregateProcessor(op), extracted, result, ItemSchema)
     }
@@ -399,13 +400,12 @@ object SparkBatchEngine {
     * sort); where items are stamped on entry, their time ([[CarriedTimestamps]]). None for the vertices
     * that Catalyst runs (see [[TypedPlan]]).
     */
-  def pythonExtractions(dag: PhysicalDag, typed: TypedPlan): Seq[PythonExtraction] = {
+  def pythonExtractions(dag: PhysicalDag, typed: TypedPlan, timestamps: CarriedTimestamps): Seq[PythonExtraction] = {
     import PythonExtraction.{KeyBytes, OperationSlot, Plain}
-    val timestamps = new CarriedTimestamps(dag, typed)
     def extraction(v: Vertex, ordinal: Int, key: Option[Extractor], values: Seq[PythonExtraction.Value]) = {
       val edge = dag.edgesInto(v.name).find(_.toOrdinal == ordinal).get
       PythonExtraction(v, ordinal, key, values, timestamps.stampOn(edge), timestamps.arriveTimed(edge),
-        PythonExtraction.rowSourceOf(typed, edge), deadLetter = dag.edgesFrom(v.name).exists(_.errorsOf.contains(v.fusedChain.head)))
+        PythonExtraction.rowSourceOf(typed, edge), deadLetter = dag.routesFailures(v))
     }
     def slots(op: PythonAggregateSpec) = PythonAggregations.extractors(op).map(OperationSlot(_, op))
     dag.vertices.filterNot(v => typed.runsInCatalyst(v.name)).flatMap {
@@ -492,7 +492,7 @@ object SparkBatchEngine {
     */
   def pythonStateful(dag: PhysicalDag): Seq[(Vertex, Int, Int, Boolean, Boolean)] = dag.vertices.collect {
     case v @ Vertex(_, MapStateful(key, Extractor.PythonFn(PythonRef(create), _), Extractor.PythonFn(PythonRef(fn), _)), _, _, _) =>
-      (v, create, fn, key.isDefined, dag.edgesFrom(v.name).exists(_.errorsOf.isDefined))
+      (v, create, fn, key.isDefined, dag.routesFailures(v))
   }
 
   /** The hash joins, with their mapper (the number of its Python callable) and whether its failures go
@@ -500,7 +500,7 @@ object SparkBatchEngine {
     */
   def pythonJoins(dag: PhysicalDag): Seq[(Vertex, Int, Boolean)] = dag.vertices.collect {
     case v @ Vertex(_, HashJoin(_, Some(Extractor.PythonFn(PythonRef(mapper), _)), _), _, _, _) =>
-      (v, mapper, dag.edgesFrom(v.name).exists(_.errorsOf.isDefined))
+      (v, mapper, dag.routesFailures(v))
   }
 
   /** The DataFrame sources, with their schemas: the Python layer builds, for each, the UDF that turns

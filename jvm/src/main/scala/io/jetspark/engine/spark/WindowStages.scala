@@ -84,11 +84,11 @@ object WindowStages {
       case (s: SlidingWindowDefinition, AggregationStage.Accumulate) =>
         val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
         ProcessorStage.runPacked(vertex, () => SlidingWindowProcessor.accumulateFrames(policy, keyOf, tsOf, events), input,
-          FramesSchema)(_.map(timedEvent), packFrames)
+          FramesSchema)(_.map(timedEvent), packFrames(new PartialCodec(vertex)))
       case (s: SlidingWindowDefinition, AggregationStage.Combine) =>
         val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
         val frames = op.asInstanceOf[AggregateOperation[Nothing, Any, Any]]
-        val unpack = unpackFrames(keyed)
+        val unpack = unpackFrames(keyed, new PartialCodec(vertex))
         ProcessorStage.runPacked(vertex, () => SlidingWindowProcessor.combineFrames(policy, frames, keyed), input,
           resultSchema)(rows => thenRisingWatermarks(rows.flatMap(unpack), frameEnd, policy), results)
       case (s: SessionWindowDefinition, AggregationStage.SingleStage) =>
@@ -134,7 +134,7 @@ object WindowStages {
   }
 
   /** Stage 1's frames (all emitted at the end of the batch) as one [[FramesSchema]] row per key. */
-  private val packFrames: Iterator[Any] => Iterator[InternalRow] = frames => {
+  private def packFrames(codec: PartialCodec): Iterator[Any] => Iterator[InternalRow] = frames => {
     val byKey = new java.util.LinkedHashMap[Any, (ArrayBuffer[Long], ArrayBuffer[Any])]()
     frames.foreach { f =>
       val frame = f.asInstanceOf[KeyedFrame[Any, Any]]
@@ -148,14 +148,14 @@ object WindowStages {
         case _ => Array.emptyByteArray // NonKeyed
       }
       val (ends, accs) = e.getValue
-      InternalRow(key, ArrayData.toArrayData(ends.toArray), PartialCodec.toBytes(accs.toArray))
+      InternalRow(key, ArrayData.toArrayData(ends.toArray), codec.toBytes(accs.toArray))
     }
   }
 
-  private def unpackFrames(keyed: Boolean): InternalRow => Iterator[Any] = row => {
+  private def unpackFrames(keyed: Boolean, codec: PartialCodec): InternalRow => Iterator[Any] = row => {
     val key = if (keyed) new PickledKey(row.getBinary(0)) else NonKeyed
     val ends = row.getArray(1).toLongArray()
-    val accs = PartialCodec.fromBytes(row.getBinary(2)).asInstanceOf[Array[Any]]
+    val accs = codec.fromBytes(row.getBinary(2)).asInstanceOf[Array[Any]]
     ends.iterator.zip(accs.iterator).map { case (end, acc) => KeyedFrame(end, key, acc) }
   }
 

@@ -40,8 +40,13 @@ class PendingFramesTest extends AnyFunSuite {
     }
   }
 
-  test("a null accumulator is refused: null means 'not held'") {
-    intercept[IllegalArgumentException](new PendingFrames[String].put(0L, null))
+  test("a null accumulator is held: it reads back as null, and its frame is taken in end order") {
+    val frames = new PendingFrames[String]
+    frames.put(20L, null)
+    frames.put(10L, "ten")
+    assert(frames.get(20L) == null && !frames.isEmpty)
+    assert(frames.inOrder == Vector(10L -> "ten", 20L -> null))
+    assert(frames.pollFirst() == "ten" && frames.firstEnd == 20L && frames.pollFirst() == null && frames.isEmpty)
   }
 
   test("the least end of no frames is an error, not a value") {
