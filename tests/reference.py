@@ -454,8 +454,8 @@ class _Run:
                     aggregation.add(item)
                 result = aggregation.result(final=True)
                 results.append(KeyedWindowResult(start, end, key, result) if is_keyed else WindowResult(start, end, result))
-        # A result carries its window's end as its time.
-        return [(seq, r, r.end) for seq, r in _origin(node, sorted(results, key=lambda r: r.end))]
+        # A result carries its window's last instant as its time (Jet: end - 1), inside its own window.
+        return [(seq, r, r.end - 1) for seq, r in _origin(node, sorted(results, key=lambda r: r.end))]
 
 
 def _milliseconds(value: Any) -> int:

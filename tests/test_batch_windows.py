@@ -125,8 +125,8 @@ def test_single_stage_windows_after_a_keyed_rebalance_give_the_same_windows(run,
     assert_matches_reference(run, p, "one", "two")
 
 
-def test_filters_may_stand_between_timestamps_and_window_and_windows_of_windows_use_the_end(run):
-    # A second window over window results: a result's timestamp is its window's end (Jet's rule).
+def test_filters_may_stand_between_timestamps_and_window_and_windows_of_windows(run):
+    # A second window over window results, which carry their time (see the test below).
     p = Pipeline.create()
     counts = (p.read_from(Sources.items(EVENTS)).add_timestamps("t").filter(lambda e: e["v"] > 0)
               .grouping_key("k").window(WindowDefinition.tumbling(10)).aggregate(ops.counting()))
@@ -228,8 +228,20 @@ def test_items_keep_their_times_through_maps_filters_peeks_rebalances_and_merges
     assert_matches_reference(run, p, "sums", "sessions")
 
 
-def test_window_results_keep_their_end_as_time_through_a_map(run):
-    # A result's time is its window's end, kept by a map that turns it into a plain number.
+def test_a_window_result_is_timed_at_its_last_instant(run):
+    # Jet's rule: a result's time is end - 1, so a cascade of windows puts each result in the outer window
+    # that contains its own. t: 5 | 15 15 | 25
+    #  tumbling(10) counts: [0,10) 1 at 9 | [10,20) 2 at 19 | [20,30) 1 at 29
+    #  tumbling(20) of those: [0,20) 1 + 2 = 3 | [20,40) 1   (timed at `end` it would be 1 | 3)
+    p = Pipeline.create()
+    counts = (p.read_from(Sources.items([5, 15, 15, 25])).add_timestamps(lambda t: t)
+              .window(WindowDefinition.tumbling(10)).aggregate(ops.counting()))
+    counts.window(WindowDefinition.tumbling(20)).aggregate(ops.summing("result")).write_to(Sinks.list("per20"))
+    assert sorted(run(p, "per20")["per20"], key=lambda r: r.end) == [WindowResult(0, 20, 3), WindowResult(20, 40, 1)]
+
+
+def test_window_results_keep_their_time_through_a_map(run):
+    # A result's time is kept by a map that turns it into a plain number.
     p = Pipeline.create()
     counts = (p.read_from(Sources.items(EVENTS)).add_timestamps("t").grouping_key("k")
               .window(WindowDefinition.tumbling(10)).aggregate(ops.counting()))

@@ -141,7 +141,8 @@ def extract(spec: dict[str, Any], item: Any, functions: dict[int, Callable[[Any]
     """One key or value of ``item``: a field (a mapping's key or a Row's column, else an attribute), a
     function's result, the item itself, a Column's value that Catalyst gave next to the item's row
     (``{"kind": "column", "slot": i}``: ``columns[i]``), or (``{"kind": "key", "of": spec}``) the
-    canonical key bytes of what ``of`` extracts. Rows are indexed by name: as attributes, tuple methods
+    canonical key bytes of what ``of`` extracts, or (``{"kind": "window_time"}``) a window result's
+    timestamp, ``end - 1``. Rows are indexed by name: as attributes, tuple methods
     such as ``count`` and ``index`` would hide columns of those names."""
     kind = spec["kind"]
     if kind == "item":
@@ -155,6 +156,8 @@ def extract(spec: dict[str, Any], item: Any, functions: dict[int, Callable[[Any]
         return item[spec["name"]] if by_name else getattr(item, spec["name"])
     if kind == "python":
         return functions[spec["ref"]](item)
+    if kind == "window_time":  # Jet's time of a window result: its window's last instant
+        return item.end - 1
     raise ValueError(f"unknown extractor kind {kind!r}")
 
 

@@ -43,6 +43,13 @@ object Extractor {
     override def describe: String = "whole item"
   }
 
+  /** The timestamp of a window result, as Jet gives it: `end - 1`, the window's last instant, so that a
+    * later window of a multiple of its size holds it (a minute's result falls in its own hour).
+    */
+  case object WindowResultTime extends Extractor {
+    override def describe: String = "window result time (end - 1)"
+  }
+
   def field(name: String): Extractor = FieldName(name)
   def column(expr: AnyRef): Extractor = ColumnExpr(expr)
   /** A Java function (Scala callers use [[ScalaFn]] directly). */

@@ -11,7 +11,8 @@ final case class PythonRef(ref: Int)
 
 object PythonExtractors {
   /** How a Python worker extracts a key or value (read by `jetspark._python_steps`): `{"kind": "field",
-    * "name"}`, `{"kind": "python", "ref"}` (a callable the Python layer numbered) or `{"kind": "item"}`;
+    * "name"}`, `{"kind": "python", "ref"}` (a callable the Python layer numbered), `{"kind": "item"}` or
+    * `{"kind": "window_time"}` ([[Extractor.WindowResultTime]]);
     * None for an extractor Python cannot run (a Column, a JVM function).
     */
   def json(e: Extractor): Option[JsonNode] = {
@@ -20,6 +21,7 @@ object PythonExtractors {
       case Extractor.FieldName(name) => Some(node.put("kind", "field").put("name", name))
       case Extractor.PythonFn(PythonRef(ref), _) => Some(node.put("kind", "python").put("ref", ref))
       case Extractor.WholeItem => Some(node.put("kind", "item"))
+      case Extractor.WindowResultTime => Some(node.put("kind", "window_time"))
       case _ => None
     }
   }

@@ -7,10 +7,11 @@ import io.jetspark.pipeline.transform._
   *
   * An item gets its timestamp where it is stamped: `addTimestamps` reads it from the item with its
   * extractor (once), a stream source with its timestamp policy, and a window gives each result its
-  * window's end. From there the timestamp travels beside the item: a map, filter, flatMap or peek gives
-  * every output the timestamp of the input item it came from, whatever the output is, and a merge or a
-  * rebalance passes items on with theirs. So do Jet's stateful stages (its `JetEventFunctionAdapter`):
-  * mapStateful and rollingAggregate give what they emit for an item that item's timestamp, and a hash
+  * window's last instant, `end - 1` (Jet's rule, [[io.jetspark.pipeline.Extractor.WindowResultTime]]).
+  * From there the timestamp travels beside the item: a map, filter, flatMap or peek gives every output
+  * the timestamp of the input item it came from, whatever the output is, and a merge or a rebalance
+  * passes items on with theirs. So do Jet's stateful stages (its `JetEventFunctionAdapter`): mapStateful
+  * and rollingAggregate give what they emit for an item that item's timestamp, and a hash
   * join gives every output for a streamed (left) item that item's timestamp; the enriching sides'
   * timestamps are not used. A window downstream reads that carried time, not the item it receives.
   *

@@ -64,7 +64,7 @@ private[plan] object Validation {
   }
 
   /** The stream sources whose items reach `t` with their timestamps, up to the nearest window (its
-    * results carry the window's end as their timestamp).
+    * results carry the window's last instant, end - 1, as their timestamp).
     */
   private def sourcesFeeding(t: Transform): Seq[StreamSourceTransform] = t match {
     case s: StreamSourceTransform => Seq(s)

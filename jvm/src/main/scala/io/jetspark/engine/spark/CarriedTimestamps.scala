@@ -14,8 +14,8 @@ import scala.collection.mutable
   *  - Stamping: Python's extraction where items enter an `addTimestamps` vertex reads the timestamp with
   *    its extractor (a Column on a DataFrame source's rows is evaluated by Catalyst next to the row, see
   *    [[PythonExtraction]]). It always does, read or not, so that a timestamp that is no time fails the
-  *    `addTimestamps` stage, as in Jet. A window's results are stamped with their `end` where they enter
-  *    a vertex that reads their time.
+  *    `addTimestamps` stage, as in Jet. A window's results are stamped with `end - 1`
+  *    ([[Extractor.WindowResultTime]]) where they enter a vertex that reads their time.
   *  - Carrying: a fused Python chain gives each output the time of the record it ran on
   *    (`python/jetspark/_python_steps.py`); so does `map_stateful`'s Python UDF, a rolling aggregation
   *    (one output per item, [[ProcessorStage.runCarrying]]) and a hash join, whose outputs for a streamed
@@ -29,8 +29,6 @@ import scala.collection.mutable
   * time from the rows ([[TypedWindow]]).
   */
 final class CarriedTimestamps(dag: PhysicalDag, typed: TypedPlan) {
-  import CarriedTimestamps._
-
   private val reading = mutable.Map.empty[String, Boolean]
 
   /** Whether `vertex` takes each input item's time in: a window where Python items enter it, or a stage
@@ -66,7 +64,7 @@ final class CarriedTimestamps(dag: PhysicalDag, typed: TypedPlan) {
     */
   def stampOn(edge: Edge): Option[Extractor] = dag.vertex(edge.to).description match {
     case AddTimestamps(ts, _) if emits(edge.to) => Some(ts)
-    case _ if carriesInto(edge) && emitsWindowResults(dag.vertex(edge.from)) => Some(WindowResultTime)
+    case _ if carriesInto(edge) && emitsWindowResults(dag.vertex(edge.from)) => Some(Extractor.WindowResultTime)
     case _ => None
   }
 
@@ -101,9 +99,4 @@ final class CarriedTimestamps(dag: PhysicalDag, typed: TypedPlan) {
     case WindowAggregate(stage, _, _, _) => stage != AggregationStage.Accumulate
     case _ => false
   }
-}
-
-object CarriedTimestamps {
-  /** A window result's timestamp: its window's end (see `plan.EventTimeRule`). */
-  val WindowResultTime: Extractor = Extractor.FieldName("end")
 }
