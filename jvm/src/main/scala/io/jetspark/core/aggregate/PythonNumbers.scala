@@ -91,7 +91,15 @@ object PythonNumbers {
   /** Numeric comparison across kinds, exact for mixed integers and doubles. NaN is greater than every
     * other number (as in `java.lang.Double.compare`) so that the order is total; 0.0 equals -0.0.
     */
-  def compare(a: Any, b: Any): Int = (normalize(a), normalize(b)) match {
+  def compare(a: Any, b: Any): Int = (a, b) match {
+    // The common cases first: two values of one column compare without normalizing (boxing) either.
+    case (x: java.lang.Integer, y: java.lang.Integer) => java.lang.Integer.compare(x, y)
+    case (x: java.lang.Long, y: java.lang.Long) => java.lang.Long.compare(x, y)
+    case (x: java.lang.Double, y: java.lang.Double) => compareDoubles(x, y)
+    case _ => compareNormalized(normalize(a), normalize(b))
+  }
+
+  private def compareNormalized(a: Any, b: Any): Int = (a, b) match {
     case (x: Long, y: Long) => java.lang.Long.compare(x, y)
     case (x: Double, y: Double) => compareDoubles(x, y)
     case (x: Double, y) => -compareExact(y, x)
