@@ -17,12 +17,9 @@ final class PickledItem(val bytes: Array[Byte]) extends Serializable {
   override def toString: String = s"PickledItem(${bytes.length} bytes)"
 }
 
-/** A DataFrame's row as an item the JVM read itself (a typed window's `max_by`): its field names and its
-  * values as Python holds them (see `TypedWindow`); it reaches Python as a PySpark `Row`.
-  *
-  * Arrays, not Seqs: a `max_by` frame's accumulator holds one, and frames cross the shuffle serialized
-  * ([[PartialCodec]]), where an array is written directly and the one `fields` array of a partition once,
-  * by reference.
+/** A DataFrame's row as an item the JVM read itself (a typed window's `max_by` result, see
+  * [[TypedWindow.rowItems]]): its field names and its values as Python holds them; it reaches Python as a
+  * PySpark `Row`.
   */
 final class RowItem(val fields: Array[String], val values: Array[AnyRef]) extends Serializable {
   override def equals(other: Any): Boolean = other match {

@@ -83,6 +83,12 @@ final class TypedPlan private (dag: PhysicalDag) {
 
   dag.vertices.foreach(refuseColumns)
 
+  /** The typed window whose frames the second stage `vertex` combines (its results hold that window's rows). */
+  def typedWindowCombinedBy(vertex: String): Option[TypedWindow] = dag.vertex(vertex).description match {
+    case WindowAggregate(AggregationStage.Combine, _, _, _) => dag.edgesInto(vertex).headOption.flatMap(e => typedWindows.get(e.from))
+    case _ => None
+  }
+
   /** Whether Catalyst runs `vertex` (nothing of it runs in Python or in the core's processors). */
   def runsInCatalyst(vertex: String): Boolean = delegations.contains(vertex) || rowDelegations.contains(vertex) || passThrough(vertex)
 

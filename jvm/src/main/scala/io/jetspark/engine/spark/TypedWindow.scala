@@ -1,6 +1,7 @@
 package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import io.jetspark.core.window.{KeyedWindowResult, WindowResult}
 import io.jetspark.pipeline.{Extractor, PythonAggregateSpec}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.functions.{col, lit}
@@ -40,18 +41,17 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
   /** A projected row as the event the window processors take. A key is pickled once per distinct key
     * (a task has few), since keys compare by their pickles. A null timestamp or value fails the job
     * naming the stage, as it does where Python reads the items (None is no number).
+    *
+    * Where the items are rows, an event keeps a copy of its projected row, which [[rowItems]] turns into
+    * the [[RowItem]] Python gets only for the rows that win a window: most rows never win, and a frame's
+    * winner crosses the shuffle as one array of bytes rather than a graph of boxed fields and names.
     */
   def events: InternalRow => TimedEvent = {
     val keyOf = key.map(k => pythonValue(k._2))
     val valueOf = values.map(v => pythonValue(v._2)).toArray
     val pickledKeys = new ConcurrentHashMap[Any, PickledKey]()
     val (name, columns) = (stage, values.map(_._1.toString))
-    val firstField = 2 + valueOf.length
-    val itemOf: InternalRow => AnyRef = row.fold[InternalRow => AnyRef](_ => NoItem) { schema =>
-      val names = schema.fieldNames
-      val read = schema.fields.map(f => pythonValue(f.dataType))
-      r => new RowItem(names, Array.tabulate[AnyRef](read.length)(i => read(i)(r, firstField + i).asInstanceOf[AnyRef]))
-    }
+    val itemOf: InternalRow => AnyRef = if (row.isDefined) _.copy() else _ => NoItem
     row => {
       if (row.isNullAt(1)) throw new StageFailedException(name, s"a row's timestamp is null")
       val k = keyOf.fold(NoKey) { read =>
@@ -73,6 +73,24 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
       }
       new TimedEvent(row.getLong(1), new Extracted(k, itemOf(row), vs, null))
     }
+  }
+
+  /** A result of this window with the rows its events kept (see [[events]]) as the [[RowItem]]s Python
+    * reads: `min_by`/`max_by` give an `Option` of a row, `all_of` an array of its parts' results.
+    */
+  def rowItems: Any => Any = row.fold[Any => Any](identity) { schema =>
+    val names = schema.fieldNames
+    val read = schema.fields.map(f => pythonValue(f.dataType))
+    val firstField = 2 + values.length
+    def items(result: Any): Any = result match {
+      case r: InternalRow => new RowItem(names, Array.tabulate[AnyRef](read.length)(i => read(i)(r, firstField + i).asInstanceOf[AnyRef]))
+      case Some(x) => Some(items(x))
+      case parts: Array[Any] => parts.map(items)
+      case w: KeyedWindowResult[_, _] => w.copy(result = items(w.result))
+      case w: WindowResult[_] => w.copy(result = items(w.result))
+      case other => other
+    }
+    items
   }
 }
 

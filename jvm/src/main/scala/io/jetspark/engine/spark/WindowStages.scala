@@ -62,13 +62,14 @@ object WindowStages {
   }
 
   /** The output of window vertex `vertex` over `input`: its processors, with how rows become their items
-    * and back. Where no reader takes the results (`unread`: noop sinks only), each is computed and left as
-    * an empty row, as Spark's noop format drops rows, instead of being pickled for Python.
+    * and back, and how a result's items become what Python reads (`resultItems`, see
+    * [[TypedWindow.rowItems]]). Where no reader takes the results (`unread`: noop sinks only), each is
+    * computed and left as an empty row, as Spark's noop format drops rows, instead of being pickled for Python.
     */
   def run(vertex: String, w: WindowAggregate, op: AggregateOperation[Extracted, Any, Any], input: DataFrame,
-      timedEvent: InternalRow => TimedEvent = timedEvent, unread: Boolean = false): DataFrame = {
+      timedEvent: InternalRow => TimedEvent = timedEvent, resultItems: Any => Any = identity, unread: Boolean = false): DataFrame = {
     val keyed = w.key.isDefined
-    val resultRow: Any => InternalRow = if (unread) _ => InternalRow.empty else pickledResult
+    val resultRow: Any => InternalRow = if (unread) _ => InternalRow.empty else r => pickledResult(resultItems(r))
     val results: Iterator[Any] => Iterator[InternalRow] = _.filterNot(_.isInstanceOf[Watermark]).map(resultRow)
     val resultSchema = if (unread) StructType(Nil) else SparkBatchEngine.ItemSchema
     val events = AggregateOperations.mapping((e: TimedEvent) => e.event)(op)
