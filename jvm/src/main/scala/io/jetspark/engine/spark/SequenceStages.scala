@@ -19,7 +19,7 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   *    ([[SequenceStages.Columns]]): the substream (its partition: a source's partition, or an order
   *    producer's processor), the offset (the row's position in that partition), an empty fan-out path
   *    and empty ties. A fused Python chain on the way keeps the id of the record it ran on and appends
-  *    `j` to the path for the j-th output of each flat_map step (`python/jetspark/_sequence.py`); an
+  *    `j` to the path for the j-th output of each flat_map step (`python/jetspark/_carried.py`); an
   *    extraction of keys and values keeps the ids beside the extracted columns; through `map_stateful`
   *    (Python) and a rolling aggregation (one output per item) each output keeps its item's id.
   *  - Diamond: a merge `orderedBySequence` runs the core's [[OrderedMergeProcessor]] over partition i
