@@ -3,7 +3,7 @@ package io.jetspark.engine.spark
 import io.jetspark.core.ProcessorContext
 import io.jetspark.core.execution.ProcessorTasklet
 import io.jetspark.core.processor.{OrderedMergeProcessor, SequenceId, SequenceRestoreProcessor, Sequenced}
-import io.jetspark.plan.VertexDescription.{AddTimestamps, MapStateful, Merge, RollingAggregate, StatelessChain}
+import io.jetspark.plan.VertexDescription.{AddTimestamps, HashJoin, MapStateful, Merge, RollingAggregate, StatelessChain}
 import io.jetspark.plan.{Edge, EdgeKind, PhysicalDag, Vertex}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
@@ -22,8 +22,10 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   *    `j` to the path for the j-th output of each flat_map step (`python/jetspark/_carried.py`); an
   *    extraction of keys and values keeps the ids beside the extracted columns (and so `addTimestamps`,
   *    whose items come out as they went in, keeps them); through `map_stateful` (Python) and a rolling
-  *    aggregation (one output per item) each output keeps its item's id. Ids ride beside the items' time
-  *    where both are carried: time first ([[SparkBatchEngine.carriedColumns]]).
+  *    aggregation (one output per item) each output keeps its item's id; a hash join, a map over its
+  *    streamed side, gives the j-th output for a streamed item that item's id with `j` appended to the
+  *    path ([[HashJoinStage]]). Ids ride beside the items' time where both are carried: time first
+  *    ([[SparkBatchEngine.carriedColumns]]).
   *  - Diamond: a merge `orderedBySequence` runs the core's [[OrderedMergeProcessor]] over partition i
   *    of every branch (the branches are isolated from their fork, so partition i of each holds the
   *    same items' outputs), one lane per branch: by path, then lane. It puts its lane in front of each
@@ -39,7 +41,7 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   *    the whole partition in id order.
   *  - Edges that carry no ids get none: without preserve_order nothing here runs.
   *
-  * Vertices that would have to carry ids through them other than these (joins, distinct, aggregations
+  * Vertices that would have to carry ids through them other than these (distinct, aggregations
   * feeding a later restore point), and ordered merges whose branches are re-partitioned
   * between fork and merge, fail before any Spark job starts, naming the vertex.
   */
@@ -176,7 +178,7 @@ object SequenceStages {
   def requireSupported(dag: PhysicalDag): Unit = dag.vertices.foreach { v =>
     val carriesThrough = carriesOut(dag, v) && !v.assignsSequence
     v.description match {
-      case StatelessChain(_) | MapStateful(_, _, _) | RollingAggregate(_, _) | AddTimestamps(_, _) => ()
+      case StatelessChain(_) | MapStateful(_, _, _) | RollingAggregate(_, _) | AddTimestamps(_, _) | HashJoin(_, _, _) => ()
       case Merge(_, true) => requireAligned(dag, v)
       case Merge(_, false) => ()
       case other if carriesThrough => throw new UnsupportedOperationException(
