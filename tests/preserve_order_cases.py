@@ -9,7 +9,13 @@ What is promised where (DESIGN.md, Planner "Order"):
   sink sees every key's items in the reference's order, keys interleaved in any way (``per_key``);
 - where everything meets one processor again (a global ``map_stateful`` or rolling aggregate), the
   whole source order (exact);
-- at the merge of a diamond, the source order, each record's outputs in branch order (exact).
+- at the merge of a diamond, the source order, each record's outputs in branch order (exact);
+- through stages that carry each item's time to a window (``add_timestamps`` to the window), the same:
+  ids ride beside the times, so a restore point on the way, or a window whose operation depends on
+  order (``to_list``), sees each key's items in source order at their times;
+- a hash join keeps its streamed side's order (Jet: a map over it), a left item's outputs in the order of
+  their matches (the enriching side's order; here one partition, so its source order);
+- a window's results, per key, by window end.
 
 Sources with several substreams are DataFrames of ``PARTITIONS`` partitions: the reference numbers their
 ``collect()`` rows, which come partition after partition, as the engine numbers (partition, offset).
@@ -24,9 +30,12 @@ from typing import Any
 from reference import as_sequence, run_reference
 
 from jetspark import AggregateOperations as ops
-from jetspark import Pipeline, Sinks, Sources
+from jetspark import JoinClause, Pipeline, Sinks, Sources, WindowDefinition
 
 PARTITIONS = 3
+#: An enriching side: several matches for k = 0 and 1, one for 2, none for 3.
+TAGS = [{"k": 0, "tag": "a"}, {"k": 1, "tag": "b"}, {"k": 0, "tag": "c"}, {"k": 2, "tag": "d"}, {"k": 1, "tag": "e"},
+        {"k": 0, "tag": "f"}]
 TRICEPS = [("INSERT", "key1", 10), ("DELETE", "key1", 10), ("INSERT", "key1", 20), ("DELETE", "key1", 20),
            ("INSERT", "key1", -1), ("INSERT", "key2", -5), ("DELETE", "key2", -5), ("INSERT", "key2", 7)]
 
@@ -164,6 +173,76 @@ def _nested_diamonds(spark: Any) -> Pipeline:
     return p
 
 
+def _timestamped_chain_into_a_window(spark: Any) -> Pipeline:
+    # df(3) -> addTimestamps(2) -> fused(map, flat_map, filter)(2) ~~partitioned by k~~> mapStateful(2) [restore]
+    #   -> windowAggregate by k (two stages) ~~partitioned by key~~> mapStateful(2) [restore] ==> previous
+    #                                        ==> sums
+    # Times go back and forth (id*7 % 40), so no window's items come in time order. Ids ride beside the
+    # times through addTimestamps and the chain (flat_map's outputs with ids of their own) to the restore
+    # point, which numbers each key's items in source order; the window sums number x value at the times
+    # add_timestamps read, so a wrong order gives wrong sums; the last mapStateful pairs each window's sum
+    # with its key's previous one, the window's results in the order of their ends.
+    p = Pipeline.create(preserve_order=True)
+    numbered = (p.read_from(Sources.dataframe(numbers(spark))).add_timestamps(lambda r: (r.id * 7) % 40)
+                .map(lambda r: (r.k, r.v, r.id)).flat_map(lambda t: [t, (t[0], -t[1], t[2])] if t[2] % 3 == 0 else [t])
+                .filter(lambda t: t[1] != 0)
+                .grouping_key(lambda t: t[0]).map_stateful(lambda: 0, lambda n, k, t: (n + 1, (k, n + 1, t[1]))))
+    sums = numbered.grouping_key(lambda o: o[0]).window(WindowDefinition.tumbling(10)).aggregate(
+        ops.summing(lambda o: o[1] * o[2]))
+    sums.write_to(Sinks.list("sums"))
+    (sums.grouping_key(lambda w: w.key).map_stateful(lambda: None, lambda last, k, w: (w.result, (k, w.end, w.result, last)))
+     .write_to(Sinks.list("previous")))
+    return p
+
+
+def _rebalanced_between_timestamps_and_a_window(spark: Any) -> Pipeline:
+    # df(3) -> addTimestamps(2) ~~partitioned by v%2~~> map(2) [restore]
+    #   ~~partitioned by k~~> windowAggregate(2) [restore] ==> lists
+    # to_list makes the window order-sensitive: each key's items reach it in source order, at the times
+    # add_timestamps read before the shuffle. Tumbling: a sliding window lists its frames one after the
+    # other (Jet combines frames in time order), each frame's items in the order they came.
+    p = Pipeline.create(preserve_order=True)
+    (p.read_from(Sources.dataframe(numbers(spark))).add_timestamps(lambda r: (r.id * 7) % 40)
+     .rebalance(lambda r: r.v % 2).map(lambda r: (r.k, r.id))
+     .grouping_key(lambda t: t[0]).window(WindowDefinition.tumbling(10)).aggregate(ops.to_list())
+     .write_to(Sinks.list("lists")))
+    return p
+
+
+def _hash_joins_then_restore(spark: Any) -> Pipeline:
+    # df(3) -> map(2) -> innerHashJoin(2) ~~partitioned by tag~~> mapStateful(2) [restore] ==> by_tag
+    #                 -> hashJoin(2) ~~partitioned by tag~~> rollingAggregate(2) [restore] ==> running
+    #                 -> hashJoin2(2) ~~all-to-one~~> mapStateful(1) [restore] ==> numbered
+    # items(1) ~~broadcast~~> each join
+    # A left item with several matches gives an output per match (per combination for hashJoin2), in the
+    # order of the matches, each with an id of its own after the item's.
+    p = Pipeline.create(preserve_order=True)
+    tags = p.read_from(Sources.items(TAGS))
+    left = p.read_from(Sources.dataframe(numbers(spark))).map(lambda r: (r.k, r.v, r.id))
+    (left.inner_hash_join(tags, JoinClause.on(lambda t: t[0], "k"), lambda t, e: (e["tag"], t[2], t[1]))
+     .grouping_key(lambda o: o[0]).map_stateful(lambda: (), lambda last2, tag, o: ((last2 + (o[1],))[-2:], (tag, o[1], last2)))
+     .write_to(Sinks.list("by_tag")))
+    (left.hash_join(tags, JoinClause.on(lambda t: t[0], "k"), lambda t, e: ("-" if e is None else e["tag"], t[2]))
+     .grouping_key(lambda o: o[0]).rolling_aggregate(ops.summing(lambda o: o[1] * o[1] - 7 * o[1]))
+     .write_to(Sinks.list("running")))
+    (left.hash_join2(tags, JoinClause.on(lambda t: t[0], "k"), tags, JoinClause.on(lambda t: (t[0] + 1) % 4, "k"),
+                     lambda t, e1, e2: (t[2], e1 and e1["tag"], e2 and e2["tag"]))
+     .map_stateful(lambda: 0, lambda n, o: (n + 1, (n, *o))).write_to(Sinks.list("numbered")))
+    return p
+
+
+def _hash_join_inside_a_diamond(spark: Any) -> Pipeline:
+    # items(1) -> fork: innerHashJoin (0 to 3 outputs per item) and map ==> merge (ordered) ==> list
+    # A record's copy through the map comes before its join outputs (a prefix of their paths), and those
+    # keep the order of their matches: each has a fan-out path of its own.
+    p = Pipeline.create(preserve_order=True)
+    tags = p.read_from(Sources.items(TAGS))
+    items = p.read_from(Sources.items([(i * 5) % 7 for i in range(14)]))
+    joined = items.inner_hash_join(tags, JoinClause.on(lambda x: x % 4, "k"), lambda x, e: (x, e["tag"]))
+    joined.merge(items.map(lambda x: (x, "itself"))).write_to(Sinks.list("merged"))
+    return p
+
+
 CASES = [
     Case("rebalance(key) then a global map_stateful", _rebalanced_then_global_state),
     Case("rebalance(key) then a keyed map_stateful, from a DataFrame", _rebalanced_then_keyed_state,
@@ -177,6 +256,13 @@ CASES = [
     Case("stateful stages, then rebalance(key), then a global stage", _state_then_rebalance),
     Case("a diamond's copies split by a keyed rebalance, then gathered", _diamond_copies_split_then_gathered),
     Case("diamonds nested: copies that passed an inner merge meet again", _nested_diamonds),
+    Case("a timestamped chain into a keyed stateful stage, a keyed window and a stage after it",
+         _timestamped_chain_into_a_window, per_key={"sums": lambda w: w.key, "previous": lambda o: o[0]}),
+    Case("rebalance(key) between add_timestamps and an order-sensitive window",
+         _rebalanced_between_timestamps_and_a_window, per_key={"lists": lambda w: w.key}),
+    Case("hash joins, then keyed and global restore points", _hash_joins_then_restore,
+         per_key={"by_tag": lambda o: o[0], "running": lambda o: o[0]}),
+    Case("a hash join inside a diamond", _hash_join_inside_a_diamond),
 ]
 
 

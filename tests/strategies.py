@@ -49,8 +49,10 @@ class GeneratedPipeline:
     Every sink's items *as a multiset* are determined by the definition (order-sensitive stages are only
     drawn where their input order is promised), so an engine must match :func:`reference.as_multiset` of
     :meth:`expected` on every sink. Where ``exact_order[sink]`` is true (preserve_order is on and nothing
-    between the sink and where its ordered stream starts mixes orders: no keyed stage, join, unrelated
-    merge or keyed rebalance) the engine must also match the order. Dead letters compare as multisets.
+    between the sink and where its ordered stream starts mixes orders: no keyed stage, unrelated merge or
+    keyed rebalance; a hash join keeps its left side's order, a left item's outputs in the order of their
+    matches, which is the enriching side's source order: one partition) the engine must also match the
+    order. Dead letters compare as multisets.
     """
 
     pipeline: Pipeline
@@ -92,8 +94,9 @@ class _Current:
     With preserve_order, a keyed rebalance keeps the order that order-sensitive stages see (the engine
     restores it by sequence ids) but a sink after it sees it per key only (``shuffled``), until a stage
     gathers everything again (a global stateful stage). ``plain``: only stateless and stateful stages,
-    rebalances by key and diamonds since the source, so sequence ids can reach this stage (the Spark
-    engine carries them through Python chains, merges, map_stateful and rolling aggregates only)."""
+    hash joins, rebalances by key and diamonds since the source, so sequence ids can reach this stage
+    (the Spark engine carries them through Python chains, merges, map_stateful, rolling aggregates with
+    built-in operations, hash joins and add_timestamps, beside the items' time where they carry one)."""
 
     stage: Any
     item_type: str
@@ -320,14 +323,20 @@ def _int_merge(b: _Builder, c: _Current) -> Result:
     return c.stage.merge(other.stage), INT, unordered(b), f"merge({other.label})"  # unrelated streams interleave
 
 
+def _joined(b: _Builder, c: _Current) -> tuple[bool, int]:
+    """A hash join's order: with preserve_order, its left side's (Jet: a map over it), each left item's
+    outputs in the order of their matches, the enriching side's order as it was collected: a source of
+    items, one partition, so its source order."""
+    return keep(c) if b.p.preserve_order else unordered(b)
+
+
 def _int_join(b: _Builder, c: _Current) -> Result:
     right = b.source(KV)
     clause = JoinClause.on(lambda x: x % 4, "k")
-    # the order of one item's several matches is not promised (the enriching side is collected first)
     if b.draw(st.booleans()):
         return (c.stage.hash_join(right.stage, clause, lambda x, r: x if r is None else x + r["v"]), INT,
-                unordered(b), f"hash_join({right.label}, x%4 = k, x + v or x)")
-    return (c.stage.inner_hash_join(right.stage, clause, lambda x, r: x * 100 + r["v"]), INT, unordered(b),
+                _joined(b, c), f"hash_join({right.label}, x%4 = k, x + v or x)")
+    return (c.stage.inner_hash_join(right.stage, clause, lambda x, r: x * 100 + r["v"]), INT, _joined(b, c),
             f"inner_hash_join({right.label}, x%4 = k)")
 
 
@@ -415,10 +424,10 @@ def _int_join2(b: _Builder, c: _Current) -> Result:
     if b.draw(st.booleans()):
         stage = c.stage.hash_join2(right1.stage, clause1, right2.stage, clause2,
                                    lambda x, r1, r2: x + (0 if r1 is None else r1["v"]) * 10 + (0 if r2 is None else r2["v"]))
-        return stage, INT, unordered(b), f"hash_join2({right1.label} x%4=k, {right2.label} x%3=k)"
+        return stage, INT, _joined(b, c), f"hash_join2({right1.label} x%4=k, {right2.label} x%3=k)"
     stage = c.stage.inner_hash_join2(right1.stage, clause1, right2.stage, clause2,
                                      lambda x, r1, r2: (x, r1["v"], r2["v"]))
-    return stage, ANY, unordered(b), f"inner_hash_join2({right1.label} x%4=k, {right2.label} x%3=k)"
+    return stage, ANY, _joined(b, c), f"inner_hash_join2({right1.label} x%4=k, {right2.label} x%3=k)"
 
 
 def _custom_op(name: str, m: int) -> AggregateOperation:
@@ -489,7 +498,7 @@ def _window_definition(b: _Builder) -> tuple[Any, str]:
     return WindowDefinition.session(timeout), f"session({timeout})"
 
 
-#: Window operations: to_list is left out, since the order of items within a window is not promised.
+#: Window operations whose results do not depend on the order of a window's items.
 _WINDOW_OPS = ("counting", "summing", "max_by", "top_n", "all_of")
 
 
@@ -497,12 +506,20 @@ def _int_window(b: _Builder, c: _Current) -> Result:
     # the item is its own timestamp: negative times and equal times are common
     w, text = _window_definition(b)
     before = ""  # the stages between add_timestamps and the window
-    name = b.draw(st.sampled_from(_WINDOW_OPS))
+    # Under preserve_order, stages that restore order by sequence ids (a keyed stateful stage, a keyed
+    # rebalance, an order-sensitive window) need the ids to reach them: drawn only where they can.
+    restoring = not b.p.preserve_order or c.plain
+    # to_list lists a window's items in their order where that is promised (the input's order, restored
+    # per key by sequence ids), and only in a tumbling window: a sliding window lists its frames one after
+    # the other, a session its merged sessions.
+    listing = c.ordered and c.plain and text.startswith("tumbling")
+    name = "to_list" if listing and b.draw(st.booleans()) else b.draw(st.sampled_from(_WINDOW_OPS))
     stage = c.stage.add_timestamps(lambda x: x)
     # Stages between that keep each item's time (Jet's JetEvent), whatever they make of the item: the
     # window reads the x that add_timestamps read. The stateful ones are keyed by x, whose items all have
-    # the time x: what a window gets does not depend on their order, which is not promised here.
-    between = b.draw(st.sampled_from(["", "filter", "map", "flat_map", "map_stateful", "rolling_aggregate", "hash_join"]))
+    # the time x: what a window gets does not depend on their order, unless the window lists its items.
+    stateless = ["", "filter", "map", "flat_map", "hash_join"]
+    between = b.draw(st.sampled_from(stateless + (["map_stateful", "rolling_aggregate", "rebalance"] if restoring else [])))
     if between == "map_stateful":
         stage = stage.grouping_key(lambda x: x).map_stateful(lambda: 0, lambda n, k, x: (n + 1, x * 10 + n + 1))
         before = "grouping_key(x).map_stateful(x*10 + nth of key)."
@@ -520,6 +537,8 @@ def _int_window(b: _Builder, c: _Current) -> Result:
         stage, before = stage.map(lambda x: x * 7 + 1), "map(x*7+1)."
     elif between == "flat_map":
         stage, before = stage.flat_map(lambda x: [x, -x]), "flat_map([x,-x])."
+    elif between == "rebalance":
+        stage, before = stage.rebalance(lambda x: x % 3).map(lambda x: x + 1), "rebalance(x%3).map(x+1)."
     if b.draw(st.booleans()):
         stage = stage.grouping_key(lambda x: x % 3)
         text = f"grouping_key(x%3).{text}"
@@ -590,9 +609,9 @@ def batch_pipelines(draw: Callable[[Any], Any], max_steps: int = 5, allowed: fro
     return b.generated
 
 
-#: Stages that keep each record's sequence id (Python chains): what they get, they pass on.
+#: Stages that keep each record's sequence id (Python chains, hash joins): what they get, they pass on.
 _KEEPING_IDS = frozenset({_int_map, _int_map_to_none, _int_filter, _int_flat_map, _int_peek, _int_failing_map,
-                          _int_to_kv, _kv_map, _kv_filter})
+                          _int_to_kv, _kv_map, _kv_filter, _int_join, _int_join2})
 
 
 #: Order-sensitive stages that give each output the sequence id of its item.

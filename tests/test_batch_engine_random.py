@@ -16,8 +16,10 @@ STATELESS = frozenset({"map", "map_to_none", "filter", "flat_map", "peek", "reba
 AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate", "distinct", "join", "aggregate2", "join2", "custom_aggregate",
                            "window", "failing_extractor"}
 # Under preserve_order: keyed rebalances (order restored by sequence ids behind them) and diamonds (merged
-# in sequence order) between the order-sensitive stages.
-ORDERED = STATELESS | {"rolling", "map_stateful", "merge", "custom_rolling"}
+# in sequence order) between the order-sensitive stages, hash joins (which keep their left side's order and
+# pass its ids on), and windows (ids carried beside the items' time to restore points before them, or to an
+# order-sensitive window).
+ORDERED = STATELESS | {"rolling", "map_stateful", "merge", "custom_rolling", "join", "join2", "window"}
 
 SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                             HealthCheck.too_slow])
@@ -63,9 +65,11 @@ def test_random_ordered_pipelines_keep_the_reference_order(jet, generated):
 
 
 # Shapes random draws reach rarely, opened on purpose, then continued at random: a keyed rebalance (order
-# restored by sequence ids at the order-sensitive stages behind it), a diamond right after the source, and
-# a diamond behind a keyed rebalance (branches merged partition by partition).
-OPENINGS = [("rebalance_map",), ("flat_map", "merge"), ("rebalance_map", "flat_map", "merge")]
+# restored by sequence ids at the order-sensitive stages behind it), a diamond right after the source, a
+# diamond behind a keyed rebalance (branches merged partition by partition), and a hash join or a window
+# behind a keyed rebalance (ids through the join, or beside the items' time, to restore points).
+OPENINGS = [("rebalance_map",), ("flat_map", "merge"), ("rebalance_map", "flat_map", "merge"), ("rebalance_map", "join"),
+            ("rebalance_map", "window")]
 
 
 @SETTINGS

@@ -12,7 +12,8 @@ import pytest
 from preserve_order_cases import CASES, run_case
 
 from conftest import CLUSTER_SESSION, REPO, run_python
-from jetspark import Pipeline, Sinks, Sources
+from jetspark import AggregateOperations as ops
+from jetspark import Pipeline, Sinks, Sources, WindowDefinition
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -72,6 +73,37 @@ def test_sequence_ids_needed_through_a_keyed_distinct_fail_before_running_naming
      .grouping_key(lambda x: x % 4).distinct()
      .rebalance(lambda x: x % 3).map(lambda x: x).write_to(Sinks.list("never")))
     with pytest.raises(JobFailedError, match="'distinct'.*sequence ids carried through it"):
+        jet.new_job(p).join(timeout=300)
+    assert jet.get_list("never") == []
+
+
+def test_sequence_ids_needed_through_an_order_sensitive_window_fail_before_running_saying_why(jet):
+    #  df(2) -> addTimestamps -> map ~~partitioned by x%2~~> window to_list(2) ~~all-to-one~~> mapStateful(1) [restore]
+    #  to_list keeps the window's input in order, so the ids would have to pass the window to the restore
+    #  point; but a window's result is made of many items, none of whose ids stands for it
+    from jetspark import JobFailedError
+
+    p = Pipeline.create(preserve_order=True)
+    (p.read_from(Sources.dataframe(jet.spark.range(0, 10, 1, 2))).add_timestamps(lambda r: r.id).map(lambda r: r.id)
+     .grouping_key(lambda x: x % 2).window(WindowDefinition.tumbling(5)).aggregate(ops.to_list())
+     .map_stateful(lambda: 0, lambda n, w: (n + 1, (n, w))).write_to(Sinks.list("never")))
+    with pytest.raises(JobFailedError, match="'windowAggregate'.*no meaning for an aggregation: each result is made of many"):
+        jet.new_job(p).join(timeout=300)
+    assert jet.get_list("never") == []
+
+
+def test_sequence_ids_needed_through_a_custom_rolling_aggregate_fail_before_running_naming_it(jet):
+    #  df(2) -> map ~~partitioned by x%2~~> rollingAggregate(custom, 2) [restore] ~~partitioned~~> map(2) [restore]
+    #    ~~all-to-one~~> mapStateful(1) [restore]
+    #  the user-defined operation runs in Python over whole partitions, which carries no ids
+    from jetspark import AggregateOperation, JobFailedError
+
+    p = Pipeline.create(preserve_order=True)
+    (p.read_from(Sources.dataframe(jet.spark.range(0, 10, 1, 2))).map(lambda r: r.id)
+     .grouping_key(lambda x: x % 2).rolling_aggregate(AggregateOperation.of(lambda: 0, lambda a, x: a + x))
+     .rebalance(lambda kv: kv[1] % 3).map(lambda kv: kv)
+     .map_stateful(lambda: 0, lambda n, x: (n + 1, (n, x))).write_to(Sinks.list("never")))
+    with pytest.raises(JobFailedError, match="'rollingAggregate'.*AggregateOperation.of part"):
         jet.new_job(p).join(timeout=300)
     assert jet.get_list("never") == []
 

@@ -10,11 +10,13 @@ routed to a dead-letter sink adds a ``failure`` column too: a record whose extra
 with that stage's name there and a pickled :class:`~jetspark.errors.DeadLetter` in ``item``, which the
 JVM sends to the stage's dead letters instead of into the stage.
 
-Between ``add_timestamps`` and a window, items carry their timestamp (ms) beside them in a column ``ts``
-(Jet's ``JetEvent``): it is read once, where items are stamped (an extraction with a ``timestamp``), and
-every output of a chain keeps the time of the record it came from, whatever the steps made of the item;
-so does every output of ``map_stateful`` (:func:`stateful_udf_column`) and every output of a hash join's
-mapper for a streamed item (its chain of one map step over the JVM's joined tuples).
+Items may carry columns beside them (:mod:`jetspark._carried`): their timestamp (ms) between
+``add_timestamps`` and a window, read once where items are stamped (an extraction with a
+``timestamp``), and their sequence id under ``preserve_order``. Every output of a chain keeps what the
+record it came from carried, whatever the steps made of the item (a flat_map's outputs with their own
+place in the fan-out path); so does every output of ``map_stateful`` (:func:`stateful_udf_column`) and
+every output of a hash join's mapper for a streamed item (its chain of one map step over the JVM's
+joined tuples, which carry the item's time and id).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jetspark._carried import TS, carried_for, carried_schema
 from jetspark._items import canonical_key, loads_key
 from jetspark._windows import timestamp_ms
 from jetspark.errors import DeadLetter
@@ -36,9 +39,6 @@ OPAQUE_SCHEMA = f"{ITEM} binary"
 CHAIN_SCHEMA = f"{ITEM} binary, {FAILURE} string"
 #: What an extraction gives per item entering an aggregation: key, the operation's values, the item.
 EXTRACTED_SCHEMA = f"key binary, values array<binary>, {ITEM} binary"
-#: The column of the timestamp (ms) an item carries beside it.
-TS = "ts"
-TS_SCHEMA = f"{TS} bigint"
 PICKLE_PROTOCOL = 5
 
 
@@ -47,7 +47,7 @@ def extraction_schema(timed: bool, dead_letter: bool) -> str:
     routes failures to a dead-letter sink, then ``ts`` last where items carry their time (at a window's
     input, or where they are stamped)."""
     failure = f", {FAILURE} string" if dead_letter else ""
-    return f"{EXTRACTED_SCHEMA}{failure}" + (f", {TS_SCHEMA}" if timed else "")
+    return f"{EXTRACTED_SCHEMA}{failure}" + carried_schema([TS] if timed else [])
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def run_steps(steps: list[Step], item: Any) -> tuple[list[Any], list[DeadLetter]
 def run_steps_numbered(steps: list[Step], item: Any) -> tuple[list[tuple[tuple[int, ...], Any]], list[DeadLetter]]:
     """:func:`run_steps`, each result with its fan-out path below ``item``: the j-th output of a flat_map
     step for its input appends ``j``; map, filter and peek append nothing (the sequence ids of
-    ``jetspark._sequence``)."""
+    :mod:`jetspark._carried`)."""
     items: list[tuple[tuple[int, ...], Any]] = [((), item)]
     letters: list[DeadLetter] = []
     for step in steps:
@@ -108,8 +108,9 @@ def run_steps_numbered(steps: list[Step], item: Any) -> tuple[list[tuple[tuple[i
 
 def chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The Arrow map function (``SQL_MAP_ARROW_ITER_UDF``) that runs ``steps`` over pickled items (the
-    first column). Columns after it (an item's ``ts``) are what each item carries: every result and dead
-    letter of a record gets that record's values of them."""
+    first column). Columns after it (an item's ``ts``, its sequence id) are what each item carries: every
+    result and dead letter of a record gets that record's values of them, a result's fan-out path
+    extended by its own below the record (:mod:`jetspark._carried`)."""
     steps = list(steps)
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
@@ -119,19 +120,21 @@ def chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Iterator[Any]
             out: list[bytes] = []
             failures: list[str | None] = []
             records: list[int] = []  # the input row of each output
+            below: list[tuple[int, ...]] = []  # each output's fan-out path below its record
             for row, raw in enumerate(batch.column(0).to_pylist()):
-                results, letters = run_steps(steps, pickle.loads(raw))
-                for result in results:
+                results, letters = run_steps_numbered(steps, pickle.loads(raw))
+                for path, result in results:
                     out.append(pickle.dumps(result, protocol=PICKLE_PROTOCOL))
                     failures.append(None)
+                    below.append(path)
                 for letter in letters:
                     out.append(pickle.dumps(letter, protocol=PICKLE_PROTOCOL))
                     failures.append(letter.stage)
+                    below.append(())
                 records.extend([row] * (len(results) + len(letters)))
-            taken = pa.array(records, pa.int64())
-            carried = [batch.column(i).take(taken) for i in range(1, batch.num_columns)]
-            yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary()), pa.array(failures, pa.string()), *carried],
-                                             names=[ITEM, FAILURE, *batch.schema.names[1:]])
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(out, pa.binary()), pa.array(failures, pa.string()), *carried_for(batch, records, below=below)],
+                names=[ITEM, FAILURE, *batch.schema.names[1:]])
 
     return run
 
@@ -249,15 +252,19 @@ def _rows_with_columns(schema_json: str, fields: int) -> Callable[[Any], Iterato
 
 def extraction_udf_column(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
                           objects: list[Any], timestamp: dict[str, Any] | None = None,
-                          rows: tuple[str, int] | None = None, timed: bool = False, dead_letter: bool = False) -> Any:
+                          rows: tuple[str, int] | None = None, carried: Sequence[str] = (),
+                          dead_letter: bool = False) -> Any:
     """The Spark Column of an extraction over the ``item`` column, or with ``rows`` (see
     :func:`extraction_function`) over all the rows' columns. Items are stamped here with ``timestamp``;
-    ``timed`` items arrive with their ``ts``, which the extraction passes on; ``dead_letter``: the stage
-    routes its failures to a dead-letter sink."""
+    they arrive with the ``carried`` columns (:func:`jetspark._carried.carried_columns`: their ``ts``,
+    their sequence id), which the extraction passes on after what it extracts (and after the ``ts`` it
+    stamps); ``dead_letter``: the stage routes its failures to a dead-letter sink."""
     extract = bound_extraction_function(key, values, stage, objects, timestamp, rows, dead_letter)
-    schema = extraction_schema(timed or timestamp is not None, dead_letter)
-    if timed:
-        return _arrow_udf(passing_on(extract), schema, [ITEM, TS])
+    schema = extraction_schema(timestamp is not None, dead_letter) + carried_schema(carried)
+    if carried:
+        # The JVM never carries anything beside a DataFrame source's rows read as they are.
+        assert rows is None, "carried columns beside a source's rows"
+        return _arrow_udf(passing_on(extract), schema, [ITEM, *carried])
     columns = None if rows is None else [field["name"] for field in json.loads(rows[0])["fields"]]
     return _arrow_udf(extract, schema, columns)
 
@@ -294,12 +301,12 @@ def bound_extraction_function(key: dict[str, Any] | None, values: list[dict[str,
 
 
 def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, Any]], keyed: bool, stage: str,
-                      dead_letter: bool, passed_on: int = 0) -> Callable[[Iterator[Any]], Iterator[Any]]:
+                      dead_letter: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The Arrow map function of ``map_stateful``: over the extracted rows (key, values, item) of one
     partition, which holds every item of its keys (or, unkeyed, every item), it keeps a state per key
     from ``create()`` and emits what ``fn(state, key, item)`` (unkeyed: ``fn(state, item)``) returns
-    besides the new state, unless that is None. The ``passed_on`` columns after those three (a sequence
-    id, or the item's ``ts``) are copied from each row to what it gives, result or dead letter."""
+    besides the new state, unless that is None. The columns after those three (the item's ``ts``, its
+    sequence id) are copied from each row to what it gives, result or dead letter."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -326,23 +333,21 @@ def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, An
                     out.append(pickle.dumps(output, protocol=PICKLE_PROTOCOL))
                     failures.append(None)
                     rows.append(row)
-            taken = pa.array(rows, pa.int64())
-            passed = [batch.column(3 + i).take(taken) for i in range(passed_on)]
-            yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary()), pa.array(failures, pa.string()), *passed],
-                                             names=[ITEM, FAILURE, *batch.schema.names[3:3 + passed_on]])
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(out, pa.binary()), pa.array(failures, pa.string()), *carried_for(batch, rows, start=3)],
+                names=[ITEM, FAILURE, *batch.schema.names[3:]])
 
     return run
 
 
 def stateful_udf_column(create: Callable[[], Any], fn: Callable[..., tuple[Any, Any]], keyed: bool, stage: str,
-                        dead_letter: bool, timed: bool = False) -> Any:
-    """The Spark Column of a ``map_stateful`` vertex, over the extracted columns; ``timed``: also over the
-    items' ``ts``, which each output (and dead letter) keeps from the item it was emitted for, as Jet's
-    ``mapStateful`` gives its output the input item's timestamp."""
-    if timed:
-        return _arrow_udf(stateful_function(create, fn, keyed, stage, dead_letter, passed_on=1),
-                          f"{CHAIN_SCHEMA}, {TS_SCHEMA}", ["key", "values", ITEM, TS])
-    return _arrow_udf(stateful_function(create, fn, keyed, stage, dead_letter), CHAIN_SCHEMA, ["key", "values", ITEM])
+                        dead_letter: bool, carried: Sequence[str] = ()) -> Any:
+    """The Spark Column of a ``map_stateful`` vertex, over the extracted columns and the ``carried`` ones
+    (the items' ``ts``, their sequence id), which each output (and dead letter) keeps from the item it
+    was emitted for, as Jet's ``mapStateful`` gives its output the input item's timestamp (one output at
+    most per item: ids need no extending)."""
+    return _arrow_udf(stateful_function(create, fn, keyed, stage, dead_letter), f"{CHAIN_SCHEMA}{carried_schema(carried)}",
+                      ["key", "values", ITEM, *carried])
 
 
 def rows_to_items_function(schema_json: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
@@ -382,10 +387,8 @@ def _arrow_udf(fn: Callable[[Iterator[Any]], Iterator[Any]], schema: str, column
     return udf(*[col(c) for c in (columns or [ITEM])])
 
 
-def chain_udf_column(steps: list[Step], timed: bool = False) -> Any:
+def chain_udf_column(steps: list[Step], carried: Sequence[str] = ()) -> Any:
     """The Spark Column of the fused chain, over the ``item`` column of whatever DataFrame the JVM
-    applies it to (``SqlBridge.mapInArrow``); ``timed``: also over the items' ``ts``, which each output
-    keeps."""
-    if timed:
-        return _arrow_udf(chain_function(steps), f"{CHAIN_SCHEMA}, {TS_SCHEMA}", [ITEM, TS])
-    return _arrow_udf(chain_function(steps), CHAIN_SCHEMA)
+    applies it to (``SqlBridge.mapInArrow``) and the ``carried`` ones (the items' ``ts``, their sequence
+    id), which each output keeps (see :func:`chain_function`)."""
+    return _arrow_udf(chain_function(steps), f"{CHAIN_SCHEMA}{carried_schema(carried)}", [ITEM, *carried])

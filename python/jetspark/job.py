@@ -178,46 +178,38 @@ class Job:
 
 def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], list[Any]]:
     """The Arrow UDFs the JVM asked for (``PreparedBatchJob.pythonWorkJson``), named as it expects."""
+    from jetspark._carried import carried_columns
     from jetspark._custom_ops import custom_aggregation_udf_column
     from jetspark._python_steps import (Step, chain_udf_column, extraction_udf_column, rows_to_items_udf_column,
                                         stateful_udf_column)
     from jetspark._typed import results_to_items_udf_column
-    from jetspark._sequence import (sequenced_chain_udf_column, sequenced_extraction_udf_column,
-                                    sequenced_stateful_udf_column)
 
     def ref(r: int | None) -> Any:
         return None if r is None else objects[r]
 
+    def carried(w: dict[str, Any]) -> list[str]:
+        return carried_columns(w["timed"], w["sequenced"])
+
     udfs: dict[str, Any] = {}
     for chain in work["chains"]:
         steps = [Step(s["kind"], ref(s["ref"]), s["stage"], s["dead_letter"]) for s in chain["steps"]]
-        # The JVM runs no chain that carries both sequence ids and timestamps (CarriedTimestamps).
-        udfs[f"chain:{chain['vertex']}"] = (sequenced_chain_udf_column(steps) if chain["sequenced"]
-                                            else chain_udf_column(steps, chain["timed"]))
+        udfs[f"chain:{chain['vertex']}"] = chain_udf_column(steps, carried(chain))
     for e in work["extractions"]:
-        name = f"extract:{e['vertex']}:{e['ordinal']}"
-        if e["sequenced"]:  # never a window's input (windows produce their own order), maybe a stamping
-            udfs[name] = sequenced_extraction_udf_column(e["key"], e["values"], e["stage"], objects, e.get("timestamp"),
-                                                         e["dead_letter"])
-        else:
-            rows = (e["rows_schema"], e["row_fields"]) if "rows_schema" in e else None
-            udfs[name] = extraction_udf_column(e["key"], e["values"], e["stage"], objects, e.get("timestamp"), rows,
-                                               e["timed"], e["dead_letter"])
+        rows = (e["rows_schema"], e["row_fields"]) if "rows_schema" in e else None
+        udfs[f"extract:{e['vertex']}:{e['ordinal']}"] = extraction_udf_column(
+            e["key"], e["values"], e["stage"], objects, e.get("timestamp"), rows, carried(e), e["dead_letter"])
     for f in work["dataframe_sources"]:
         udfs[f"rows:{f['vertex']}"] = rows_to_items_udf_column(f["schema"])
     for m in work["stateful"]:
-        stateful = sequenced_stateful_udf_column if m["sequenced"] else stateful_udf_column
-        # As for chains: never both sequence ids and timestamps.
-        timed = {} if m["sequenced"] else {"timed": m["timed"]}
-        udfs[f"stateful:{m['vertex']}"] = stateful(ref(m["create_ref"]), ref(m["fn_ref"]), m["keyed"], m["stage"],
-                                                   m["dead_letter"], **timed)
+        udfs[f"stateful:{m['vertex']}"] = stateful_udf_column(ref(m["create_ref"]), ref(m["fn_ref"]), m["keyed"], m["stage"],
+                                                              m["dead_letter"], carried(m))
     for c in work["custom_aggregations"]:
         udfs[f"custom:{c['vertex']}"] = custom_aggregation_udf_column(c["operations"], objects, c["mode"], c["keyed"],
                                                                       c["stage"], c["dead_letter"])
     for j in work["joins"]:
         mapper = ref(j["mapper_ref"])
         pair_mapper = _pair_mapper(mapper)
-        udfs[f"join:{j['vertex']}"] = chain_udf_column([Step("map", pair_mapper, j["stage"], j["dead_letter"])], j["timed"])
+        udfs[f"join:{j['vertex']}"] = chain_udf_column([Step("map", pair_mapper, j["stage"], j["dead_letter"])], carried(j))
     for r in work["typed_results"]:
         udfs[f"results:{r['vertex']}"] = results_to_items_udf_column(r["schema"], r["shape"])
     return list(udfs), [column._jc for column in udfs.values()]

@@ -291,7 +291,13 @@ class _ComputeStage(_Stage):
     def hash_join(self, other: BatchStage, join_clause: JoinClause,
                   mapper: Callable[[Any, Any], Any] = lambda left, right: (left, right)) -> Any:
         """Every item with its match from ``other`` (a batch stage, broadcast to every instance):
-        ``mapper(left, right)``, with ``right`` None where nothing matches."""
+        ``mapper(left, right)``, with ``right`` None where nothing matches. An item matching several
+        items of ``other`` gives one output per match.
+
+        A join is a map over this (the streamed) stage, as in Jet: with ``preserve_order`` it keeps this
+        stage's order, an item's outputs together and in the order of its matches (the order in which
+        ``other`` was collected, partition by partition); each output has the item's timestamp where it
+        carries one (:meth:`add_timestamps`)."""
         return self._join("hash_join", [(other, join_clause)], mapper)
 
     def inner_hash_join(self, other: BatchStage, join_clause: JoinClause,
@@ -386,7 +392,9 @@ class BatchStage(_ComputeStage):
         (Jet's ``JetEvent``): ``map``, ``filter``, ``flat_map``, ``peek``, ``merge``, ``rebalance``,
         ``map_stateful`` and ``rolling_aggregate`` give every output the time of the item it came from,
         and a hash join every output for a left item that item's time (not the enriching items'), so a
-        window reads the time ``ts`` gave the original item, whatever those stages made of it.
+        window reads the time ``ts`` gave the original item, whatever those stages made of it. With
+        ``preserve_order`` the same holds: the items keep their order through those stages (restored per
+        key behind a keyed shuffle on the Spark engine), times and all.
 
         Examples
         --------

@@ -28,15 +28,15 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     *                   "rows_schema", "row_fields" (where Columns were evaluated next to a source's rows)}],
     *  "dataframe_sources": [{"vertex", "schema": Spark's schema JSON}],             // rows to items
     *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter", "sequenced", "timed"}], // map_stateful
-    *  "joins": [{"vertex", "stage", "mapper_ref", "dead_letter", "timed"}],      // hash join mappers
+    *  "joins": [{"vertex", "stage", "mapper_ref", "dead_letter", "sequenced", "timed"}], // hash join mappers
     *  "custom_aggregations": [{"vertex", "stage", "mode", "operations", "keyed", "dead_letter"}], // with AggregateOperation.of
     *  "typed_results": [{"vertex", "schema", "shape"}]}                            // Catalyst results to items
     * }}}
     * `ref`s number the Python callables of the pipeline's spec (null: a `peek()` without one). Python
     * answers with `run`, naming each UDF `chain:`, `rows:`, `stateful:`, `join:`, `custom:` or `results:` + the vertex, or
     * `extract:` + the vertex + `:` + the input ordinal. `sequenced`: the items carry sequence ids, which
-    * the UDF must keep (`python/jetspark/_sequence.py`, `SequenceStages`); `timed`: the items carry their
-    * time in a column `ts`, which the UDF must keep ([[CarriedTimestamps]]).
+    * the UDF must keep (`python/jetspark/_carried.py`, `SequenceStages`); `timed`: the items carry their
+    * time in a column `ts`, which the UDF must keep ([[CarriedTimestamps]]); both: the time, then the ids.
     */
   def pythonWorkJson(): String = {
     val mapper = new ObjectMapper()
@@ -78,7 +78,8 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     work.set[JsonNode]("joins", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonJoins(dag).map {
       case (vertex, mapperRef, deadLetter) =>
         Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "mapper_ref" -> mapperRef,
-          "dead_letter" -> deadLetter, "timed" -> timestamps.emits(vertex.name)).asJava
+          "dead_letter" -> deadLetter, "sequenced" -> SequenceStages.keepsSequenceIn(dag, vertex),
+          "timed" -> timestamps.emits(vertex.name)).asJava
     }.asJava))
     work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregations.work(dag).map { w =>
       Map[String, Any]("vertex" -> w.vertex.name, "stage" -> w.vertex.fusedChain.head, "mode" -> w.mode,

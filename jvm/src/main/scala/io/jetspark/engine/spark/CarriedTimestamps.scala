@@ -21,7 +21,10 @@ import scala.collection.mutable
   *    (one output per item, [[ProcessorStage.runCarrying]]) and a hash join, whose outputs for a streamed
   *    item get that item's time ([[HashJoinStage]]; the enriching sides arrive without theirs); a merge
   *    unions its inputs' rows, time and all; edges move the time with the item. Dead letters leave
-  *    without it (their sink takes the items only).
+  *    without it (their sink takes the items only). Under preserve_order the same vertices carry each
+  *    item's sequence id too ([[SequenceStages]]): both ride together, time first
+  *    ([[SparkBatchEngine.carriedColumns]]), so a restore point between `addTimestamps` and a window
+  *    orders the items, times and all, that the window then reads.
   *  - Reading: the extraction at a window's input passes the time on beside the key and values
   *    ([[WindowStages.TimedSchema]]).
   * Only the vertices on the way to a window that reads Python items ([[readers]]) take the time in; edges
@@ -72,18 +75,13 @@ final class CarriedTimestamps(dag: PhysicalDag, typed: TypedPlan) {
   def forEdge(edge: Edge, df: DataFrame): DataFrame =
     if (arriveTimed(edge) || !df.columns.contains(WindowStages.Ts)) df else df.drop(WindowStages.Ts)
 
-  /** Fails, naming the vertex, where a reader gets items without a time, or where preserve_order would
-    * need it to carry sequence ids beside the time (not done yet).
-    */
+  /** Fails, naming the vertex, where a reader gets items without a time. */
   def requireSupported(): Unit = dag.vertices.filter(v => reads(v.name)).foreach { v =>
     dag.edgesInto(v.name).find(e => carriesInto(e) && !arriveTimed(e) && stampOn(e).isEmpty).foreach { e =>
       throw new UnsupportedOperationException(s"vertex '${v.name}' (${v.description.describe}): the items from " +
         s"'${e.from}' (${dag.vertex(e.from).description.describe}) carry no timestamp the Spark batch engine can read: " +
         "it does not carry one through that stage yet; give them timestamps after it with add_timestamps(ts)")
     }
-    if (SequenceStages.keepsSequenceIn(dag, v))
-      throw new UnsupportedOperationException(s"vertex '${v.name}' (${v.description.describe}): preserve_order needs " +
-        "sequence ids carried through it beside the items' timestamps, which the Spark batch engine does not do yet")
   }
 
   /** Whether `v` gives what it emits for an item that item's time (the engine runs a rolling aggregation

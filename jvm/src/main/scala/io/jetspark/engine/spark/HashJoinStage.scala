@@ -4,7 +4,9 @@ import io.jetspark.core.ProcessorContext
 import io.jetspark.core.execution.ProcessorTasklet
 import io.jetspark.core.processor.{HashJoinProcessor, JoinClause}
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.jetspark.SqlBridge
+import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.{DataFrame, SparkSession}
 
 /** `hash_join` / `inner_hash_join` (and their forms with several enriching sides) on Spark: every
@@ -13,9 +15,16 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   * each combination of matches (`None` for a side without a match, unless `inner`), for the mapper's
   * Python UDF.
   *
-  * Where the streamed rows carry their items' time (column [[WindowStages.Ts]], on the way to a window:
-  * [[CarriedTimestamps]]), every output for a streamed item carries that item's time, as Jet's join gives
-  * its output the left item's timestamp; the enriching sides arrive without theirs.
+  * A join is a map over its streamed side (Jet's `hashJoin`), so what a streamed row carries beside its
+  * item ([[SparkBatchEngine.carriedColumns]]) goes to every output for it:
+  *  - its time ([[WindowStages.Ts]], on the way to a window: [[CarriedTimestamps]]), as Jet's join gives
+  *    its output the left item's timestamp; the enriching sides arrive without theirs;
+  *  - its sequence id (preserve_order, on the way to a restore point: [[SequenceStages]]), the j-th
+  *    combination of matches for it with `j` appended to its fan-out path, as a flat_map's j-th output
+  *    gets: a left item may give several outputs (several matches on a side, or combinations of matches
+  *    on several), and each needs an id of its own that orders it after the one before. Every output
+  *    gets a `j`, also the only one, as the brute-force reference numbers them. The matches of one side
+  *    come in the order the side was collected (partition by partition).
   *
   * Keys are extracted per input: an enriching side's rows carry their clause's right key as the key; a
   * streamed row carries the first clause's left key as the key and the other clauses' left keys, as
@@ -28,8 +37,13 @@ object HashJoinStage {
       spark.sparkContext.broadcast(side.queryExecution.toRdd.map(r => (r.getBinary(0), r.getBinary(2))).collect()))
     val sides = enriching.size
     val toExtracted = SparkBatchEngine.extracted
-    val timeAt = if (streamed.columns.contains(WindowStages.Ts)) Some(streamed.schema.fieldIndex(WindowStages.Ts)) else None
-    val toItem: InternalRow => Streamed = row => Streamed(toExtracted(row), timeAt.map(row.getLong))
+    val carried = SparkBatchEngine.carriedColumns(streamed)
+    val fields = carried.map(streamed.schema.apply)
+    val (at, types) = (carried.map(streamed.schema.fieldIndex).toArray, fields.map(_.dataType).toArray)
+    val fanOut = carried.indexOf(SequenceStages.FanOut) // -1: no ids carried
+    val toItem: InternalRow => Streamed = row =>
+      // A copy: Spark reuses the row its values point into.
+      new Streamed(toExtracted(row), InternalRow.fromSeq(at.indices.map(i => if (row.isNullAt(at(i))) null else row.get(at(i), types(i)))).copy())
     val total = streamed.queryExecution.toRdd.getNumPartitions
     val rows = streamed.queryExecution.toRdd.mapPartitionsWithIndex { (index, partition) =>
       val builds = tables.map(_.value.iterator.map { case (key, item) =>
@@ -42,10 +56,18 @@ object HashJoinStage {
           else e => new PickledKey(e.asInstanceOf[Streamed].item.values(side - 1).asInstanceOf[Array[Byte]])
         JoinClause(leftKey, rightKey)
       }
+      // The processor asks for each combination once, in order, so counting the calls numbers them.
       val joined: (Any, Seq[Option[Any]]) => Any = (left, rights) => {
         val streamedItem = left.asInstanceOf[Streamed]
+        val j = streamedItem.emitted
+        streamedItem.emitted += 1
         val tuple = (streamedItem.item.item +: rights.map(_.map(_.asInstanceOf[Extracted].item))).toArray[Any]
-        InternalRow.fromSeq(PythonValues.dumps(tuple) +: streamedItem.time.toSeq)
+        val beside = types.indices.map { i =>
+          if (i == fanOut) new GenericArrayData(streamedItem.carried.getArray(i).toIntArray() :+ j)
+          else if (streamedItem.carried.isNullAt(i)) null
+          else streamedItem.carried.get(i, types(i))
+        }
+        InternalRow.fromSeq(PythonValues.dumps(tuple) +: beside)
       }
       val join = new HashJoinProcessor(clauses, joined, outer = !inner)
       // Every enriching side is complete before the first streamed item.
@@ -53,10 +75,11 @@ object HashJoinStage {
       new ProcessorTasklet(join, ProcessorContext(vertexName, index, total), inputs, Seq(1 to sides, Seq(0)))
         .map(_.asInstanceOf[InternalRow])
     }
-    val schema = SparkBatchEngine.ItemSchema
-    SqlBridge.internalCreateDataFrame(spark, rows, timeAt.fold(schema)(at => schema.add(streamed.schema(at))))
+    SqlBridge.internalCreateDataFrame(spark, rows, StructType(SparkBatchEngine.ItemSchema.fields ++ fields))
   }
 
-  /** A streamed item, with the time it carries where it carries one. */
-  private final case class Streamed(item: Extracted, time: Option[Long])
+  /** A streamed item, with what its row carries beside it, and how many outputs it has had so far. */
+  private final class Streamed(val item: Extracted, val carried: InternalRow) {
+    var emitted = 0
+  }
 }

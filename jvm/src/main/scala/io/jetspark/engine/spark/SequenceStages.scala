@@ -3,7 +3,7 @@ package io.jetspark.engine.spark
 import io.jetspark.core.ProcessorContext
 import io.jetspark.core.execution.ProcessorTasklet
 import io.jetspark.core.processor.{OrderedMergeProcessor, SequenceId, SequenceRestoreProcessor, Sequenced}
-import io.jetspark.plan.VertexDescription.{MapStateful, Merge, RollingAggregate, StatelessChain}
+import io.jetspark.plan.VertexDescription.{AddTimestamps, Aggregate, HashJoin, MapStateful, Merge, RollingAggregate, StatelessChain, WindowAggregate}
 import io.jetspark.plan.{Edge, EdgeKind, PhysicalDag, Vertex}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
@@ -19,9 +19,13 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   *    ([[SequenceStages.Columns]]): the substream (its partition: a source's partition, or an order
   *    producer's processor), the offset (the row's position in that partition), an empty fan-out path
   *    and empty ties. A fused Python chain on the way keeps the id of the record it ran on and appends
-  *    `j` to the path for the j-th output of each flat_map step (`python/jetspark/_sequence.py`); an
-  *    extraction of keys and values keeps the ids beside the extracted columns; through `map_stateful`
-  *    (Python) and a rolling aggregation (one output per item) each output keeps its item's id.
+  *    `j` to the path for the j-th output of each flat_map step (`python/jetspark/_carried.py`); an
+  *    extraction of keys and values keeps the ids beside the extracted columns (and so `addTimestamps`,
+  *    whose items come out as they went in, keeps them); through `map_stateful` (Python) and a rolling
+  *    aggregation (one output per item) each output keeps its item's id; a hash join, a map over its
+  *    streamed side, gives the j-th output for a streamed item that item's id with `j` appended to the
+  *    path ([[HashJoinStage]]). Ids ride beside the items' time where both are carried: time first
+  *    ([[SparkBatchEngine.carriedColumns]]).
   *  - Diamond: a merge `orderedBySequence` runs the core's [[OrderedMergeProcessor]] over partition i
   *    of every branch (the branches are isolated from their fork, so partition i of each holds the
   *    same items' outputs), one lane per branch: by path, then lane. It puts its lane in front of each
@@ -37,9 +41,10 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   *    the whole partition in id order.
   *  - Edges that carry no ids get none: without preserve_order nothing here runs.
   *
-  * Vertices that would have to carry ids through them other than these (joins, distinct, aggregations
-  * feeding a later restore point), and ordered merges whose branches are re-partitioned
-  * between fork and merge, fail before any Spark job starts, naming the vertex.
+  * Vertices that would have to carry ids through them other than these (distinct, a rolling aggregation
+  * the engine runs in Python, aggregations and windows feeding a later restore point), and ordered
+  * merges whose branches are re-partitioned between fork and merge, fail before any Spark job starts,
+  * naming the vertex.
   */
 private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag) {
   import SequenceStages._
@@ -173,14 +178,24 @@ object SequenceStages {
     */
   def requireSupported(dag: PhysicalDag): Unit = dag.vertices.foreach { v =>
     val carriesThrough = carriesOut(dag, v) && !v.assignsSequence
+    def refuse(why: String) = throw new UnsupportedOperationException(
+      s"vertex '${v.name}' (${v.description.describe}): preserve_order needs sequence ids carried through it to a later " +
+        s"restore point, $why")
     v.description match {
-      case StatelessChain(_) | MapStateful(_, _, _) | RollingAggregate(_, _) => ()
       case Merge(_, true) => requireAligned(dag, v)
-      case Merge(_, false) => ()
-      case other if carriesThrough => throw new UnsupportedOperationException(
-        s"vertex '${v.name}' (${other.describe}): preserve_order needs sequence ids carried through it to a later " +
-          "restore point, which the Spark batch engine does not do yet")
-      case _ => ()
+      case _ if !carriesThrough => ()
+      case RollingAggregate(_, _) if CustomAggregations.runsInPython(v) =>
+        refuse("which the Spark batch engine does not do yet for a rolling aggregation with an AggregateOperation.of part " +
+          "(it runs in Python over whole partitions)")
+      case StatelessChain(_) | MapStateful(_, _, _) | RollingAggregate(_, _) | HashJoin(_, _, _) | AddTimestamps(_, _) |
+           Merge(_, false) => ()
+      // An order-sensitive aggregation (to_list) keeps its input in order, and so the planner walks the ids up
+      // through it; but each result is made of many items, and no one item's id can stand for it.
+      case Aggregate(_, _, _) | WindowAggregate(_, _, _, _) =>
+        refuse("which has no meaning for an aggregation: each result is made of many items, so no item's sequence id " +
+          "can be carried to it; its results would have to start a new ordered stream, which the Spark batch engine " +
+          "does not do yet behind an order-sensitive operation (to_list)")
+      case _ => refuse("which the Spark batch engine does not do yet")
     }
   }
 

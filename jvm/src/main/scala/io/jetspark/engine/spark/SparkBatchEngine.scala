@@ -148,7 +148,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
         // Each running result keeps what its item carries: its time, its sequence id.
         ProcessorStage(v.name, () => if (keyed) RollingAggregateProcessor.keyed(_.asInstanceOf[Extracted].key, op)
           else RollingAggregateProcessor.global(op), extracted, resultRow(keyed), ItemSchema)
-          .runCarrying(in, (WindowStages.Ts +: SequenceStages.Columns).filter(in.columns.contains))
+          .runCarrying(in, carriedColumns(in))
       case Sort(SortPhase.LocalSort, _, reverse) => numberedRuns(ProcessorStage(v.name,
         () => new SortProcessor(SortDefinition(Some(sortValue), AnyOrdering, reverse)), extracted,
         e => { val x = e.asInstanceOf[Extracted]; InternalRow(x.key.bytes, rawValues(x), x.pickled) }, ExtractedSchema)
@@ -280,8 +280,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   /** The items of `df` (rows that also hold extracted keys and values), with their time and their
     * sequence ids where they carry them.
     */
-  private def itemsOf(df: DataFrame): DataFrame =
-    df.select((Item +: (WindowStages.Ts +: SequenceStages.Columns).filter(df.columns.contains)).map(col): _*)
+  private def itemsOf(df: DataFrame): DataFrame = df.select((Item +: carriedColumns(df)).map(col): _*)
 
   /** `rows` moved to `target` partitions as `edge`'s kind says (a partitioned edge by the column `key`). */
   private def moved(rows: DataFrame, edge: Edge, target: Int): DataFrame = edge.kind match {
@@ -394,6 +393,11 @@ object SparkBatchEngine {
   /** What an extraction UDF gives per item: the key's pickle, the values' pickles, the item's pickle. */
   val ExtractedSchema: StructType = StructType(Seq(StructField(Key, BinaryType), StructField("values", ArrayType(BinaryType)),
     StructField(Item, BinaryType)))
+  /** What the rows of `df` carry beside their items, in the order every vertex keeps them in: the items'
+    * time ([[CarriedTimestamps]]), then their sequence ids ([[SequenceStages]]).
+    */
+  def carriedColumns(df: DataFrame): Seq[String] = (WindowStages.Ts +: SequenceStages.Columns).filter(df.columns.contains)
+
   /** The counter of the dead letters that `stage`, fused into `vertex`, routes to its dead-letter sink. */
   def deadLettersOf(vertex: String, stage: String): String = s"$vertex.errors/$stage"
 
