@@ -125,7 +125,7 @@ class Job:
         from pyspark.errors.exceptions.captured import CapturedException
 
         spark = self._jet.spark
-        prepared = None
+        console_lists: list[str] = []
         detach_row_sinks = None
         try:
             spark.sparkContext.setJobGroup(self._group, self.name, interruptOnCancel=True)
@@ -133,6 +133,7 @@ class Job:
             prepared = _jvm.call(self._jet._bridge.prepareBatch, spark._jsparkSession, json.dumps(spec),
                                  _jvm_objects(spec, objects), 0)
             names, udfs = _python_udfs(json.loads(prepared.pythonWorkJson()), objects)
+            console_lists = json.loads(prepared.consoleListsJson(self._group))
             detach_row_sinks = attach_row_sinks(self._jet, spec, objects, self._group)
             # cancelJobGroup reaches only Spark jobs already running: a cancel before them is checked here.
             if self._cancelled:
@@ -140,7 +141,9 @@ class Job:
                 return
             self._status = JobStatus.RUNNING
             self._metrics = json.loads(prepared.run(names, udfs, self._group))
-            self._print_console_sinks(prepared)
+            for name in console_lists:
+                for item in self._jet.get_list(name):
+                    print(item)
             self._status = JobStatus.CANCELLED if self._cancelled else JobStatus.COMPLETED
         except (Py4JJavaError, CapturedException) as e:
             self._finish_failed(e)
@@ -150,9 +153,8 @@ class Job:
         finally:
             if detach_row_sinks is not None:
                 detach_row_sinks()
-            if prepared is not None:
-                for name in prepared.consoleLists(self._group):
-                    self._jet.clear_list(name)
+            for name in console_lists:
+                self._jet.clear_list(name)
 
     def _finish_failed(self, e: BaseException) -> None:
         if self._cancelled:
@@ -166,11 +168,6 @@ class Job:
             self._error = JobFailedError(f"job {self.name} failed: {str(e).splitlines()[0] if str(e) else e!r}")
         self._error.__cause__ = e
         self._status = JobStatus.FAILED
-
-    def _print_console_sinks(self, prepared: Any) -> None:
-        for name in prepared.consoleLists(self._group):
-            for item in self._jet.get_list(name):
-                print(item)
 
     def __repr__(self) -> str:
         return f"Job({self.name!r}, {self._status.value})"

@@ -92,11 +92,14 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     mapper.writeValueAsString(work)
   }
 
-  /** The registry lists of this job's console sinks, for Python to print and clear. */
-  def consoleLists(jobId: String): java.util.List[String] = dag.vertices.collect {
+  /** The registry lists of this job's console sinks, for Python to print and clear, as a JSON array: a
+    * Java list would cost Python a converted exception at the end of every iteration over it (py4j's
+    * iterator ends with one), some fifteen JVM round trips each.
+    */
+  def consoleListsJson(jobId: String): String = new ObjectMapper().writeValueAsString(dag.vertices.collect {
     case v @ io.jetspark.plan.Vertex(_, io.jetspark.plan.VertexDescription.Sink(sink), _, _, _) if sink.name == "console" =>
       SparkBatchEngine.consoleList(jobId, v.name)
-  }.asJava
+  }.asJava)
 
   private def stepSpec(t: StatelessTransform): java.util.Map[String, Any] = {
     val kind = t match {
