@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.{JsonNodeFactory, ObjectNode}
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.core.aggregate.PythonNumbers
 import io.jetspark.pipeline.Extractor
+import org.apache.spark.sql.api.java.UDF2
 import org.apache.spark.sql.expressions.UserDefinedFunction
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.types._
@@ -75,9 +76,14 @@ object CatalystAggregation {
   /** A value extractor of an operation as a Column, with what it gives and how to name it in errors. */
   private final case class Value(column: Column, field: StructField, text: String)
 
-  /** The core's mean of an exact integer sum (None: no rows) over `n` rows. */
-  private val exactMean: UserDefinedFunction = udf((sum: java.math.BigDecimal, n: Long) =>
-    if (n == 0 || sum == null) Double.NaN else PythonNumbers.divideToDouble(BigInt(sum.toBigIntegerExact), n))
+  /** The core's mean of an exact integer sum (None: no rows) over `n` rows. A Java UDF interface: a Scala
+    * function's input encoders are resolved again in every job's analysis.
+    */
+  private val exactMean: UserDefinedFunction = {
+    val mean: UDF2[java.math.BigDecimal, java.lang.Long, java.lang.Double] = (sum, n) =>
+      if (n == 0L || sum == null) Double.NaN else PythonNumbers.divideToDouble(BigInt(sum.toBigIntegerExact), n.longValue)
+    udf(mean, DoubleType)
+  }
 
   /** One operation at a time: its Spark aggregates (collected in `aggregates`, read back as `a<i>`) and
     * the expression of its result over them.
