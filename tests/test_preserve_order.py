@@ -7,6 +7,7 @@ two executor JVMs (local-cluster[2,1,1024])."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from preserve_order_cases import CASES, run_case
@@ -50,60 +51,55 @@ def test_without_preserve_order_no_python_step_carries_sequence_ids(jet):
     assert [e["sequenced"] for e in off["extractions"]] == [False, False]
 
 
-def test_a_diamond_whose_branch_is_reshuffled_fails_before_running_naming_the_merge(jet):
-    #  items ==> map ~~> fork:  rebalance(x%2).map(x+1) [restore]  and  map(x-1)  ==> merge (ordered)
+def _diamond_reshuffled_in_one_branch(p: Pipeline, df: Any) -> None:
+    #  df ==> map ~~> fork:  rebalance(x%2).map(x+1) [restore]  and  map(x-1)  ==> merge (ordered)
     #  partition i of the rebalanced branch does not hold the outputs of partition i of the fork
-    from jetspark import JobFailedError
-
-    p = Pipeline.create(preserve_order=True)
-    a = p.read_from(Sources.dataframe(jet.spark.range(0, 10, 1, 2))).map(lambda r: r.id)
+    a = p.read_from(Sources.dataframe(df)).map(lambda r: r.id)
     a.rebalance(lambda x: x % 2).map(lambda x: x + 1).merge(a.map(lambda x: x - 1)).write_to(Sinks.list("never"))
-    with pytest.raises(JobFailedError, match="'merge'.*partition by partition"):
-        jet.new_job(p).join(timeout=300)
-    assert jet.get_list("never") == []
 
 
-def test_sequence_ids_needed_through_a_keyed_distinct_fail_before_running_naming_it(jet):
+def _keyed_distinct_before_a_restore_point(p: Pipeline, df: Any) -> None:
     #  df(2) ~~partitioned by x%2~~> distinct(2) ~~partitioned by x%3~~> map(2) [restore] ==> list
     #  the restore at map needs ids carried through the distinct, which this engine does not do yet
-    from jetspark import JobFailedError
-
-    p = Pipeline.create(preserve_order=True)
-    (p.read_from(Sources.dataframe(jet.spark.range(0, 10, 1, 2))).map(lambda r: r.id)
+    (p.read_from(Sources.dataframe(df)).map(lambda r: r.id)
      .grouping_key(lambda x: x % 4).distinct()
      .rebalance(lambda x: x % 3).map(lambda x: x).write_to(Sinks.list("never")))
-    with pytest.raises(JobFailedError, match="'distinct'.*sequence ids carried through it"):
-        jet.new_job(p).join(timeout=300)
-    assert jet.get_list("never") == []
 
 
-def test_sequence_ids_needed_through_an_order_sensitive_window_fail_before_running_saying_why(jet):
+def _order_sensitive_window_before_a_restore_point(p: Pipeline, df: Any) -> None:
     #  df(2) -> addTimestamps -> map ~~partitioned by x%2~~> window to_list(2) ~~all-to-one~~> mapStateful(1) [restore]
     #  to_list keeps the window's input in order, so the ids would have to pass the window to the restore
     #  point; but a window's result is made of many items, none of whose ids stands for it
-    from jetspark import JobFailedError
-
-    p = Pipeline.create(preserve_order=True)
-    (p.read_from(Sources.dataframe(jet.spark.range(0, 10, 1, 2))).add_timestamps(lambda r: r.id).map(lambda r: r.id)
+    (p.read_from(Sources.dataframe(df)).add_timestamps(lambda r: r.id).map(lambda r: r.id)
      .grouping_key(lambda x: x % 2).window(WindowDefinition.tumbling(5)).aggregate(ops.to_list())
      .map_stateful(lambda: 0, lambda n, w: (n + 1, (n, w))).write_to(Sinks.list("never")))
-    with pytest.raises(JobFailedError, match="'windowAggregate'.*no meaning for an aggregation: each result is made of many"):
-        jet.new_job(p).join(timeout=300)
-    assert jet.get_list("never") == []
 
 
-def test_sequence_ids_needed_through_a_custom_rolling_aggregate_fail_before_running_naming_it(jet):
+def _custom_rolling_aggregate_before_a_restore_point(p: Pipeline, df: Any) -> None:
     #  df(2) -> map ~~partitioned by x%2~~> rollingAggregate(custom, 2) [restore] ~~partitioned~~> map(2) [restore]
     #    ~~all-to-one~~> mapStateful(1) [restore]
     #  the user-defined operation runs in Python over whole partitions, which carries no ids
-    from jetspark import AggregateOperation, JobFailedError
+    from jetspark import AggregateOperation
 
-    p = Pipeline.create(preserve_order=True)
-    (p.read_from(Sources.dataframe(jet.spark.range(0, 10, 1, 2))).map(lambda r: r.id)
+    (p.read_from(Sources.dataframe(df)).map(lambda r: r.id)
      .grouping_key(lambda x: x % 2).rolling_aggregate(AggregateOperation.of(lambda: 0, lambda a, x: a + x))
      .rebalance(lambda kv: kv[1] % 3).map(lambda kv: kv)
      .map_stateful(lambda: 0, lambda n, x: (n + 1, (n, x))).write_to(Sinks.list("never")))
-    with pytest.raises(JobFailedError, match="'rollingAggregate'.*AggregateOperation.of part"):
+
+
+@pytest.mark.parametrize("build, message", [
+    (_diamond_reshuffled_in_one_branch, "'merge'.*partition by partition"),
+    (_keyed_distinct_before_a_restore_point, "'distinct'.*sequence ids carried through it"),
+    (_order_sensitive_window_before_a_restore_point,
+     "'windowAggregate'.*no meaning for an aggregation: each result is made of many"),
+    (_custom_rolling_aggregate_before_a_restore_point, "'rollingAggregate'.*AggregateOperation.of part"),
+], ids=["diamond reshuffled", "keyed distinct", "order-sensitive window", "custom rolling aggregate"])
+def test_what_preserve_order_cannot_carry_fails_before_running_naming_the_stage(jet, build, message):
+    from jetspark import JobFailedError
+
+    p = Pipeline.create(preserve_order=True)
+    build(p, jet.spark.range(0, 10, 1, 2))
+    with pytest.raises(JobFailedError, match=message):
         jet.new_job(p).join(timeout=300)
     assert jet.get_list("never") == []
 
