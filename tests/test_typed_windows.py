@@ -37,6 +37,10 @@ OPERATIONS: dict[str, tuple[Callable[[], Any], Callable[[], Any], bool]] = {
 KEYS: dict[str, tuple[Callable[[], Any], Any]] = {
     "field": (lambda: "k", lambda r: r.k),
     "column": (lambda: F.col("k") % 2, lambda r: r.k % 2),
+    # -1024, 0, 1024, 2048: a negative key, a small one and the first two past the small keys the JVM
+    # indexes directly; two of them would merge if a key were taken modulo that range.
+    "wide column": (lambda: F.col("k") * 1024 - 1024, lambda r: r.k * 1024 - 1024),
+    "string column": (lambda: F.concat(F.lit("k"), F.col("k").cast("string")), lambda r: f"k{r.k}"),
 }
 
 WINDOWS = {"tumbling": WindowDefinition.tumbling(5), "sliding": WindowDefinition.sliding(6, 2),
@@ -57,7 +61,7 @@ def windowed(source: Any, key: Any, window: Any, op: Any) -> Any:
 @given(rows, st.sampled_from(sorted(OPERATIONS)), st.sampled_from(sorted(KEYS) + [None]), st.sampled_from(sorted(WINDOWS)))
 def test_windows_over_typed_rows_equal_the_reference(jet, data, op_name, key_name, window_name):
     typed_op, python_op, in_jvm = OPERATIONS[op_name]
-    if not in_jvm and key_name == "column":
+    if not in_jvm and key_name.endswith("column"):
         key_name = "field"  # a Column runs only where the JVM reads the rows
     df = jet.spark.createDataFrame(data, SCHEMA)
     typed_key, python_key = KEYS[key_name] if key_name else (lambda: None, None)
@@ -72,6 +76,20 @@ def test_windows_over_typed_rows_equal_the_reference(jet, data, op_name, key_nam
     want = run_reference(reference)["out"]
     assert as_multiset(got, float_digits=10) == as_multiset(want, float_digits=10), (op_name, key_name, window_name)
     assert bool(job.metrics()["typed_windows"]) == in_jvm
+
+
+@pytest.mark.parametrize("key_type", ["int", "bigint", "string"])
+def test_typed_window_keys_stay_apart_whatever_their_range(jet, key_type):
+    # keys -1024, 0, 1024, 2048 (k = t % 4 * 1024 - 1024), two rows each in tumbling(10) over t 0..7:
+    # each key one window [0,10) counting 2; as strings the same four keys
+    df = jet.spark.range(8).select((F.col("id") % 4 * 1024 - 1024).cast(key_type).alias("k"), F.col("id").alias("t"))
+    p = Pipeline.create()
+    (p.read_from(Sources.dataframe(df)).add_timestamps("t").grouping_key("k")
+     .window(WindowDefinition.tumbling(10)).aggregate(ops.counting()).write_to(Sinks.list("counts")))
+    job, (got,) = run_job(jet, p, "counts")
+    keys = [-1024, 0, 1024, 2048]
+    assert sorted((r.key, r.result) for r in got) == sorted((str(k) if key_type == "string" else k, 2) for k in keys)
+    assert job.metrics()["typed_windows"]
 
 
 @pytest.mark.parametrize("two_stage", [True, False])
