@@ -443,7 +443,8 @@ class _Run:
         window = args["window"]
         if not args["op"]["can_combine"] and (window["kind"] == "session" or window["size_ms"] != window["slide_ms"]):
             # Jet's rule: frames combine into a longer window, an event that bridges sessions merges them.
-            raise PipelineDefinitionError(f"stage '{_label(node)}' needs an operation that combines for its window",
+            raise PipelineDefinitionError(f"stage '{_label(node)}' breaks rule 'window-needs-combine': its "
+                                          f"{window['kind']} window needs an operation that combines",
                                           _label(node), "window-needs-combine")
         is_keyed = node["keys"][0] is not None
         key_of = self.extractor(node["keys"][0]) if is_keyed else lambda _: None
