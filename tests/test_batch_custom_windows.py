@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 from conftest import run_job
+from hypothesis import HealthCheck, given, settings
 from reference import as_multiset, run_reference
+from strategies import batch_pipelines
+from test_batch_engine_random import mismatches_on_engine
 
 from jetspark import AggregateOperation, JobFailedError, KeyedWindowResult, Pipeline, PipelineDefinitionError, Sinks
 from jetspark import AggregateOperations as ops
@@ -268,3 +271,12 @@ def test_a_window_whose_records_all_failed_still_has_the_result_of_an_empty_accu
      .on_error(Sinks.dead_letter("bad")).write_to(Sinks.list("w")))
     got = assert_matches_reference(run, p, "w")
     assert sorted(got["w"], key=lambda r: r.end) == [WindowResult(0, 10, ("total", 0)), WindowResult(10, 20, ("total", 1))]
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                HealthCheck.too_slow])
+@given(batch_pipelines(max_steps=2, allowed=frozenset({"custom_window", "map", "filter", "flat_map", "failing_map"}),
+                       preserve_order=False, first=("custom_window",)))
+def test_random_custom_window_pipelines_match_the_reference(jet, generated):
+    problems = mismatches_on_engine(jet, generated)
+    assert not problems, f"{generated}\n" + "\n".join(problems)
