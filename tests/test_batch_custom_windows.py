@@ -280,3 +280,22 @@ def test_a_window_whose_records_all_failed_still_has_the_result_of_an_empty_accu
 def test_random_custom_window_pipelines_match_the_reference(jet, generated):
     problems = mismatches_on_engine(jet, generated)
     assert not problems, f"{generated}\n" + "\n".join(problems)
+
+
+def test_a_custom_window_reads_a_dataframes_rows_as_python_rows_and_a_typed_window_feeds_one(jet, run):
+    # The user-defined part needs Python items: the rows arrive as Rows. Counts that the JVM takes from
+    # the rows themselves (a typed window) carry their time on into a user-defined window.
+    df = jet.spark.createDataFrame([(e["k"], e["t"], e["v"]) for e in EVENTS], "k STRING, t BIGINT, v BIGINT")
+    p = Pipeline.create()
+    stamped = p.read_from(Sources.dataframe(df)).add_timestamps("t")
+    stamped.grouping_key("k").window(WindowDefinition.sliding(20, 10)).aggregate(SQUARES).write_to(Sinks.list("rows"))
+    counts = p.read_from(Sources.dataframe(df)).add_timestamps("t").window(WindowDefinition.tumbling(10)) \
+        .aggregate(ops.counting())
+    counts.window(WindowDefinition.tumbling(20)).aggregate(
+        AggregateOperation.of(list, lambda a, r: a + [r.result], combine=lambda a, b: a + b, finish=sorted)) \
+        .write_to(Sinks.list("of_counts"))
+    job, (rows, of_counts) = run_job(jet, p, "rows", "of_counts")
+    expected = run_reference(p)
+    assert as_multiset(rows) == as_multiset(expected["rows"]) and rows
+    assert as_multiset(of_counts) == as_multiset(expected["of_counts"]) and of_counts
+    assert job.metrics()["typed_windows"]  # the counts were read from the rows in the JVM
