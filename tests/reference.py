@@ -22,7 +22,8 @@ join (each output for a left item; the enriching sides' times are not used), as 
 ``JetEventFunctionAdapter`` does; a window reads that ``ts``; a window's results carry their window's
 end. Every other stage (aggregations, distinct, sort: new items out of many) gets its inputs as
 ``(seq, item)``, without the time: a window after one of them is a definition error naming it (rule
-``window-timestamps-from-items``).
+``window-timestamps-from-items``). A record whose aggregation fails in a window is a dead letter once,
+and counts in none of its windows (Jet accumulates each item once, into its frame or session).
 """
 
 from __future__ import annotations
@@ -439,6 +440,12 @@ class _Run:
 
     def _window_aggregate(self, node: dict[str, Any], args: dict[str, Any], stream: Stream) -> Stream:
         self.require_carried(node["inputs"][0])
+        window = args["window"]
+        if not args["op"]["can_combine"] and (window["kind"] == "session" or window["size_ms"] != window["slide_ms"]):
+            # Jet's rule: frames combine into a longer window, an event that bridges sessions merges them.
+            raise PipelineDefinitionError(f"stage '{_label(node)}' breaks rule 'window-needs-combine': its "
+                                          f"{window['kind']} window needs an operation that combines",
+                                          _label(node), "window-needs-combine")
         is_keyed = node["keys"][0] is not None
         key_of = self.extractor(node["keys"][0]) if is_keyed else lambda _: None
         groups: dict[Any, tuple[Any, list[tuple[int, Any]]]] = {}  # group -> (key, [(ts, item)] in encounter order)
@@ -448,10 +455,13 @@ class _Run:
                 groups.setdefault(_group(key), (key, []))[1].append((ts, item))
         results = []
         for key, events in groups.values():
-            for start, end, items in _windows(args["window"], events):
+            failed: set[int] = set()  # the key's events whose record failed: a dead letter once, in no window
+            numbered = [(ts, (i, item)) for i, (ts, item) in enumerate(events)]
+            for start, end, members in _windows(args["window"], numbered):
                 aggregation = _Aggregation(self, node, args["op"])
-                for item in items:
-                    aggregation.add(item)
+                for i, item in members:
+                    if i not in failed and not aggregation.add(item):
+                        failed.add(i)
                 result = aggregation.result(final=True)
                 results.append(KeyedWindowResult(start, end, key, result) if is_keyed else WindowResult(start, end, result))
         # A result carries its window's last instant as its time (Jet: end - 1), inside its own window.

@@ -432,10 +432,13 @@ def _int_join2(b: _Builder, c: _Current) -> Result:
 
 def _custom_op(name: str, m: int) -> AggregateOperation:
     """User-defined operations over ints whose results do not depend on the order of their items:
-    ``squares`` combines (two stages), ``sorted`` cannot (one stage), ``failing`` raises on items with
-    ``x % m == 0`` (drawn only with a dead-letter sink)."""
+    ``squares`` combines (two stages), ``deducting squares`` deducts too, ``sorted`` cannot combine (one
+    stage), ``failing`` raises on items with ``x % m == 0`` (drawn only with a dead-letter sink)."""
     if name == "squares":
         return AggregateOperation.of(lambda: 0, lambda a, x: a + x * x, combine=lambda a, b: a + b)
+    if name == "deducting squares":
+        return AggregateOperation.of(lambda: 0, lambda a, x: a + x * x, combine=lambda a, b: a + b,
+                                     deduct=lambda a, b: a - b)
     if name == "sorted":
         return AggregateOperation.of(lambda: [], lambda a, x: a + [x], export=lambda a: sorted(a))
     return AggregateOperation.of(lambda: [0], lambda a, x: [a[0] + 60 // (x % m)],
@@ -503,17 +506,38 @@ _WINDOW_OPS = ("counting", "summing", "max_by", "top_n", "all_of")
 
 
 def _int_window(b: _Builder, c: _Current) -> Result:
-    # the item is its own timestamp: negative times and equal times are common
     w, text = _window_definition(b)
-    before = ""  # the stages between add_timestamps and the window
-    # Under preserve_order, stages that restore order by sequence ids (a keyed stateful stage, a keyed
-    # rebalance, an order-sensitive window) need the ids to reach them: drawn only where they can.
-    restoring = not b.p.preserve_order or c.plain
     # to_list lists a window's items in their order where that is promised (the input's order, restored
     # per key by sequence ids), and only in a tumbling window: a sliding window lists its frames one after
     # the other, a session its merged sessions.
     listing = c.ordered and c.plain and text.startswith("tumbling")
     name = "to_list" if listing and b.draw(st.booleans()) else b.draw(st.sampled_from(_WINDOW_OPS))
+    return _windowed(b, c, w, text, _INT_OPS[name][0](), name)
+
+
+def _int_custom_window(b: _Builder, c: _Current) -> Result:
+    """A window of a user-defined operation, alone or in an all_of with built-ins: the engine runs it in
+    Python. ``sorted`` cannot combine, so it is drawn for tumbling windows only (a sliding or session
+    window of it breaks rule window-needs-combine); ``failing`` is drawn with a dead-letter sink."""
+    w, text = _window_definition(b)
+    tumbling = w.kind == "sliding" and w.size_ms == w.slide_ms
+    name = b.draw(st.sampled_from(["squares", "deducting squares", "failing"] + (["sorted"] if tumbling else [])))
+    m = b.draw(st.integers(3, 5))
+    op, op_text = _mixed(b, _custom_op(name, m), f"custom {name}")
+    stage, item_type, order, text = _windowed(b, c, w, text, op, op_text)
+    if name == "failing":
+        stage, text = stage.on_error(b.dead_letter()), f"{text} x%{m}==0 fails, on_error(dead_letter)"
+    return stage, item_type, order, text
+
+
+def _windowed(b: _Builder, c: _Current, w: Any, text: str, op: Any, op_text: str) -> Result:
+    """``add_timestamps(x)``, stages drawn between it and the window that keep each item's time, then the
+    window (keyed or not) of ``op``."""
+    # the item is its own timestamp: negative times and equal times are common
+    before = ""  # the stages between add_timestamps and the window
+    # Under preserve_order, stages that restore order by sequence ids (a keyed stateful stage, a keyed
+    # rebalance, an order-sensitive window) need the ids to reach them: drawn only where they can.
+    restoring = not b.p.preserve_order or c.plain
     stage = c.stage.add_timestamps(lambda x: x)
     # Stages between that keep each item's time (Jet's JetEvent), whatever they make of the item: the
     # window reads the x that add_timestamps read. The stateful ones are keyed by x, whose items all have
@@ -542,8 +566,8 @@ def _int_window(b: _Builder, c: _Current) -> Result:
     if b.draw(st.booleans()):
         stage = stage.grouping_key(lambda x: x % 3)
         text = f"grouping_key(x%3).{text}"
-    return (stage.window(w).aggregate(_INT_OPS[name][0]()), ANY, unordered(b),
-            f"add_timestamps(x).{before}{text}.aggregate({name})")
+    return (stage.window(w).aggregate(op), ANY, unordered(b),
+            f"add_timestamps(x).{before}{text}.aggregate({op_text})")
 
 
 def _kv_window(b: _Builder, c: _Current) -> Result:
@@ -566,7 +590,8 @@ Transform = Callable[[_Builder, _Current], Result]
 _TRANSFORMS: dict[str, tuple[list[Transform], list[Transform]]] = {
     INT: ([_int_merge, _int_join, _int_aggregate2, _int_flat_map, _int_failing_map, _int_keyed_aggregate,
            _int_aggregate, _int_sort, _int_distinct, _int_map, _int_map_to_none, _int_filter, _int_peek,
-           _int_rebalance_map, _int_to_kv, _int_join2, _int_custom_aggregate, _int_window, _int_failing_extractor],
+           _int_rebalance_map, _int_to_kv, _int_join2, _int_custom_aggregate, _int_window, _int_failing_extractor,
+           _int_custom_window],
           [_int_map_stateful, _int_rolling, _int_custom_rolling]),
     KV: ([_kv_merge, _kv_keyed_aggregate, _kv_aggregate, _kv_sort, _kv_distinct, _kv_map, _kv_filter, _kv_window],
          [_kv_stateful]),

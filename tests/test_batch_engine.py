@@ -95,13 +95,10 @@ def test_the_console_sink_prints_items_on_the_driver(run, capsys):
 
 
 def test_a_vertex_the_engine_cannot_run_yet_fails_the_job_naming_it(jet):
-    # Windows run in the JVM's processors: a user-defined operation, also as a part, is not run there.
-    custom = AggregateOperation.of(create=lambda: 0, accumulate=lambda a, x: a + 1, combine=lambda a, b: a + b)
+    # Kafka sinks are not run on the Spark batch engine yet (README, "not yet").
     p = Pipeline.create()
-    (p.read_from(Sources.items([1])).add_timestamps(lambda x: x).window(WindowDefinition.tumbling(10))
-     .aggregate(ops.all_of(ops.counting(), custom)).set_name("mixed").write_to(Sinks.noop()))
-    with pytest.raises(JobFailedError, match="vertex 'mixed.*windows of the built-in AggregateOperations only, "
-                                             "not AggregateOperation.of"):
+    p.read_from(Sources.items([1])).write_to(Sinks.kafka("127.0.0.1:9", "events")).set_name("to-kafka")
+    with pytest.raises(JobFailedError, match="'to-kafka'.*kafka sinks are not run yet"):
         jet.new_job(p).join(timeout=300)
 
 

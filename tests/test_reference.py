@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import pytest
 from reference import as_multiset, as_sequence, run_reference
 
-from jetspark import AggregateOperation, JobFailedError, JoinClause, Pipeline, Sinks, Sources
+from jetspark import (AggregateOperation, JobFailedError, JoinClause, Pipeline, PipelineDefinitionError, Sinks, Sources,
+                      WindowDefinition, WindowResult)
 from jetspark import AggregateOperations as ops
 from jetspark._extractors import Extractor
 
@@ -352,3 +353,25 @@ def test_reference_sessions_by_hand():
     assert as_multiset(out) == as_multiset([
         KeyedWindowResult(0, 10, "a", [("a", 0)]), KeyedWindowResult(10, 20, "a", [("a", 10)]),
         KeyedWindowResult(1, 22, "b", [("b", 3), ("b", 12), ("b", 1)])])
+
+
+def test_reference_a_record_failing_in_sliding_windows_is_one_dead_letter_and_in_none_of_them():
+    #  ts:  0 (v 1)   1 (fails)   3 (v 2)      sliding(4, 2): [-2,2): 0 1   [0,4): 0 1 3   [2,6): 3
+    #  the failing record falls in two windows: one dead letter, and neither window counts it
+    p = Pipeline.create()
+    count_good = AggregateOperation.of(lambda: 0, lambda a, x: a + 1 // (x != 1), combine=lambda a, b: a + b)
+    (p.read_from(Sources.items([0, 1, 3])).add_timestamps(lambda x: x).window(WindowDefinition.sliding(4, 2))
+     .aggregate(count_good).set_name("w").on_error(Sinks.dead_letter("bad")).write_to(Sinks.list("out")))
+    assert run_reference(p) == {"out": [WindowResult(-2, 2, 1), WindowResult(0, 4, 2), WindowResult(2, 6, 1)],
+                                "dead_letter:bad": [(1, "w", "ZeroDivisionError")]}
+
+
+@pytest.mark.parametrize("window", [WindowDefinition.sliding(4, 2), WindowDefinition.session(3)])
+def test_reference_a_window_that_needs_combine_of_an_operation_without_one_breaks_a_rule(window):
+    # Jet's rule: frames combine into a longer window; an event that bridges two sessions merges them.
+    no_combine = AggregateOperation.of(list, lambda a, x: a + [x])
+    with pytest.raises(PipelineDefinitionError, match="'w' breaks rule 'window-needs-combine'"):
+        run_one([1], lambda s: s.add_timestamps(lambda x: x).window(window).aggregate(no_combine).set_name("w"))
+    # a tumbling window is one frame: nothing to combine
+    assert run_one([1, 5], lambda s: s.add_timestamps(lambda x: x).window(WindowDefinition.tumbling(4))
+                   .aggregate(no_combine)) == [WindowResult(0, 4, [1]), WindowResult(4, 8, [5])]

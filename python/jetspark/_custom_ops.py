@@ -12,6 +12,10 @@ for them (the ``values`` column):
 - ``single``: one stage, after the shuffle by key (or to one partition): accumulate, then finish;
 - ``rolling``: ``rolling_aggregate``: accumulate, and emit ``export`` of the accumulator after each item.
 
+Windows (groups of a key and a frame or session) are :mod:`jetspark._custom_windows`'s; both build on the
+calls and outputs here (:class:`StageCalls`, :class:`Output`), so a record fails and a group is named
+alike everywhere.
+
 ``aggregate2`` of two user-defined operations gets both inputs' rows, each tagged with its ``ordinal``,
 and keeps one accumulator per input; its result is the pair of results.
 
@@ -37,13 +41,81 @@ from jetspark._python_steps import CHAIN_SCHEMA, FAILURE, ITEM, OPAQUE_SCHEMA, P
 from jetspark.errors import DeadLetter
 
 #: What each mode gives: accumulate adds the group's key (the shuffle to the combining stage reads it).
-_SCHEMAS = {"accumulate": f"{CHAIN_SCHEMA}, key binary", "combine": OPAQUE_SCHEMA, "single": CHAIN_SCHEMA,
-            "rolling": CHAIN_SCHEMA}
+SCHEMAS = {"accumulate": f"{CHAIN_SCHEMA}, key binary", "combine": OPAQUE_SCHEMA, "single": CHAIN_SCHEMA,
+           "rolling": CHAIN_SCHEMA}
 _GLOBAL = b""
 #: The column that tells a row's input in an aggregation of two inputs (``CustomAggregations.Ordinal``).
 ORDINAL = "ordinal"
 #: The column of the values extracted for an operation's built-in parts (pickles, in slot order).
 VALUES = "values"
+
+
+class StageCalls:
+    """How one stage calls its operation's functions, and what their failures become (see the module
+    docstring): a failing ``accumulate`` is its record's failure, any other function's a group's."""
+
+    def __init__(self, stage: str, dead_letter: bool) -> None:
+        self.stage, self.dead_letter = stage, dead_letter
+
+    def of_group(self, name: str, about: str, fn: Callable[[], Any]) -> Any:
+        """``fn()``, a call of the function ``name`` about a group (``about`` describes it): its failure
+        fails the job."""
+        try:
+            return fn()
+        except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
+            raise StepFailedError(f"stage '{self.stage}' failed on record {about} in {name}: {type(e).__name__}: {e}") from e
+
+    def accumulated(self, op: Any, acc: Any, item: Any, values: Sequence[bytes], out: Output, group: bytes) -> tuple[bool, Any]:
+        """``(True, the new accumulator)`` of ``acc`` with ``item`` (and its extracted ``values``' pickles),
+        or ``(False, acc)`` where the record failed and went to ``out`` as a dead letter of ``group``."""
+        try:
+            commit = op.prepare(acc, item, [pickle.loads(v) for v in values])
+        except Exception as e:  # noqa: BLE001 - any user error is the record's failure
+            if not self.dead_letter:
+                raise StepFailedError(f"stage '{self.stage}' failed on record {item!r}: {type(e).__name__}: {e}") from e
+            out.add(pickle.dumps(DeadLetter(item, self.stage, f"{type(e).__name__}: {e}"), protocol=PICKLE_PROTOCOL),
+                    self.stage, group)
+            return False, acc
+        return True, commit()
+
+
+class Output:
+    """The rows of one Arrow batch a UDF gives: ``item`` (a pickle), then ``failure`` (None, or the stage
+    whose dead letter ``item`` is) where the UDF gives dead letters, then ``key`` where its rows cross a
+    shuffle by group (a first stage's partial results)."""
+
+    def __init__(self, failures: bool, keys: bool) -> None:
+        self.failures, self.keys = failures, keys
+        self._items: list[bytes] = []
+        self._failures: list[str | None] = []
+        self._keys: list[bytes] = []
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def add(self, item: bytes, failure: str | None = None, key: bytes = b"") -> None:
+        self._items.append(item)
+        self._failures.append(failure)
+        self._keys.append(key)
+
+    def batch(self) -> Any:
+        """The rows added so far as a batch; the output is empty again."""
+        import pyarrow as pa
+
+        columns, names = [pa.array(self._items, pa.binary())], [ITEM]
+        if self.failures:
+            columns.append(pa.array(self._failures, pa.string()))
+            names.append(FAILURE)
+        if self.keys:
+            columns.append(pa.array(self._keys, pa.binary()))
+            names.append("key")
+        self._items, self._failures, self._keys = [], [], []
+        return pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def column(batch: Any, name: str, default: Any = None) -> list[Any]:
+    """Column ``name`` of an Arrow batch as Python values, or ``default`` for each row where it has none."""
+    return batch.column(name).to_pylist() if name in batch.schema.names else [default] * batch.num_rows
 
 
 def custom_aggregation_function(operations: Sequence[Any], mode: str, keyed: bool, stage: str,
@@ -57,58 +129,38 @@ def custom_aggregation_function(operations: Sequence[Any], mode: str, keyed: boo
     of the results (``aggregate2``). See the module docstring for the modes and the failure rules
     (``dead_letter``: the stage has a dead-letter sink, and ``operations`` leave an accumulator as it
     was where a record fails)."""
-    if mode not in _SCHEMAS:
+    if mode not in SCHEMAS:
         raise ValueError(f"unknown custom aggregation mode {mode!r}")
     ops = list(operations)
+    calls = StageCalls(stage, dead_letter)
 
     def about_group(group: bytes) -> str:
         return f"<group of key {loads_key(group)!r}>" if keyed else "<the whole input>"
 
-    def group_call(name: str, record: str, fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
-            raise StepFailedError(f"stage '{stage}' failed on record {record} in {name}: {type(e).__name__}: {e}") from e
-
     def create(record: str) -> list[Any]:
-        return group_call("create", record, lambda: [op.create() for op in ops])
+        return calls.of_group("create", record, lambda: [op.create() for op in ops])
 
     def results(group: bytes, accs: list[Any], final: bool) -> bytes:
         name = "finish" if final else "export"
-        values = group_call(name, about_group(group),
-                            lambda: [(op.finish if final else op.export)(acc) for op, acc in zip(ops, accs)])
+        values = calls.of_group(name, about_group(group),
+                                lambda: [(op.finish if final else op.export)(acc) for op, acc in zip(ops, accs)])
         value = values[0] if len(ops) == 1 else tuple(values)
         return pickle.dumps((loads_key(group), value) if keyed else value, protocol=PICKLE_PROTOCOL)
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        def batch_of(out: list[bytes], failures: list[str | None], groups: list[bytes]) -> Any:
-            columns, names = [pa.array(out, pa.binary())], [ITEM]
-            if mode != "combine":
-                columns.append(pa.array(failures, pa.string()))
-                names.append(FAILURE)
-            if mode == "accumulate":
-                columns.append(pa.array(groups, pa.binary()))
-                names.append("key")
-            return pa.RecordBatch.from_arrays(columns, names=names)
-
         table: dict[bytes, list[Any]] = {}  # per group, in first-seen order: one accumulator per input
+        out = Output(failures=mode != "combine", keys=mode == "accumulate")
         for batch in batches:
-            out: list[bytes] = []
-            failures: list[str | None] = []
-            groups: list[bytes] = []
             keys, raws = batch.column("key").to_pylist(), batch.column(ITEM).to_pylist()
-            ordinals = batch.column(ORDINAL).to_pylist() if ORDINAL in batch.schema.names else [0] * len(raws)
-            extracted = batch.column(VALUES).to_pylist() if VALUES in batch.schema.names else [()] * len(raws)
+            ordinals, extracted = column(batch, ORDINAL, 0), column(batch, VALUES, ())
             for key, raw, ordinal, raw_values in zip(keys, raws, ordinals, extracted):
                 group = key if keyed else _GLOBAL
                 if mode == "combine":
                     partial = pickle.loads(raw)
                     if group in table:
                         accs = table[group]
-                        table[group] = group_call("combine", about_group(group),
-                                                  lambda: [op.combine(a, b) for op, a, b in zip(ops, accs, partial)])
+                        table[group] = calls.of_group("combine", about_group(group),
+                                                      lambda: [op.combine(a, b) for op, a, b in zip(ops, accs, partial)])
                     else:
                         table[group] = partial
                     continue
@@ -116,30 +168,22 @@ def custom_aggregation_function(operations: Sequence[Any], mode: str, keyed: boo
                 if group not in table:  # a group has a result also where every one of its records failed
                     table[group] = create(repr(item))
                 accs = table[group]
-                try:
-                    commit = ops[ordinal].prepare(accs[ordinal], item, [pickle.loads(v) for v in raw_values])
-                except Exception as e:  # noqa: BLE001 - any user error is the record's failure
-                    if not dead_letter:
-                        raise StepFailedError(f"stage '{stage}' failed on record {item!r}: {type(e).__name__}: {e}") from e
-                    out.append(pickle.dumps(DeadLetter(item, stage, f"{type(e).__name__}: {e}"), protocol=PICKLE_PROTOCOL))
-                    failures.append(stage)
-                    groups.append(group)
-                    continue
-                accs[ordinal] = commit()
-                if mode == "rolling":
-                    out.append(results(group, accs, final=False))
-                    failures.append(None)
-                    groups.append(group)
-            yield batch_of(out, failures, groups)
+                ok, accs[ordinal] = calls.accumulated(ops[ordinal], accs[ordinal], item, raw_values, out, group)
+                if ok and mode == "rolling":
+                    out.add(results(group, accs, final=False), None, group)
+            yield out.batch()
         if mode == "rolling":
             return
         if mode == "accumulate":
-            partials = [pickle.dumps(accs, protocol=PICKLE_PROTOCOL) for accs in table.values()]
-            yield batch_of(partials, [None] * len(partials), list(table))
+            for group, accs in table.items():
+                out.add(pickle.dumps(accs, protocol=PICKLE_PROTOCOL), None, group)
+            yield out.batch()
             return
         if not keyed and not table:  # a global aggregation has a result also over no items
             table[_GLOBAL] = create(about_group(_GLOBAL))
-        yield batch_of([results(group, accs, final=True) for group, accs in table.items()], [None] * len(table), [])
+        for group, accs in table.items():
+            out.add(results(group, accs, final=True))
+        yield out.batch()
 
     return run
 
@@ -150,5 +194,5 @@ def custom_aggregation_udf_column(specs: Sequence[Mapping[str, Any]], objects: S
     operation ``spec`` per input as the JVM sends it (``CustomAggregations.Work``), its functions among
     ``objects``; ``dead_letter``: the stage has a dead-letter sink."""
     operations = [operation_of(spec, objects, atomic=dead_letter) for spec in specs]
-    return _arrow_udf(custom_aggregation_function(operations, mode, keyed, stage, dead_letter), _SCHEMAS[mode],
+    return _arrow_udf(custom_aggregation_function(operations, mode, keyed, stage, dead_letter), SCHEMAS[mode],
                       ["key", ITEM])

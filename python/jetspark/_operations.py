@@ -15,7 +15,8 @@ results exactly, so a part's result does not depend on which side of that line i
   items the first encountered wins (``top_n``/``bottom_n``: ranks first), also across combined partials.
 
 Every operation has the functions of one protocol: ``create()``, ``prepare(acc, item, values)``,
-``combine(acc, other)``, ``export(acc)``, ``finish(acc)``. ``values`` are what the engine extracted from
+``combine(acc, other)``, ``deduct`` (``deduct(acc, other)``, or None where the operation cannot deduct:
+a sliding window then combines its frames in two stacks instead), ``export(acc)``, ``finish(acc)``. ``values`` are what the engine extracted from
 the item for the operation's built-in parts, each at the ``slots`` the JVM numbered
 (``PythonAggregations.slotted``). ``prepare`` does everything that can fail for the item and returns the
 commit, which cannot fail and gives the new accumulator: so a record that fails in any part of an
@@ -64,6 +65,7 @@ class UserDefined:
         self.create: Callable[[], Any] = functions["create"]  # type: ignore[assignment]
         self._accumulate: Callable[[Any, Any], Any] = functions["accumulate"]  # type: ignore[assignment]
         self.combine: Callable[[Any, Any], Any] = functions["combine"]  # type: ignore[assignment]
+        self.deduct: Callable[[Any, Any], Any] | None = functions["deduct"]
         self.export: Callable[[Any], Any] = functions["export"] or _unchanged
         self.finish: Callable[[Any], Any] = functions["finish"] or self.export
         self._atomic = atomic
@@ -85,6 +87,10 @@ class AllOf:
 
     def __init__(self, parts: list[Any]) -> None:
         self.parts = parts
+        self.deduct = self._deduct if all(part.deduct is not None for part in parts) else None
+
+    def _deduct(self, acc: list[Any], other: list[Any]) -> list[Any]:
+        return [part.deduct(a, b) for part, a, b in zip(self.parts, acc, other)]
 
     def create(self) -> list[Any]:
         return [part.create() for part in self.parts]
@@ -105,7 +111,10 @@ class AllOf:
 
 class _BuiltIn:
     """A built-in operation whose result is computed from its accumulator without changing it: ``finish``
-    is ``export``."""
+    is ``export``. Python deducts none (the JVM deducts where windows of built-ins alone run): a window
+    with a built-in part slides in two stacks."""
+
+    deduct: Callable[[Any, Any], Any] | None = None
 
     def export(self, acc: Any) -> Any:
         raise NotImplementedError

@@ -177,6 +177,7 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
     """The Arrow UDFs the JVM asked for (``PreparedBatchJob.pythonWorkJson``), named as it expects."""
     from jetspark._carried import carried_columns
     from jetspark._custom_ops import custom_aggregation_udf_column
+    from jetspark._custom_windows import custom_window_udf_column
     from jetspark._python_steps import (Step, chain_udf_column, extraction_udf_column, rows_to_items_udf_column,
                                         stateful_udf_column)
     from jetspark._typed import results_to_items_udf_column
@@ -201,8 +202,13 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
         udfs[f"stateful:{m['vertex']}"] = stateful_udf_column(ref(m["create_ref"]), ref(m["fn_ref"]), m["keyed"], m["stage"],
                                                               m["dead_letter"], carried(m))
     for c in work["custom_aggregations"]:
-        udfs[f"custom:{c['vertex']}"] = custom_aggregation_udf_column(c["operations"], objects, c["mode"], c["keyed"],
-                                                                      c["stage"], c["dead_letter"])
+        if c["window"] is not None:
+            (operation,) = c["operations"]
+            udfs[f"custom:{c['vertex']}"] = custom_window_udf_column(operation, objects, c["mode"], c["window"],
+                                                                     c["keyed"], c["stage"], c["dead_letter"])
+        else:
+            udfs[f"custom:{c['vertex']}"] = custom_aggregation_udf_column(c["operations"], objects, c["mode"],
+                                                                          c["keyed"], c["stage"], c["dead_letter"])
     for j in work["joins"]:
         mapper = ref(j["mapper_ref"])
         pair_mapper = _pair_mapper(mapper)

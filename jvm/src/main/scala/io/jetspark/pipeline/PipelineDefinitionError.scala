@@ -25,6 +25,11 @@ object PipelineDefinitionError {
     * (map, filter, flatMap, peek, merge, rebalance) may stand between `addTimestamps` and the window.
     */
   val WindowTimestampsFromItems = "window-timestamps-from-items"
+  /** A sliding window longer than its slide, or a session window, over an operation that cannot combine
+    * partial accumulators: frames combine into windows, and an event that bridges two sessions merges
+    * them (Jet's rule; a tumbling window is one frame and needs no combine).
+    */
+  val WindowNeedsCombine = "window-needs-combine"
   /** `rebalance()` directly before a non-keyed stateful transform (mapStateful, rollingAggregate). */
   val RebalanceBeforeStateful = "rebalance-before-stateful"
   /** `rebalance()` without a key upstream of an order-sensitive stage while preserve order is on. */

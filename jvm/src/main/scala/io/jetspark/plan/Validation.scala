@@ -1,6 +1,6 @@
 package io.jetspark.plan
 
-import io.jetspark.pipeline.{PipelineDefinitionError, TimestampPolicy}
+import io.jetspark.pipeline.{PipelineDefinitionError, SessionWindowDefinition, SlidingWindowDefinition, TimestampPolicy}
 import io.jetspark.pipeline.PipelineDefinitionError._
 import io.jetspark.pipeline.transform._
 
@@ -18,6 +18,7 @@ private[plan] object Validation {
     transforms.foreach(t => requireAttached(graph, t))
     transforms.foreach(requireNoRebalanceBeforeStateful)
     transforms.foreach(requireTimestampsForWindow)
+    transforms.foreach(requireCombineForWindow)
     transforms.foreach(EventTimeRule.requireCarried)
     transforms.foreach(requireUnaryOperations)
     transforms.foreach(requireDeadLetterSink)
@@ -60,6 +61,22 @@ private[plan] object Validation {
       sourcesFeeding(w.upstream.head).find(_.timestamps.contains(TimestampPolicy.NoTimestamps)).foreach { s =>
         fail(t, WindowNeedsTimestamps, s"window ${w.window.describe} needs event timestamps, but source '${s.name}' was read withoutTimestamps")
       }
+    case _ =>
+  }
+
+  // Jet's rule, and the window processors': a window made of several frames combines them, and an event
+  // that bridges two sessions merges their accumulators. Refused here, before a job starts, not when a
+  // processor (or a Python worker) first meets such a window.
+  private def requireCombineForWindow(t: Transform): Unit = t match {
+    case w: WindowAggregateTransform if !w.canCombine =>
+      val needs = w.window match {
+        case s: SlidingWindowDefinition if !s.isTumbling => Some("a sliding window combines the frames (slides) it spans")
+        case _: SessionWindowDefinition => Some("an event that bridges two sessions merges their accumulators")
+        case _ => None
+      }
+      needs.foreach(why => fail(t, WindowNeedsCombine,
+        s"${w.window.describe} needs an aggregate operation that combines partial accumulators ($why); " +
+          "give the operation a combine function, or use a tumbling window"))
     case _ =>
   }
 

@@ -29,7 +29,8 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     *  "dataframe_sources": [{"vertex", "schema": Spark's schema JSON}],             // rows to items
     *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter", "sequenced", "timed"}], // map_stateful
     *  "joins": [{"vertex", "stage", "mapper_ref", "dead_letter", "sequenced", "timed"}], // hash join mappers
-    *  "custom_aggregations": [{"vertex", "stage", "mode", "operations", "keyed", "dead_letter"}], // with AggregateOperation.of
+    *  "custom_aggregations": [{"vertex", "stage", "mode", "operations", "keyed", "dead_letter",  // with AggregateOperation.of
+    *                          "window" (a window's definition, or null)}],
     *  "typed_results": [{"vertex", "schema", "shape"}]}                            // Catalyst results to items
     * }}}
     * `ref`s number the Python callables of the pipeline's spec (null: a `peek()` without one). Python
@@ -83,7 +84,8 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     }.asJava))
     work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregations.work(dag).map { w =>
       Map[String, Any]("vertex" -> w.vertex.name, "stage" -> w.vertex.fusedChain.head, "mode" -> w.mode,
-        "operations" -> w.operations.asJava, "keyed" -> w.keyed, "dead_letter" -> w.deadLetter).asJava
+        "operations" -> w.operations.asJava, "keyed" -> w.keyed, "dead_letter" -> w.deadLetter,
+        "window" -> w.window.orNull).asJava
     }.asJava))
     work.set[JsonNode]("typed_results", mapper.valueToTree[JsonNode](typedPlan.pythonResults.map {
       case (vertex, schema, shape) =>

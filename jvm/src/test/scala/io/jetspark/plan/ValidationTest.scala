@@ -86,6 +86,21 @@ class ValidationTest extends AnyFunSuite {
     assert(p.plan(4).vertices.size == 6)
   }
 
+  test("a sliding or session window over an operation that cannot combine is an error; a tumbling one is not") {
+    def windowOfLast(w: WindowDefinition): Pipeline = {
+      val p = Pipeline.create()
+      p.readFrom(Sources.rateStream(10)).withTimestamps("timestamp", 0).window(w).aggregate(Last).setName("last")
+        .writeTo(list())
+      p
+    }
+    val sliding = assertBreaks("last", WindowNeedsCombine)(windowOfLast(WindowDefinition.sliding(20, 10)).plan(4))
+    assert(sliding.getMessage.contains("sliding(20ms, slide 10ms)"), sliding.getMessage)
+    assertBreaks("last", WindowNeedsCombine)(windowOfLast(WindowDefinition.session(10)).plan(4))
+    // One frame per window: nothing to combine, so one stage accumulates each window's items.
+    val tumbling = windowOfLast(WindowDefinition.tumbling(10)).plan(4)
+    assert(tumbling.vertices.exists(_.description.describe.contains("single stage")), tumbling.vertices)
+  }
+
   test("stages of different pipelines cannot be combined") {
     val p1 = Pipeline.create()
     val p2 = Pipeline.create()

@@ -26,6 +26,13 @@ private[jetspark] trait FrameQueue[A] {
 }
 
 private[jetspark] object FrameQueue {
+  /** The deducting queue when the operation can deduct, otherwise two stacks; for a tumbling window of
+    * an operation that cannot combine, the one frame each window is (Jet needs no combine there).
+    */
+  def forWindow[A](policy: SlidingWindowPolicy, op: AggregateOperation[_, A, _]): () => FrameQueue[A] =
+    if (policy.isTumbling && op.combineFn.isEmpty) () => new OneFrameQueue(() => op.create())
+    else forOperation(op)
+
   /** The deducting queue when the operation can deduct, otherwise two stacks. */
   def forOperation[A](op: AggregateOperation[_, A, _]): () => FrameQueue[A] = {
     val combine = requireCombine(op, "sliding windows")
@@ -42,6 +49,23 @@ private[jetspark] object FrameQueue {
 }
 
 private final case class Frame[A](end: Long, acc: A)
+
+/** A tumbling window's frames: one at a time, the window's own (a window covers one frame, so a frame is
+  * dropped before the next is pushed), so nothing is ever combined.
+  */
+private final class OneFrameQueue[A](create: () => A) extends FrameQueue[A] {
+  private var frame: Frame[A] = null
+
+  override def isEmpty: Boolean = frame == null
+  override def oldestEnd: Long = frame.end
+  override def push(frameEnd: Long, acc: A): Unit = {
+    if (frame != null) throw new IllegalStateException(s"a tumbling window holds one frame: ${frame.end}, then $frameEnd")
+    frame = Frame(frameEnd, acc)
+  }
+  override def dropOldest(): Unit = frame = null
+  override def aggregate: A = if (frame == null) create() else frame.acc
+  override def frames: Iterator[(Long, A)] = Iterator.single(frame).filter(_ != null).map(f => (f.end, f.acc))
+}
 
 /** Keeps one running accumulator: `+=` the newest frame on push, `-=` the oldest on drop. */
 private final class DeductingFrameQueue[A](create: () => A, combine: (A, A) => A, deduct: (A, A) => A)

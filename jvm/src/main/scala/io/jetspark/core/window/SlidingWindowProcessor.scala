@@ -44,8 +44,9 @@ import scala.jdk.CollectionConverters._
   * of its own instance. The sliding state (running accumulator or two stacks) is rebuilt from the frames.
   * Accumulators are offered live: the outbox must serialize them when it accepts them.
   *
-  * Aggregate operations need a `combineFn`. The constructor serves the factories in the companion, and
-  * benchmarks that substitute another `FrameQueue`.
+  * Aggregate operations need a `combineFn`, except in a single-stage tumbling window (Jet's rule): each
+  * of its windows is one frame, accumulated and never combined. The constructor serves the factories in
+  * the companion, and benchmarks that substitute another `FrameQueue`.
   */
 final class SlidingWindowProcessor[T, A, R] private[jetspark] (
     policy: SlidingWindowPolicy,
@@ -66,7 +67,11 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
 
   private val size = policy.size
   private val slide = policy.slide
-  private val combine: (A, A) => A = FrameQueue.requireCombine(op, "sliding windows")
+  // Jet's rule: a window of several frames combines them, and so does a second stage; a single-stage
+  // tumbling window is one frame, which it only accumulates (a frame restored from two snapshots still
+  // needs combine, and fails without it when it comes, as in Jet).
+  private lazy val combine: (A, A) => A = FrameQueue.requireCombine(op, "sliding windows")
+  if (!policy.isTumbling || emitsFrames || input == Frames) FrameQueue.requireCombine(op, "sliding windows")
 
   private val keys = new JHashMap[Any, KeyWindows[A]]()
   private var watermark = Long.MinValue
@@ -218,9 +223,15 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
         while (first < frames.size && frames(first)._1 <= end - size) first += 1
         if (first < frames.size) {
           end = math.max(end, frames(first)._1)
-          var acc = op.create()
-          var i = first
-          while (i < frames.size && frames(i)._1 <= end) { acc = combine(acc, frames(i)._2); i += 1 }
+          // A tumbling window is its one frame (export leaves it as it is): nothing to combine.
+          val acc =
+            if (policy.isTumbling && op.combineFn.isEmpty) frames(first)._2
+            else {
+              var combined = op.create()
+              var i = first
+              while (i < frames.size && frames(i)._1 <= end) { combined = combine(combined, frames(i)._2); i += 1 }
+              combined
+            }
           out += new Timed(end, windowResult(key, end, acc, isEarly = true))
           end += slide
         }
@@ -304,7 +315,7 @@ object SlidingWindowProcessor {
       clock: () => Long = () => System.currentTimeMillis(),
   ): SlidingWindowProcessor[T, A, R] =
     new SlidingWindowProcessor(policy, Events(keyFn, tsFn), emitsFrames = false, keyed = true, op,
-      earlyResultsPeriodMs, clock, FrameQueue.forOperation(op))
+      earlyResultsPeriodMs, clock, FrameQueue.forWindow(policy, op))
 
   /** Non-keyed single-stage windows: events in, [[WindowResult]]s out. */
   def singleStageNonKeyed[T, A, R](
@@ -315,7 +326,7 @@ object SlidingWindowProcessor {
       clock: () => Long = () => System.currentTimeMillis(),
   ): SlidingWindowProcessor[T, A, R] =
     new SlidingWindowProcessor(policy, Events((_: T) => NonKeyed, tsFn), emitsFrames = false, keyed = false, op,
-      earlyResultsPeriodMs, clock, FrameQueue.forOperation(op))
+      earlyResultsPeriodMs, clock, FrameQueue.forWindow(policy, op))
 
   /** Stage 1 of two: events in, one [[KeyedFrame]] per (key, frame) out when the watermark reaches the
     * frame's end. Use `keyFn = _ => NonKeyed` for a non-keyed aggregation.

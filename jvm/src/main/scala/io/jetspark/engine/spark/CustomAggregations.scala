@@ -1,24 +1,34 @@
 package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.JsonNode
+import com.fasterxml.jackson.databind.node.JsonNodeFactory
 import io.jetspark.engine.spark.SparkBatchEngine.{Key, PythonOps}
-import io.jetspark.pipeline.PythonAggregateSpec
-import io.jetspark.plan.VertexDescription.{Aggregate, RollingAggregate}
+import io.jetspark.pipeline.{PythonAggregateSpec, SessionWindowDefinition, SlidingWindowDefinition, WindowDefinition}
+import io.jetspark.plan.VertexDescription.{Aggregate, RollingAggregate, WindowAggregate}
 import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.functions.{col, lit}
 
 /** Aggregations with a user-defined aggregate operation (`AggregateOperation.of(create, accumulate, ...)`
-  * in Python) on the Spark batch engine. Its functions are Python's, so each vertex of such an aggregation
-  * is one Arrow UDF (python/jetspark/_custom_ops.py, named `custom:<vertex>`) over the items that the
-  * vertex's input extraction gave their key and values; the JVM only moves rows between them, as for
-  * built-in operations:
+  * in Python) on the Spark batch engine, windows included. Its functions are Python's, so each vertex of
+  * such an aggregation is one Arrow UDF (python/jetspark/_custom_ops.py, and _custom_windows.py for
+  * windows; named `custom:<vertex>`) over the items that the vertex's input extraction gave their key and
+  * values (and, into a window, their time); the JVM only moves rows between them, as for built-in
+  * operations:
   *
   * {{{
   *   two stages:  accumulate (pickled accumulator per key and partition) ──by key──▶ combine ──▶ results
   *   one stage:   ──items by key (or all to one)──▶ single (accumulate, then finish) ──▶ results
   *   rolling:     ──items by key (or all to one)──▶ rolling (export after each item) ──▶ results
   * }}}
+  *
+  * A window has the same two shapes as the JVM's window processors ([[WindowStages]]), so the planner's
+  * choice means the same for both: two stages accumulate per (key, frame) next to the data and send each
+  * key's frames as one row over the shuffle, to be combined per frame and slid into windows; one stage
+  * (sessions, an operation without `combine` in a tumbling window, rebalanced keyed input) gets the
+  * items of its keys and builds the windows itself. Results are `WindowResult`/`KeyedWindowResult`
+  * pickles like the JVM's, so a later window stamps them with their time as it stamps the JVM's
+  * ([[CarriedTimestamps.stampOn]]).
   *
   * Where a user-defined operation is a part of the operation (in `all_of`, or one side of `aggregate2`),
   * the whole operation runs in Python, its built-in parts too (python/jetspark/_operations.py gives the
@@ -31,37 +41,54 @@ import org.apache.spark.sql.functions.{col, lit}
   * accumulator per input and gives the pair of results.
   *
   * A record whose `accumulate` fails (in any part) goes to the stage's dead-letter sink where it has one,
-  * leaving every part's accumulator as it was; a failing `create`, `combine`, `export` or `finish` fails
-  * the job, naming the stage and the group.
+  * leaving every part's accumulator as it was (a window: it still opens its frame or session, as its
+  * time says, like a record that succeeds); a failing `create`, `combine`, `deduct`, `export` or `finish`
+  * fails the job, naming the stage and the group (a window: the key and the window).
   */
 object CustomAggregations {
 
   /** What one vertex runs: `mode` is `accumulate`, `combine`, `single` or `rolling`; `operations` are each
     * input's operation, as [[PythonAggregations.slotted]] gives it (user-defined parts name their functions
-    * by `ref` among the pipeline's Python objects).
+    * by `ref` among the pipeline's Python objects); `window`, for a window vertex, its definition as
+    * Python's `WindowDefinition.to_spec` gives it.
     */
-  final case class Work(vertex: Vertex, mode: String, operations: Seq[JsonNode], keyed: Boolean, deadLetter: Boolean)
+  final case class Work(vertex: Vertex, mode: String, operations: Seq[JsonNode], keyed: Boolean, deadLetter: Boolean,
+      window: Option[JsonNode] = None)
 
   /** The column that tells a row's input when an aggregation has two. */
   val Ordinal = "ordinal"
 
   def work(dag: PhysicalDag): Seq[Work] = dag.vertices.filter(runsInPython).map { v =>
-    def of(mode: String, ops: Seq[PythonAggregateSpec], keyed: Boolean) =
-      Work(v, mode, ops.map(PythonAggregations.slotted(_)._1), keyed,
-        deadLetter = dag.routesFailures(v))
+    def of(mode: String, ops: Seq[PythonAggregateSpec], keyed: Boolean, window: Option[WindowDefinition] = None) =
+      Work(v, mode, ops.map(PythonAggregations.slotted(_)._1), keyed, deadLetter = dag.routesFailures(v), window.map(windowJson))
     v.description match {
-      case Aggregate(AggregationStage.Accumulate, PythonOps(ops), keys) => of("accumulate", ops, keys.nonEmpty)
-      case Aggregate(AggregationStage.Combine, PythonOps(ops), keys) => of("combine", ops, keys.nonEmpty)
-      case Aggregate(AggregationStage.SingleStage, PythonOps(ops), keys) => of("single", ops, keys.nonEmpty)
+      case Aggregate(stage, PythonOps(ops), keys) => of(modes(stage), ops, keys.nonEmpty)
       case RollingAggregate(key, op: PythonAggregateSpec) => of("rolling", Seq(op), key.isDefined)
+      case WindowAggregate(stage, window, op: PythonAggregateSpec, key) => of(modes(stage), Seq(op), key.isDefined, Some(window))
       case other => throw new IllegalStateException(s"vertex '${v.name}' (${other.describe}) aggregates nothing in Python")
     }
+  }
+
+  private val modes: Map[AggregationStage, String] = Map(AggregationStage.Accumulate -> "accumulate",
+    AggregationStage.Combine -> "combine", AggregationStage.SingleStage -> "single")
+
+  /** A window definition as Python's `WindowDefinition.to_spec` writes it. Early results are left out:
+    * a batch has no watermark before its end, so there is nothing early to emit.
+    */
+  private def windowJson(w: WindowDefinition): JsonNode = {
+    val node = JsonNodeFactory.instance.objectNode()
+    w match {
+      case s: SlidingWindowDefinition => node.put("kind", "sliding").put("size_ms", s.sizeMs).put("slide_ms", s.slideMs)
+      case s: SessionWindowDefinition => node.put("kind", "session").put("timeout_ms", s.timeoutMs)
+    }
+    node
   }
 
   /** Whether `v` aggregates in Python: some operation of it has a user-defined part. */
   def runsInPython(v: Vertex): Boolean = v.description match {
     case Aggregate(_, PythonOps(ops), _) => ops.exists(PythonAggregations.runsInPython)
     case RollingAggregate(_, op: PythonAggregateSpec) => PythonAggregations.runsInPython(op)
+    case WindowAggregate(_, _, op: PythonAggregateSpec, _) => PythonAggregations.runsInPython(op)
     case _ => false
   }
 

@@ -41,8 +41,8 @@ import scala.collection.mutable
   * processors run in the Spark tasks; partial accumulators cross the shuffle serialized ([[PartialCodec]]), keyed by
   * the key's pickle; results go back to Python as pickles ([[PythonValues]]). `aggregate2` extracts per
   * input and reads both inputs partition by partition ([[CoGroupStages]]). User-defined operations run
-  * in Python, and so does every operation with one among its parts, whole ([[CustomAggregations]]). Hash
-  * joins broadcast every enriching side ([[HashJoinStage]]).
+  * in Python, and so does every operation with one among its parts, whole, windows included
+  * ([[CustomAggregations]]). Hash joins broadcast every enriching side ([[HashJoinStage]]).
   *
   * A DataFrame source's output is its DataFrame (typed rows); aggregations that read it directly may run
   * in Catalyst, their results typed too; typed outputs become opaque items only on the edges to vertices
@@ -53,9 +53,8 @@ import scala.collection.mutable
   * [[WindowStages]] say, reading the time each item carries beside it from where it was stamped
   * ([[CarriedTimestamps]]).
   *
-  * What this engine does not run yet (a user-defined operation in a window, JVM functions, typed items
-  * other than a DataFrame's rows and the results of aggregations Catalyst runs) fails before any Spark job
-  * starts, naming the vertex.
+  * What this engine does not run yet (JVM functions, typed items other than a DataFrame's rows and the
+  * results of aggregations Catalyst runs) fails before any Spark job starts, naming the vertex.
   */
 final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[String, Column], jobId: String,
     typedPlan: TypedPlan) {
@@ -116,7 +115,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     case MapStateful(_, Extractor.PythonFn(_, _), Extractor.PythonFn(_, _)) => ()
     case HashJoin(_, Some(Extractor.PythonFn(_, _)), _) => ()
     case Sort(_, _, _) => ()
-    case w: WindowAggregate => WindowStages.requireSupported(v.name, w)
+    // In the JVM's window processors, or in Python where the operation has a user-defined part.
+    case WindowAggregate(_, _, _: PythonAggregateSpec, _) => ()
     case AddTimestamps(_, _) => ()
     case other => throw new UnsupportedOperationException(
       s"vertex '${v.name}' (${other.describe}): the Spark batch engine does not run this yet")

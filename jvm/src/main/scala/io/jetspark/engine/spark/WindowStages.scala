@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode
 import io.jetspark.core.Watermark
 import io.jetspark.core.aggregate.{AggregateOperation, AggregateOperations}
 import io.jetspark.core.window._
-import io.jetspark.pipeline.{PythonAggregateSpec, SessionWindowDefinition, SlidingWindowDefinition}
+import io.jetspark.pipeline.{SessionWindowDefinition, SlidingWindowDefinition}
 import io.jetspark.plan.VertexDescription.WindowAggregate
 import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
 import org.apache.spark.sql.DataFrame
@@ -16,7 +16,9 @@ import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 
 /** Window aggregations of a batch on the Spark engine, with the core's window processors inside the
-  * Spark tasks (through [[ProcessorStage]]).
+  * Spark tasks (through [[ProcessorStage]]), for operations without a user-defined part: an operation
+  * with an `AggregateOperation.of` among its parts runs in Python, window and all ([[CustomAggregations]]),
+  * in the same stages as here and on the same rows.
   *
   * A batch is one epoch: no watermark arrives inside it, and its end acts as a final watermark of
   * +infinity (the processors' `complete()`), so no item is late and every non-empty window is emitted
@@ -30,8 +32,8 @@ import scala.jdk.CollectionConverters._
   *  - Sliding and tumbling, two stages: `accumulateFrames` emits one partial accumulator per (key, frame);
   *    a key's frames cross the shuffle by key (or to one partition) as one row, serialized together,
   *    to `combineFrames`.
-  *  - Sliding and tumbling, single stage (an operation that cannot combine is refused by the processor
-  *    anyway; order-sensitive operations under preserved order, rebalanced keyed input, early results):
+  *  - Sliding and tumbling, single stage (order-sensitive operations under preserved order, rebalanced
+  *    keyed input, early results; the built-in operations all combine):
   *    events cross the shuffle and one processor per partition builds the windows.
   *  - Sessions: always single stage (sessions merge across partial results).
   * After a partition's last item, sliding windows see watermarks rising in steps before the end, so that
@@ -49,17 +51,6 @@ object WindowStages {
     */
   val FramesSchema: StructType = StructType(Seq(StructField(SparkBatchEngine.Key, BinaryType),
     StructField("frame_ends", ArrayType(LongType, containsNull = false)), StructField("accs", BinaryType)))
-
-  /** Fails, naming the vertex, for what this engine cannot run: an operation not from
-    * `AggregateOperations`, or one with an `AggregateOperation.of` among its parts (windows run in the
-    * JVM's processors, which do not call Python functions); items without a timestamp: see
-    * [[CarriedTimestamps]].
-    */
-  def requireSupported(vertex: String, w: WindowAggregate): Unit = w.op match {
-    case op: PythonAggregateSpec if !PythonAggregations.runsInPython(op) => ()
-    case _ => throw new UnsupportedOperationException(s"vertex '$vertex' (${w.describe}): the Spark batch engine runs " +
-      "windows of the built-in AggregateOperations only, not AggregateOperation.of (alone or inside all_of)")
-  }
 
   /** The output of window vertex `vertex` over `input`: its processors, with how rows become their items
     * and back, and how a result's items become what Python reads (`resultItems`, see

@@ -293,6 +293,30 @@ class SlidingWindowProcessorTest extends AnyFunSuite {
     assert(ex.getMessage.contains("combineFn"))
   }
 
+  /*  tumbling(2), summing without combineFn, keys a and b
+   *  events    a@0 (1)  b@-1 (20)  a@1 (2)  b@1 (10) | wm 2 | a@5 (4)
+   *  wm 2      -> b [-2,0)=20, a [0,2)=3, b [0,2)=10, then wm 2
+   *  complete  -> a [4,6)=4
+   */
+  test("a tumbling window needs no combineFn (Jet's rule): each window is its one frame, accumulated") {
+    val sum = TestOps.summingWithoutCombine[Ev](_.value)
+    val input = Seq(Ev(0, "a", 1), Ev(-1, "b", 20), Ev(1, "a", 2), Ev(1, "b", 10), wm(2), Ev(5, "a", 4))
+    val expected = Seq(KeyedWindowResult(-2, 0, "b", 20L), KeyedWindowResult(0, 2, "a", 3L), KeyedWindowResult(0, 2, "b", 10L),
+      wm(2), KeyedWindowResult(4, 6, "a", 4L))
+    runWindows(SlidingWindowPolicy(2, 2), sum, keyed = true, twoStage = false, Seq(input), expected, Seq(0L))
+    // Early results show a window's one frame, left as it is.
+    var now = 0L
+    val d = new Driver(SlidingWindowProcessor.singleStageNonKeyed(SlidingWindowPolicy(2, 2), (e: Ev) => e.ts, sum,
+      earlyResultsPeriodMs = 10, clock = () => now))
+    d.process(Ev(0, value = 1), Ev(3, value = 5), Ev(1, value = 2))
+    now = 10
+    assert(d.run(_.tryProcess()) == Seq(WindowResult(0, 2, 3L, isEarly = true), WindowResult(2, 4, 5L, isEarly = true)))
+    assert(d.run(_.complete()) == Seq(w(0, 2, 3), w(2, 4, 5)))
+    // Frames that cross a shuffle are combined at the other end: two stages still need combineFn.
+    intercept[IllegalArgumentException](SlidingWindowProcessor.accumulateFrames(SlidingWindowPolicy(2, 2), (e: Ev) => e.key,
+      (e: Ev) => e.ts, sum))
+  }
+
   // ---- randomized, against a brute-force reference --------------------------------------------------------
 
   /** Brute force: keeps every accepted event; at each watermark recomputes every window that the

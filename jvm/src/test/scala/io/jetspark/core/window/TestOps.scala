@@ -20,6 +20,17 @@ object TestOps {
   }
   final case class ListAcc[T](var items: Vector[T])
 
+  /** Sums `value(item)` but cannot combine: only a single-stage tumbling window takes it (Jet's rule). */
+  def summingWithoutCombine[T](value: T => Long): AggregateOperation[T, LongAcc, Long] = new AggregateOperation[T, LongAcc, Long] {
+    override def arity = 1
+    override def create() = LongAcc(0)
+    override def accumulate(acc: LongAcc, ordinal: Int, item: T) = { acc.value += value(item); acc }
+    override def combineFn = None
+    override def deductFn = None
+    override def exportResult(acc: LongAcc) = acc.value
+    override def finishResult(acc: LongAcc) = acc.value
+  }
+
   /** An operation built from functions; `combine` folds right into left. */
   final class TestOp[T, A, R](
       createFn: () => A,

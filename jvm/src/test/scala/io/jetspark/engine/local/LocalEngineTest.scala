@@ -179,6 +179,27 @@ class LocalEngineTest extends AnyFunSuite {
     sameMultiset(expected, out)
   }
 
+  test("a tumbling window of an operation that cannot combine runs in one stage (Jet's rule); a sliding one is refused when planned") {
+    // Counting that cannot combine: only a tumbling window, one frame per window, takes it.
+    val countingAlone = new io.jetspark.core.aggregate.AggregateOperation[Any, Array[Long], Long] {
+      override def arity = 1
+      override def create(): Array[Long] = Array(0L)
+      override def accumulate(acc: Array[Long], ordinal: Int, item: Any): Array[Long] = { acc(0) += 1; acc }
+      override def combineFn: Option[(Array[Long], Array[Long]) => Array[Long]] = None
+      override def deductFn: Option[(Array[Long], Array[Long]) => Array[Long]] = None
+      override def exportResult(acc: Array[Long]): Long = acc(0)
+      override def finishResult(acc: Array[Long]): Long = acc(0)
+    }
+    def windowOf(w: WindowDefinition)(p: Pipeline, sink: SinkDefinition): Unit =
+      p.readFrom(Sources.itemsStream(lagging, 3)).withTimestamps((e: Any) => ts(e), 0L)
+        .groupingKey((e: Any) => key(e)).window(w).aggregate(countingAlone).setName("counts").writeTo(sink)
+    val expected = lagging.flatten.groupBy(e => (key(e), Math.floorDiv(ts(e), 50L) * 50)).toSeq
+      .map { case ((k, start), es) => KeyedWindowResult(start, start + 50, k, es.size.toLong) }
+    sameMultiset(expected, run()(windowOf(WindowDefinition.tumbling(50))))
+    val error = intercept[PipelineDefinitionError](run()(windowOf(WindowDefinition.sliding(50, 10))))
+    assert(error.stage == "counts" && error.rule == PipelineDefinitionError.WindowNeedsCombine, error.getMessage)
+  }
+
   test("session windows per key equal sessions merged by brute force") {
     val random = new Random(11)
     val events: Seq[Any] = (0 until 200).map(_ => (random.nextInt(3), random.nextInt(2000).toLong)).sortBy(ts)

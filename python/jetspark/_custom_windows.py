@@ -1,0 +1,303 @@
+"""Windows of an operation with a user-defined part (:meth:`AggregateOperation.of`, alone or inside
+``all_of``) on the Spark batch engine. Its functions are Python's, so the window runs here, one Arrow UDF
+per vertex, in the stages the planner gave it (``CustomAggregations`` in the JVM says which vertex runs
+which ``mode``); everything about groups, records and their failures is :mod:`jetspark._custom_ops`'s.
+
+A batch is one epoch that ends with a watermark of +infinity: nothing is late, every non-empty window is
+emitted once, complete, and early results are ignored. Windows are aligned to 0 and cover
+``[end - size, end)``. The stages are those of the JVM's window processors (``WindowStages``), so that a
+plan means the same whichever side of the line the operation falls:
+
+- ``accumulate`` (stage 1 of 2, a sliding or tumbling window whose operation combines): a partition's
+  items into one accumulator per (key, frame), a frame being the ``slide``-long slot that holds the
+  item's time; at the partition's end, one row per key with all its frames (``(frame end, accumulator)``
+  pairs), for the shuffle by key. Accumulating next to the data sends one partial accumulator per key
+  and frame over the shuffle, not every item: the reason the planner made two stages;
+- ``combine`` (stage 2 of 2): each key's frames from every partition combined per frame, then slid into
+  windows;
+- ``single`` (after a shuffle by key, or to one partition): the items into frames, then windows; or,
+  for sessions, into sessions.
+
+Sliding into windows goes through a key's frames in time order. A tumbling window is its one frame: its
+result is the frame's, and the operation needs no ``combine`` (Jet's rule). A longer window combines the
+frames it spans, leading frame in, trailing frame out: with ``deduct`` one running accumulator, which
+deducts the trailing frame; without, two stacks of frames with their combinations (``FrameQueue`` in the
+JVM); either way amortized O(1) combines per slide, whatever the number of frames per window.
+
+Sessions are Jet's: an item's span ``[ts, ts + timeout)`` joins every session it overlaps (spans that only
+touch do not), merging them into one whose accumulators combine, oldest first; the item is then
+accumulated into it. Merging needs ``combine``; the planner refuses a session window (and a sliding one
+longer than its slide) over an operation without one, before the job starts (rule
+``window-needs-combine``), as Jet does.
+
+A window's result is ``finish`` (default ``export``, default the accumulator) of an accumulator of its
+own: where the accumulator lives on for the next window, ``finish`` gets a copy, so a ``finish`` that
+changes its argument changes no other window. Order: items accumulate in the order they arrive, frames
+combine in time order; a result that depends on the order of a window's items is not promised one (as
+for every window, API.md).
+
+Failures: a record whose ``accumulate`` raises is a dead letter once (where the stage routes failures to
+a dead-letter sink; otherwise it fails the job), and counts in none of its windows; its time still puts
+it in its frame or session, as it puts a record that succeeds: a window whose records all failed has the
+result of an accumulator that accumulated nothing. A failing ``create``, ``combine``, ``deduct`` or
+``finish`` fails the job naming the stage and the window, frame or session (key and bounds).
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from jetspark._custom_ops import SCHEMAS, VALUES, Output, StageCalls, column
+from jetspark._items import loads_key
+from jetspark._operations import operation_of
+from jetspark._python_steps import ITEM, PICKLE_PROTOCOL, TS, _arrow_udf
+from jetspark.window import KeyedWindowResult, WindowResult
+
+#: Results per Arrow batch: a partition's windows leave a slice at a time, not all in one batch.
+_BATCH_ROWS = 1024
+
+
+def custom_window_function(operation: Any, mode: str, window: Mapping[str, Any], keyed: bool, stage: str,
+                           dead_letter: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The Arrow map function of one vertex of a window (``window``: the definition's spec, ``kind``
+    sliding or session) with ``operation`` (as :func:`~jetspark._operations.operation_of` gives it), over
+    the columns ``key`` (canonical key bytes; empty for a global window), ``item`` (a pickled item; in
+    ``combine`` mode a key's pickled frames), ``values`` (the pickled values extracted for built-in parts)
+    and ``ts`` (the item's time, ms), found by name. See the module docstring for the modes and failures
+    (``dead_letter``: the stage has a dead-letter sink, and ``operation`` leaves an accumulator as it was
+    where a record fails)."""
+    sliding = window["kind"] == "sliding"
+    if mode not in ("accumulate", "combine", "single") or (mode != "single" and not sliding):
+        raise ValueError(f"no custom window mode {mode!r} for a {window['kind']} window")
+    calls = StageCalls(stage, dead_letter)
+
+    def about(key: bytes, what: str, start: int, end: int) -> str:
+        return f"<{what} [{start}, {end}) of key {loads_key(key)!r}>" if keyed else f"<{what} [{start}, {end})>"
+
+    def result(key: bytes, start: int, end: int, acc: Any) -> bytes:
+        value = calls.of_group("finish", about(key, "window", start, end), lambda: operation.finish(acc))
+        r = KeyedWindowResult(start, end, loads_key(key), value) if keyed else WindowResult(start, end, value)
+        return pickle.dumps(r, protocol=PICKLE_PROTOCOL)
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        out = Output(failures=mode != "combine", keys=mode == "accumulate")
+        state: _Frames | _Sessions = (_Frames(operation, calls, window["size_ms"], window["slide_ms"], about) if sliding
+                                      else _Sessions(operation, calls, window["timeout_ms"], about))
+        for batch in batches:
+            groups = [key if keyed else b"" for key in batch.column("key").to_pylist()]
+            raws = batch.column(ITEM).to_pylist()
+            if mode == "combine":
+                for group, raw in zip(groups, raws):
+                    for end, partial in pickle.loads(raw):
+                        state.combine_in(group, end, partial)  # type: ignore[union-attr]
+                continue
+            for group, raw, values, ts in zip(groups, raws, column(batch, VALUES, ()), batch.column(TS).to_pylist()):
+                state.add(group, ts, pickle.loads(raw), values, out)
+            yield out.batch()
+        if mode == "accumulate":
+            rows: Iterator[tuple[bytes, bytes]] = ((group, pickle.dumps(frames, protocol=PICKLE_PROTOCOL))
+                                                   for group, frames in state.by_key())  # type: ignore[union-attr]
+        else:
+            rows = ((group, result(group, start, end, acc)) for group, start, end, acc in state.windows())
+        for group, row in rows:
+            out.add(row, None, group)
+            if len(out) >= _BATCH_ROWS:
+                yield out.batch()
+        yield out.batch()
+
+    return run
+
+
+About = Callable[[bytes, str, int, int], str]
+
+
+class _Frames:
+    """Per key, the accumulators of its frames by frame end (a frame is ``[end - slide, end)``)."""
+
+    def __init__(self, op: Any, calls: StageCalls, size: int, slide: int, about: About) -> None:
+        self.op, self.calls, self.size, self.slide, self.about = op, calls, size, slide, about
+        self.table: dict[bytes, dict[int, Any]] = {}
+
+    def add(self, key: bytes, ts: int, item: Any, values: list[bytes], out: Output) -> None:
+        end = (ts // self.slide + 1) * self.slide
+        frames = self.table.setdefault(key, {})
+        if end not in frames:
+            frames[end] = self.calls.of_group("create", self.about(key, "frame", end - self.slide, end), self.op.create)
+        _, frames[end] = self.calls.accumulated(self.op, frames[end], item, values, out, key)
+
+    def combine_in(self, key: bytes, end: int, partial: Any) -> None:
+        """Adds another partition's accumulator of a frame (unpickled here: ours to keep)."""
+        frames = self.table.setdefault(key, {})
+        if end not in frames:
+            frames[end] = partial
+        else:
+            mine = frames[end]
+            frames[end] = self.calls.of_group("combine", self.about(key, "frame", end - self.slide, end),
+                                              lambda: self.op.combine(mine, partial))
+
+    def by_key(self) -> Iterator[tuple[bytes, list[tuple[int, Any]]]]:
+        while self.table:
+            key, frames = self.table.popitem()
+            yield key, list(frames.items())
+
+    def windows(self) -> Iterator[tuple[bytes, int, int, Any]]:
+        """Every non-empty window ``(key, start, end, accumulator)``, a key's in increasing end order."""
+        size, slide = self.size, self.slide
+        while self.table:
+            key, frames = self.table.popitem()
+            ends = sorted(frames)
+            if size == slide:
+                for end in ends:
+                    yield key, end - size, end, frames[end]
+                continue
+            window: _Deducting | _TwoStacks = (_Deducting(self.op, self.calls) if self.op.deduct is not None
+                                               else _TwoStacks(self.op, self.calls))
+            i, end = 0, ends[0]
+            while True:
+                about = self.about(key, "window", end - size, end)
+                while window and window.oldest_end <= end - size:
+                    window.drop_oldest(about)
+                while i < len(ends) and ends[i] <= end:
+                    window.push(ends[i], frames[ends[i]], about)
+                    i += 1
+                if not window:  # no frame in this window: on to the next window that has one
+                    if i == len(ends):
+                        break
+                    end = ends[i]
+                    continue
+                yield key, end - size, end, window.aggregate(about)
+                end += slide
+
+
+class _Deducting:
+    """The frames of the current window with one running accumulator: combine the leading frame in,
+    deduct the trailing one. An empty window starts again from ``create()``, so deduct's rounding (of
+    floats) never outlives a gap."""
+
+    def __init__(self, op: Any, calls: StageCalls) -> None:
+        self.op, self.calls = op, calls
+        self.frames: deque[tuple[int, Any]] = deque()
+        self.running: Any = None
+
+    def __bool__(self) -> bool:
+        return bool(self.frames)
+
+    @property
+    def oldest_end(self) -> int:
+        return self.frames[0][0]
+
+    def push(self, end: int, acc: Any, about: str) -> None:
+        if not self.frames:
+            self.running = self.calls.of_group("create", about, self.op.create)
+        running = self.running
+        self.running = self.calls.of_group("combine", about, lambda: self.op.combine(running, acc))
+        self.frames.append((end, acc))
+
+    def drop_oldest(self, about: str) -> None:
+        _, acc = self.frames.popleft()
+        running = self.running
+        self.running = self.calls.of_group("deduct", about, lambda: self.op.deduct(running, acc)) if self.frames else None
+
+    def aggregate(self, about: str) -> Any:
+        return copy.deepcopy(self.running)  # the running accumulator goes on to the next window
+
+
+class _TwoStacks:
+    """The frames of the current window in two stacks, for operations that cannot deduct. New frames go
+    on the back, which keeps their combination; the front holds older frames, oldest on top, each with
+    the combination of itself and every newer frame of the front. A drop pops the front; when it is
+    empty, the back moves over once, computing those combinations. Frames' accumulators are never
+    changed (every combine has a copy or an accumulator of our own on its left)."""
+
+    def __init__(self, op: Any, calls: StageCalls) -> None:
+        self.op, self.calls = op, calls
+        self.front: list[tuple[int, Any]] = []  # top (last) = oldest
+        self.back: list[tuple[int, Any]] = []  # first = oldest
+        self.back_combined: Any = None
+
+    def __bool__(self) -> bool:
+        return bool(self.front or self.back)
+
+    @property
+    def oldest_end(self) -> int:
+        return self.front[-1][0] if self.front else self.back[0][0]
+
+    def push(self, end: int, acc: Any, about: str) -> None:
+        self.back.append((end, acc))
+        if len(self.back) == 1:
+            self.back_combined = copy.deepcopy(acc)
+        else:
+            mine = self.back_combined
+            self.back_combined = self.calls.of_group("combine", about, lambda: self.op.combine(mine, acc))
+
+    def drop_oldest(self, about: str) -> None:
+        if not self.front:
+            newer = None
+            for end, acc in reversed(self.back):
+                # combine(older, newer): frames combine in time order
+                combined = acc if newer is None else self.calls.of_group(
+                    "combine", about, lambda: self.op.combine(copy.deepcopy(acc), newer))
+                self.front.append((end, combined))
+                newer = combined
+            self.back, self.back_combined = [], None
+        self.front.pop()
+
+    def aggregate(self, about: str) -> Any:
+        if not self.front:
+            return copy.deepcopy(self.back_combined)
+        oldest = copy.deepcopy(self.front[-1][1])
+        if not self.back:
+            return oldest
+        back = self.back_combined
+        return self.calls.of_group("combine", about, lambda: self.op.combine(oldest, back))
+
+
+class _Sessions:
+    """Per key, its sessions ``[start, end, accumulator]``: disjoint, in start order (and so in end
+    order)."""
+
+    def __init__(self, op: Any, calls: StageCalls, timeout: int, about: About) -> None:
+        self.op, self.calls, self.timeout, self.about = op, calls, timeout, about
+        self.table: dict[bytes, list[list[Any]]] = {}
+
+    def add(self, key: bytes, ts: int, item: Any, values: list[bytes], out: Output) -> None:
+        sessions = self.table.setdefault(key, [])
+        start, end = ts, ts + self.timeout
+        # The sessions the span overlaps: those starting before its end and ending after its start.
+        high = bisect_left(sessions, end, key=lambda s: s[0])
+        low = high
+        while low > 0 and sessions[low - 1][1] > ts:
+            low -= 1
+        joined = sessions[low:high]
+        if joined:
+            start, end = min(start, joined[0][0]), max(end, joined[-1][1])
+            about = self.about(key, "session", start, end)
+            acc = joined[0][2]
+            for newer in joined[1:]:
+                older = acc
+                acc = self.calls.of_group("combine", about, lambda: self.op.combine(older, newer[2]))
+        else:
+            acc = self.calls.of_group("create", self.about(key, "session", start, end), self.op.create)
+        _, acc = self.calls.accumulated(self.op, acc, item, values, out, key)
+        sessions[low:high] = [[start, end, acc]]
+
+    def windows(self) -> Iterator[tuple[bytes, int, int, Any]]:
+        while self.table:
+            key, sessions = self.table.popitem()
+            for start, end, acc in sessions:
+                yield key, start, end, acc
+
+
+def custom_window_udf_column(spec: Mapping[str, Any], objects: list[Any], mode: str, window: Mapping[str, Any],
+                             keyed: bool, stage: str, dead_letter: bool) -> Any:
+    """The Spark Column of one vertex of a window with a user-defined part (``custom:<vertex>``), its
+    operation ``spec`` as the JVM sends it (``CustomAggregations.Work``), its functions among ``objects``;
+    ``dead_letter``: the stage has a dead-letter sink."""
+    operation = operation_of(spec, objects, atomic=dead_letter)
+    return _arrow_udf(custom_window_function(operation, mode, window, keyed, stage, dead_letter), SCHEMAS[mode],
+                      ["key", ITEM])
