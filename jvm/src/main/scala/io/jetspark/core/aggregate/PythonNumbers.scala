@@ -136,7 +136,14 @@ object PythonNumbers {
   * classes) raise an `IllegalArgumentException` that names both.
   */
 object AnyOrdering extends Ordering[Any] {
-  override def compare(a: Any, b: Any): Int =
+  override def compare(a: Any, b: Any): Int = a match {
+    // Values of one numeric column, the common case, skip the kind tests.
+    case _: java.lang.Integer | _: java.lang.Long | _: java.lang.Double if b != null && (a.getClass eq b.getClass) =>
+      PythonNumbers.compare(a, b)
+    case _ => compareAny(a, b)
+  }
+
+  private def compareAny(a: Any, b: Any): Int =
     if (PythonNumbers.isNumber(a) && PythonNumbers.isNumber(b)) PythonNumbers.compare(a, b)
     else (a, b) match {
       case (x: String, y: String) => lexicographic(x.codePoints.iterator.asScala, y.codePoints.iterator.asScala)

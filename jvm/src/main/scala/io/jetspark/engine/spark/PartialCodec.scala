@@ -1,6 +1,9 @@
 package io.jetspark.engine.spark
 
-import org.apache.spark.serializer.{KryoSerializer, SerializerInstance}
+import com.esotericsoftware.kryo.io.{Input, Output}
+import com.esotericsoftware.kryo.{Kryo, Serializer}
+import org.apache.spark.serializer.{KryoRegistrator, KryoSerializer, SerializerInstance}
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.{SparkConf, SparkEnv}
 
 import java.nio.ByteBuffer
@@ -36,12 +39,46 @@ private[spark] final class PartialCodec(stage: String) extends Serializable {
 private object PartialCodec {
   private lazy val serializer: KryoSerializer = {
     val conf = Option(SparkEnv.get).map(_.conf.clone()).getOrElse(new SparkConf(false))
-    // Nothing to register: the classes vary with the operations, and an unregistered class costs its name
-    // once. One key's frames of a partition are one value, which may be large: no cap below what an array
+    // One key's frames of a partition are one value, which may be large: no cap below what an array
     // holds (Spark's default is 64 MiB). No reference tracking: accumulators and the items they keep are
     // trees of values (no cycles, no identity that matters), and tracking looked up every object written
     // and read in an identity map, a sixth of the cost of moving max_by's frames.
     new KryoSerializer(conf.set("spark.kryo.registrationRequired", "false").set("spark.kryoserializer.buffer.max", "2047m")
-      .set("spark.kryo.referenceTracking", "false"))
+      .set("spark.kryo.referenceTracking", "false").set("spark.kryo.registrator", classOf[PartialRegistrator].getName))
+  }
+}
+
+/** The classes partials are mostly made of, registered so that Kryo writes a number for each rather than
+  * its name (the same registrations on every executor give the same numbers; any other class still goes
+  * by name). The accumulators that cross shuffles by the hundred thousand (a `max_by` frame, a count) and
+  * what they hold get serializers of their own: Kryo would otherwise make each through reflection, as
+  * they have no constructor without arguments, and write each field through a generic field serializer.
+  */
+private[spark] final class PartialRegistrator extends KryoRegistrator {
+  import io.jetspark.core.aggregate._
+
+  override def registerClasses(kryo: Kryo): Unit = {
+    kryo.register(classOf[PickAccumulator], serializer[PickAccumulator](
+      (k, out, a) => { out.writeBoolean(a.isEmpty); if (!a.isEmpty) { k.writeClassAndObject(out, a.item); k.writeClassAndObject(out, a.value) } },
+      (k, in) => if (in.readBoolean()) new PickAccumulator() else {
+        val item = k.readClassAndObject(in)
+        new PickAccumulator(item, k.readClassAndObject(in), isEmpty = false)
+      }))
+    kryo.register(classOf[Kept], serializer[Kept](
+      (k, out, kept) => { k.writeClassAndObject(out, kept.item); k.writeClassAndObject(out, kept.value) },
+      (k, in) => { val item = k.readClassAndObject(in).asInstanceOf[AnyRef]; Kept(item, k.readClassAndObject(in)) }))
+    kryo.register(classOf[LongAccumulator], serializer[LongAccumulator](
+      (_, out, a) => out.writeVarLong(a.value, false), (_, in) => new LongAccumulator(in.readVarLong(false))))
+    kryo.register(classOf[AveragingAccumulator], serializer[AveragingAccumulator](
+      (k, out, a) => { out.writeVarLong(a.count, true); k.writeClassAndObject(out, a.sum) },
+      (k, in) => { val count = in.readVarLong(true); new AveragingAccumulator(count, k.readClassAndObject(in)) }))
+    Seq(classOf[DoubleAccumulator], classOf[NumberAccumulator], classOf[VarianceAccumulator], classOf[LinearTrendAccumulator],
+      classOf[RankedItem], classOf[RankingAccumulator], classOf[PickledItem], classOf[PickledKey], classOf[RowItem],
+      classOf[UnsafeRow]).foreach(kryo.register)
+  }
+
+  private def serializer[T](writeFn: (Kryo, Output, T) => Unit, readFn: (Kryo, Input) => T): Serializer[T] = new Serializer[T] {
+    override def write(kryo: Kryo, output: Output, value: T): Unit = writeFn(kryo, output, value)
+    override def read(kryo: Kryo, input: Input, cls: Class[T]): T = readFn(kryo, input)
   }
 }
