@@ -12,6 +12,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.types.{ArrayType, BinaryType, LongType, StructField, StructType}
 
+import scala.collection.mutable
 import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 
@@ -127,10 +128,11 @@ object WindowStages {
 
   /** Stage 1's frames (all emitted at the end of the batch) as one [[FramesSchema]] row per key. */
   private def packFrames(codec: PartialCodec): Iterator[Any] => Iterator[InternalRow] = frames => {
-    val byKey = new java.util.LinkedHashMap[Any, (ArrayBuffer[Long], ArrayBuffer[Any])]()
+    // Ends in a primitive builder: a boxed Long per frame adds up over hundreds of thousands of frames.
+    val byKey = new java.util.LinkedHashMap[Any, (mutable.ArrayBuilder.ofLong, ArrayBuffer[Any])]()
     frames.foreach { f =>
       val frame = f.asInstanceOf[KeyedFrame[Any, Any]]
-      val (ends, accs) = byKey.computeIfAbsent(frame.key, _ => (ArrayBuffer.empty[Long], ArrayBuffer.empty[Any]))
+      val (ends, accs) = byKey.computeIfAbsent(frame.key, _ => (new mutable.ArrayBuilder.ofLong, ArrayBuffer.empty[Any]))
       ends += frame.frameEnd
       accs += frame.acc
     }
@@ -140,7 +142,7 @@ object WindowStages {
         case _ => Array.emptyByteArray // NonKeyed
       }
       val (ends, accs) = e.getValue
-      InternalRow(key, ArrayData.toArrayData(ends.toArray), codec.toBytes(accs.toArray))
+      InternalRow(key, ArrayData.toArrayData(ends.result()), codec.toBytes(accs.toArray))
     }
   }
 
@@ -148,7 +150,7 @@ object WindowStages {
     val key = if (keyed) new PickledKey(row.getBinary(0)) else NonKeyed
     val ends = row.getArray(1).toLongArray()
     val accs = codec.fromBytes(row.getBinary(2)).asInstanceOf[Array[Any]]
-    ends.iterator.zip(accs.iterator).map { case (end, acc) => KeyedFrame(end, key, acc) }
+    Iterator.tabulate(ends.length)(i => KeyedFrame(ends(i), key, accs(i)))
   }
 
   /** A result as the row of its pickle. The session processor reports a global session under the key
