@@ -2,8 +2,8 @@
 
 Builds ``--events`` events over ``--span-s`` seconds and ``--keys`` keys as a cached DataFrame (local[2],
 bound to 127.0.0.1): columns ``key`` (int), ``ts`` (int, ms) and ``value`` (int). For each slide of
-``--slides`` (ms; the window is ``--window-ms``) and each operation (count, max), it times, ``--runs``
-times each and alternating after a warm-up round:
+``--slides`` (ms; the window is ``--window-ms``) and each operation (count, max), it times, alternating
+after a warm-up round, ``--runs`` runs of Spark's query and ``--fast-runs`` of jetspark's job:
 
 - Spark: ``groupBy(window(timestamp_millis(ts), size, slide), key).agg(count(1) | max(value))`` written to
   the noop format (Spark expands every event into size/slide rows before grouping);
@@ -39,7 +39,9 @@ def main() -> None:
     parser.add_argument("--window-ms", type=int, default=10_000)
     parser.add_argument("--slides", type=str, default="2000,1000,100,20")
     parser.add_argument("--spark-min-slide-ms", type=int, default=100)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=3, help="timed runs of Spark's window() queries")
+    parser.add_argument("--fast-runs", type=int, default=9,
+                        help="timed runs of the jetspark jobs and the floor, which take a second or less each")
     parser.add_argument("--check", action=argparse.BooleanOptionalAction, default=None)
     args = parser.parse_args()
     check = args.events <= 200_000 if args.check is None else args.check
@@ -83,10 +85,13 @@ def main() -> None:
         if ours != theirs:
             raise SystemExit(f"slide {slide} ms: window counts differ: {ours[:3]} ... vs {theirs[:3]} ...")
 
-    def timed(fns: dict[str, Callable[[], None]]) -> dict[str, float]:
+    def timed(fns: dict[str, tuple[Callable[[], None], int]]) -> dict[str, float]:
+        """The median time of each function over its number of runs, alternating while several still run."""
         times: dict[str, list[float]] = {name: [] for name in fns}
-        for run in range(args.runs + 1):  # the first round warms up and is not counted
-            for name, fn in fns.items():
+        for run in range(max(runs for _, runs in fns.values()) + 1):  # the first round warms up, uncounted
+            for name, (fn, runs) in fns.items():
+                if run > runs:
+                    continue
                 start = time.perf_counter()
                 fn()
                 if run:
@@ -99,9 +104,9 @@ def main() -> None:
     def jetspark_job(slide: int, op: str) -> Callable[[], None]:
         return lambda: jet.new_job(pipeline(slide, op, js.Sinks.noop())).join()
 
-    floor = timed({"floor": noop(df.groupBy("key").count())})["floor"]
+    floor = timed({"floor": (noop(df.groupBy("key").count()), args.fast_runs)})["floor"]
     print(f"{args.events:,} events over {args.span_s} s, {args.keys} keys, window {args.window_ms} ms, local[2], "
-          f"{args.runs} runs each (median)")
+          f"medians of {args.runs} runs (Spark's window()) and {args.fast_runs} (jetspark, the floor)")
     print(f"  floor: groupBy(key).count() -> noop   {floor * 1000:9.0f} ms")
     print(f"  {'slide':>8} {'op':>5} {'Spark window()':>15} {'jetspark':>10} {'Spark/jetspark':>15} {'jetspark/floor':>15}")
     for slide in (int(s) for s in args.slides.split(",")):
@@ -109,9 +114,9 @@ def main() -> None:
         if check and with_spark:
             same_counts(slide)
         for op in operations:
-            fns = {"jetspark": jetspark_job(slide, op)}
+            fns = {"jetspark": (jetspark_job(slide, op), args.fast_runs)}
             if with_spark:
-                fns["spark"] = noop(spark_query(slide, op))
+                fns["spark"] = (noop(spark_query(slide, op)), args.runs)
             t = timed(fns)
             spark_text = f"{t['spark'] * 1000:12.0f} ms" if with_spark else f"{'-':>15}"
             ratio_text = f"{t['spark'] / t['jetspark']:15.1f}" if with_spark else f"{'-':>15}"
