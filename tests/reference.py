@@ -20,7 +20,7 @@ and the item carries it from there: its stream holds ``(seq, item, ts)``. ``map`
 output is), and so do ``map_stateful`` and ``rolling_aggregate`` (what they emit for an item) and a hash
 join (each output for a left item; the enriching sides' times are not used), as Jet's
 ``JetEventFunctionAdapter`` does; a window reads that ``ts``; a window's results carry their window's
-end. Every other stage (aggregations, distinct, sort: new items out of many) gets its inputs as
+last instant, ``end - 1`` (Jet's rule). Every other stage (aggregations, distinct, sort: new items out of many) gets its inputs as
 ``(seq, item)``, without the time: a window after one of them is a definition error naming it (rule
 ``window-timestamps-from-items``). A record whose aggregation fails in a window is a dead letter once,
 and counts in none of its windows (Jet accumulates each item once, into its frame or session).

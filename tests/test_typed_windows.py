@@ -61,7 +61,7 @@ def windowed(source: Any, key: Any, window: Any, op: Any) -> Any:
 @given(rows, st.sampled_from(sorted(OPERATIONS)), st.sampled_from(sorted(KEYS) + [None]), st.sampled_from(sorted(WINDOWS)))
 def test_windows_over_typed_rows_equal_the_reference(jet, data, op_name, key_name, window_name):
     typed_op, python_op, in_jvm = OPERATIONS[op_name]
-    if not in_jvm and key_name.endswith("column"):
+    if not in_jvm and key_name is not None and key_name.endswith("column"):
         key_name = "field"  # a Column runs only where the JVM reads the rows
     df = jet.spark.createDataFrame(data, SCHEMA)
     typed_key, python_key = KEYS[key_name] if key_name else (lambda: None, None)

@@ -79,7 +79,9 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     work.set[JsonNode]("joins", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonJoins(dag).map {
       case (vertex, mapperRef, deadLetter) =>
         Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "mapper_ref" -> mapperRef,
-          "dead_letter" -> deadLetter, "sequenced" -> SequenceStages.keepsSequenceIn(dag, vertex),
+          // Only the streamed (left) side's ids ride on to the outputs (HashJoinStage).
+          "dead_letter" -> deadLetter,
+          "sequenced" -> dag.edgesInto(vertex.name).exists(e => e.toOrdinal == 0 && SequenceStages.keepsSequence(dag, e)),
           "timed" -> timestamps.emits(vertex.name)).asJava
     }.asJava))
     work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregations.work(dag).map { w =>

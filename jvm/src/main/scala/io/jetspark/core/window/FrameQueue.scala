@@ -30,8 +30,14 @@ private[jetspark] object FrameQueue {
     * an operation that cannot combine, the one frame each window is (Jet needs no combine there).
     */
   def forWindow[A](policy: SlidingWindowPolicy, op: AggregateOperation[_, A, _]): () => FrameQueue[A] =
-    if (policy.isTumbling && op.combineFn.isEmpty) () => new OneFrameQueue(() => op.create())
+    if (isOneFrame(policy, op)) () => new OneFrameQueue(() => op.create())
     else forOperation(op)
+
+  /** Whether each window is its one frame, never combined: a tumbling window of an operation that cannot
+    * combine (with one that can, frames still combine, e.g. a frame restored from two snapshots).
+    */
+  def isOneFrame(policy: SlidingWindowPolicy, op: AggregateOperation[_, _, _]): Boolean =
+    policy.isTumbling && op.combineFn.isEmpty
 
   /** The deducting queue when the operation can deduct, otherwise two stacks. */
   def forOperation[A](op: AggregateOperation[_, A, _]): () => FrameQueue[A] = {

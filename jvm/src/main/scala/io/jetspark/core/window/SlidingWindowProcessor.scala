@@ -225,7 +225,7 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
           end = math.max(end, frames(first)._1)
           // A tumbling window is its one frame (export leaves it as it is): nothing to combine.
           val acc =
-            if (policy.isTumbling && op.combineFn.isEmpty) frames(first)._2
+            if (FrameQueue.isOneFrame(policy, op)) frames(first)._2
             else {
               var combined = op.create()
               var i = first

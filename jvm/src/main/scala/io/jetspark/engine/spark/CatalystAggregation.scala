@@ -48,8 +48,12 @@ final class CatalystAggregation private (key: Option[Column], aggregates: Seq[Co
     val named = count(lit(1)).as(RowsColumn) +: aggregates.zipWithIndex.map { case (a, i) => a.as(s"a$i") }
     val grouped = key.fold(rows.agg(named.head, named.tail: _*))(k => rows.groupBy(k.as(KeyColumn)).agg(named.head, named.tail: _*))
     // `keep` is always true; inside the projection it costs one analysis less than a filter of its own
-    // (each Dataset step analyses its plan again, a fixed cost of every job).
-    grouped.select(key.map(_ => col(KeyColumn)).toSeq :+ when(keep(col(RowsColumn)), result).as(ResultColumn): _*)
+    // (each Dataset step analyses its plan again, a fixed cost of every job). The `otherwise` keeps the
+    // result as nullable as it was. A projected column is counted only where it is computed: whoever
+    // reads these results must read `result` (noop sinks and the conversion to items do), since Catalyst
+    // prunes an unread column, nondeterministic or not.
+    grouped.select(key.map(_ => col(KeyColumn)).toSeq :+
+      when(keep(col(RowsColumn)), result).otherwise(result).as(ResultColumn): _*)
   }
 }
 

@@ -41,8 +41,9 @@ private object PartialCodec {
     val conf = Option(SparkEnv.get).map(_.conf.clone()).getOrElse(new SparkConf(false))
     // One key's frames of a partition are one value, which may be large: no cap below what an array
     // holds (Spark's default is 64 MiB). No reference tracking: accumulators and the items they keep are
-    // trees of values (no cycles, no identity that matters), and tracking looked up every object written
-    // and read in an identity map, a sixth of the cost of moving max_by's frames.
+    // trees of immutable values (no cycles; a value held twice, as a pick holds its kept item's value, is
+    // read back as two equal copies), and tracking looked up every object written and read in an identity
+    // map, a sixth of the cost of moving max_by's frames.
     new KryoSerializer(conf.set("spark.kryo.registrationRequired", "false").set("spark.kryoserializer.buffer.max", "2047m")
       .set("spark.kryo.referenceTracking", "false").set("spark.kryo.registrator", classOf[PartialRegistrator].getName))
   }
@@ -58,11 +59,19 @@ private[spark] final class PartialRegistrator extends KryoRegistrator {
   import io.jetspark.core.aggregate._
 
   override def registerClasses(kryo: Kryo): Unit = {
+    // A pick of a kept item (every built-in max_by/min_by) ranks by the kept value: written once.
+    val (empty, kept, other) = (0, 1, 2)
     kryo.register(classOf[PickAccumulator], serializer[PickAccumulator](
-      (k, out, a) => { out.writeBoolean(a.isEmpty); if (!a.isEmpty) { k.writeClassAndObject(out, a.item); k.writeClassAndObject(out, a.value) } },
-      (k, in) => if (in.readBoolean()) new PickAccumulator() else {
-        val item = k.readClassAndObject(in)
-        new PickAccumulator(item, k.readClassAndObject(in), isEmpty = false)
+      (k, out, a) => a.item match {
+        case _ if a.isEmpty => out.writeByte(empty)
+        case item: Kept if item.value.asInstanceOf[AnyRef] eq a.value.asInstanceOf[AnyRef] =>
+          out.writeByte(kept); k.writeObject(out, item)
+        case item => out.writeByte(other); k.writeClassAndObject(out, item); k.writeClassAndObject(out, a.value)
+      },
+      (k, in) => in.readByte() match {
+        case `empty` => new PickAccumulator()
+        case `kept` => val item = k.readObject(in, classOf[Kept]); new PickAccumulator(item, item.value, isEmpty = false)
+        case _ => val item = k.readClassAndObject(in); new PickAccumulator(item, k.readClassAndObject(in), isEmpty = false)
       }))
     kryo.register(classOf[Kept], serializer[Kept](
       (k, out, kept) => { k.writeClassAndObject(out, kept.item); k.writeClassAndObject(out, kept.value) },

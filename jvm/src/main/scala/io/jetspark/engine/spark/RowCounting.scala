@@ -6,9 +6,10 @@ import org.apache.spark.sql.types.BooleanType
 import org.apache.spark.sql.{Column, DataFrame}
 import org.apache.spark.util.LongAccumulator
 
-/** Counts the rows of a typed DataFrame as they pass, for job metrics: a filter that keeps every row and
+/** Counts the rows of a typed DataFrame as they pass, for job metrics: a condition that keeps every row and
   * adds to accumulators. It is one Catalyst expression, so a plan that Catalyst runs stays whole (no
-  * detour through an RDD); being nondeterministic, Catalyst neither drops nor moves it. (Java UDF
+  * detour through an RDD); being nondeterministic, Catalyst neither drops nor moves it as a filter, but
+  * as part of a projected column it counts only where that column is read. (Java UDF
   * interfaces: the Scala ones reflect on type tags, which costs more than planning a job.)
   */
 object RowCounting {

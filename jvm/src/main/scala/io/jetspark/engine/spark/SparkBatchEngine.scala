@@ -97,8 +97,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     dag.vertices.filterNot(CustomAggregations.runsInPython).collect {
       case v @ Vertex(_, Aggregate(_, PythonOps(ops), _), _, _, _) => v.name -> PythonAggregations.bindInputs(ops)
       case v @ Vertex(_, RollingAggregate(_, op: PythonAggregateSpec), _, _, _) => v.name -> PythonAggregations.bindInputs(Seq(op))
-      case v @ Vertex(_, WindowAggregate(_, _, op: PythonAggregateSpec, _), _, _, _) if !PythonAggregations.runsInPython(op) =>
-        v.name -> PythonAggregations.bindInputs(Seq(op))
+      case v @ Vertex(_, WindowAggregate(_, _, op: PythonAggregateSpec, _), _, _, _) => v.name -> PythonAggregations.bindInputs(Seq(op))
     }.toMap
 
   /** What Python extracts where items enter a vertex (at its input ordinal), as [[pythonExtractions]]. */

@@ -88,7 +88,8 @@ object TypedWindow {
 
   /** The pickled key of a projected row (its column 0, of type `t`), pickled once per distinct key: keys
     * compare by their pickles. An integral key is looked up by its primitive value, with no boxing and no
-    * object hashing per row (a fifth of a window's first stage went to looking keys up).
+    * object hashing per row (a fifth of a window's first stage went to looking keys up). The tables are
+    * not thread-safe: each task deserializes its own copy of the function, and one task's thread uses it.
     */
   private def pickledKey(t: DataType): InternalRow => PickledKey = {
     val read = pythonValue(t)
