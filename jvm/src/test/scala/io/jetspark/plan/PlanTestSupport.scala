@@ -41,9 +41,8 @@ object PlanTestSupport {
     override def finishResult(acc: Acc): Seq[Any] = acc.toSeq
   }
 
-  /** An operation of arity 2, wrong for `aggregate(op)`. */
-  object CountingBoth extends AggregateOperation[Any, Array[Long], Long] {
-    override def arity = 2
+  /** Counting of `arity` inputs that cannot combine partial counts (no `combineFn`). */
+  class CountingWithoutCombine(override val arity: Int) extends AggregateOperation[Any, Array[Long], Long] {
     override def create(): Array[Long] = Array(0L)
     override def accumulate(acc: Array[Long], ordinal: Int, item: Any): Array[Long] = { acc(0) += 1; acc }
     override def combineFn: Option[(Array[Long], Array[Long]) => Array[Long]] = None
@@ -51,6 +50,9 @@ object PlanTestSupport {
     override def exportResult(acc: Array[Long]): Long = acc(0)
     override def finishResult(acc: Array[Long]): Long = acc(0)
   }
+
+  /** An operation of arity 2, wrong for `aggregate(op)`. */
+  object CountingBoth extends CountingWithoutCombine(2)
 
   val identity: Any => Any = x => x
   val name: Extractor = Extractor.FieldName("name")

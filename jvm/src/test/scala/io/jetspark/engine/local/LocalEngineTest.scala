@@ -181,15 +181,7 @@ class LocalEngineTest extends AnyFunSuite {
 
   test("a tumbling window of an operation that cannot combine runs in one stage (Jet's rule); a sliding one is refused when planned") {
     // Counting that cannot combine: only a tumbling window, one frame per window, takes it.
-    val countingAlone = new io.jetspark.core.aggregate.AggregateOperation[Any, Array[Long], Long] {
-      override def arity = 1
-      override def create(): Array[Long] = Array(0L)
-      override def accumulate(acc: Array[Long], ordinal: Int, item: Any): Array[Long] = { acc(0) += 1; acc }
-      override def combineFn: Option[(Array[Long], Array[Long]) => Array[Long]] = None
-      override def deductFn: Option[(Array[Long], Array[Long]) => Array[Long]] = None
-      override def exportResult(acc: Array[Long]): Long = acc(0)
-      override def finishResult(acc: Array[Long]): Long = acc(0)
-    }
+    val countingAlone = new io.jetspark.plan.PlanTestSupport.CountingWithoutCombine(1)
     def windowOf(w: WindowDefinition)(p: Pipeline, sink: SinkDefinition): Unit =
       p.readFrom(Sources.itemsStream(lagging, 3)).withTimestamps((e: Any) => ts(e), 0L)
         .groupingKey((e: Any) => key(e)).window(w).aggregate(countingAlone).setName("counts").writeTo(sink)
