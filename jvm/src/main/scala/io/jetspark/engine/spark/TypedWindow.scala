@@ -53,7 +53,7 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
     row => {
       if (row.isNullAt(1)) throw new StageFailedException(name, s"a row's timestamp is null")
       val k = keyOf(row)
-      val vs = new Array[Any](valueOf.length)
+      val vs = if (valueOf.isEmpty) NoValues else new Array[Any](valueOf.length) // counting reads none
       var i = 0
       while (i < vs.length) {
         if (row.isNullAt(i + 2)) throw new StageFailedException(name, s"a row's value ${columns(i)} is null")
@@ -129,6 +129,7 @@ object TypedWindow {
   }
 
   private val NoKey = new PickledKey(Array.emptyByteArray)
+  private val NoValues = Array.empty[Any]
   private val NoItem = new PickledItem(Array.emptyByteArray)
   /** Operations whose results are values computed from the extracted values alone. */
   private val ValueOperations = Set("counting", "summing", "averaging", "variance", "linear_trend", "all_of")
