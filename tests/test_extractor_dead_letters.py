@@ -149,3 +149,28 @@ def test_a_python_key_of_a_dataframes_rows_sends_its_failures_to_the_dead_letter
     _, (sums, bad) = run_against_reference(jet, p, "sums", "bad")
     assert sorted(sums) == [(1, 40), (2, 30), (4, 10)]
     assert [(d.record.asDict(), d.stage, d.error) for d in bad] == [({"a": 0, "b": 20}, "sums", DIVISION)]
+
+
+def rebalanced_by_twelve_by(dead_letter: bool) -> Pipeline:
+    p = Pipeline.create()
+    stage = p.read_from(Sources.items([3, 0, 4, 0, 6])).rebalance(lambda x: 12 // x).map(lambda x: x + 1).set_name("plus-one")
+    (stage.on_error(Sinks.dead_letter("bad")) if dead_letter else stage).write_to(Sinks.list("plus"))
+    return p
+
+
+@pytest.mark.parametrize("build, results, stage, error", [
+    (lambda: grouping_by_parity_of_twelve_by([1, 2, 0, 5, 12, 0, 7], True), "counts", "counts", DIVISION),
+    (lambda: summing_inverses(True), "sum", "inverses", FLOAT_DIVISION),
+    (lambda: rebalanced_by_twelve_by(True), "plus", "plus-one", DIVISION),
+], ids=["grouping key", "summing value", "rebalance key"])
+def test_a_light_job_sends_records_whose_extractors_fail_to_the_stages_dead_letter(jet, build, results, stage, error):
+    # The pipelines above on the local engine: 0 fails twice, as a record of the stage that took the
+    # extractor (for a rebalance key, the stage behind it), and the rest flows on without it.
+    p = build()
+    jet.new_light_job(p).join(timeout=120)
+    got, bad = jet.get_list(results), jet.get_list("bad")
+    jet.clear_list(results)
+    jet.clear_list("bad")
+    expected = run_reference(p)
+    assert as_multiset(got) == as_multiset(expected[results])
+    assert bad == [DeadLetter(0, stage, error)] * 2

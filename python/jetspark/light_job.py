@@ -151,16 +151,22 @@ class _Callback:
                 for letter in letters:
                     out += [letter.stage.encode(), pickle.dumps(letter, protocol=PICKLE_PROTOCOL)]
         else:
+            # Per item: an empty frame, the key, the values and the item; or, for a record whose extractor
+            # failed where the stage routes failures, the stage's name and the dead letter.
+            stage, key = spec["stage"], spec["key"]
             for item in items:
                 try:
-                    key = spec["key"]
-                    out.append(b"" if key is None else canonical_key(extract(key, item, self._functions)))
-                    out.extend(pickle.dumps(extract(v, item, self._functions), protocol=PICKLE_PROTOCOL)
-                               for v in spec["values"])
+                    extracted = [b"" if key is None else canonical_key(extract(key, item, self._functions))]
+                    extracted += [pickle.dumps(extract(v, item, self._functions), protocol=PICKLE_PROTOCOL)
+                                  for v in spec["values"]]
                 except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
-                    raise StepFailedError(
-                        f"stage '{spec['stage']}' failed on record {item!r}: {type(e).__name__}: {e}") from e
-                out.append(pickle.dumps(item, protocol=PICKLE_PROTOCOL))
+                    if not spec["dead_letter"]:
+                        raise StepFailedError(
+                            f"stage '{stage}' failed on record {item!r}: {type(e).__name__}: {e}") from e
+                    letter = DeadLetter(item, stage, f"{type(e).__name__}: {e}")
+                    out += [stage.encode(), pickle.dumps(letter, protocol=PICKLE_PROTOCOL)]
+                    continue
+                out += [b"", *extracted, pickle.dumps(item, protocol=PICKLE_PROTOCOL)]
         return pack_frames(out)
 
     def _stateful(self, spec: dict[str, Any], frames: list[bytes]) -> list[bytes]:

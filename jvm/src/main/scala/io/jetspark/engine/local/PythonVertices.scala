@@ -75,21 +75,30 @@ object PythonVertices {
           val sender = dag.vertex(e.from)
           val extract = LocalVertex(x.vertex, sender.localParallelism, _ => new BatchTransformProcessor(extractor(python, x)),
             cooperative = false)
+          // A record whose key or value fails goes where its stage's failures go, from the extraction.
+          val deadLetters = x.errorEdges.zipWithIndex.map { case (d, i) =>
+            LocalVertices.edge(dag, d, (_, _) => extractedKey)
+              .copy(from = x.vertex, fromOrdinal = 1 + i, toOrdinal = dag.edgesInto(d.to).map(_.toOrdinal).max + 1 + i)
+          }
           (Some(extract), Seq(LocalEdge(e.from, e.fromOrdinal, x.vertex, 0, Routing.Isolated, errorsOf = e.errorsOf),
-            edge.copy(from = x.vertex, fromOrdinal = 0, errorsOf = None)))
+            edge.copy(from = x.vertex, fromOrdinal = 0, errorsOf = None)) ++ deadLetters)
       }
     }.unzip
     LocalDag(vertices ++ extractionVertices.flatten, edges.flatten)
   }
 
   /** What Python extracts from the items of one edge. `work` describes it to Python:
-    * `{"kind": "extract", "vertex", "stage", "key": extractor or null, "values": [extractor]}`; Python
-    * answers, per item, with the key's canonical bytes (empty without a key), the values' pickles and
-    * the item's pickle.
+    * `{"kind": "extract", "vertex", "stage", "key": extractor or null, "values": [extractor], "dead_letter"}`;
+    * Python answers, per item, with an empty frame, the key's canonical bytes (empty without a key), the
+    * values' pickles and the item's pickle; or, for a record an extractor failed on where `stage` routes
+    * its failures (`errorEdges`, the receiver's edges to its dead-letter sinks), with the stage's name and
+    * the `DeadLetter`'s pickle.
     */
-  private final case class Extraction(vertex: String, stage: String, key: Option[JsonNode], values: Seq[JsonNode]) {
+  private final case class Extraction(vertex: String, stage: String, key: Option[JsonNode], values: Seq[JsonNode],
+      errorEdges: Seq[Edge]) {
     def work: String = {
       val node = mapper.createObjectNode().put("kind", "extract").put("vertex", vertex).put("stage", stage)
+        .put("dead_letter", errorEdges.nonEmpty)
       node.set[JsonNode]("key", key.getOrElse(mapper.nullNode()))
       node.set[JsonNode]("values", mapper.valueToTree[JsonNode](values.asJava))
       mapper.writeValueAsString(node)
@@ -98,8 +107,10 @@ object PythonVertices {
 
   private def extraction(dag: PhysicalDag, e: Edge): Option[Extraction] = {
     val v = dag.vertex(e.to)
+    val failingStage = v.fusedChain.head // the stage that took the extractors
     def of(key: Option[Extractor], values: Seq[JsonNode]) =
-      Some(Extraction(s"${v.name}/extract-${e.toOrdinal}", v.fusedChain.head, key.map(extractorJson(v, _)), values))
+      Some(Extraction(s"${v.name}/extract-${e.toOrdinal}", failingStage, key.map(extractorJson(v, _)), values,
+        dag.edgesFrom(v.name).filter(_.errorsOf.contains(failingStage))))
     v.description match {
       case Aggregate(stage, Seq(op: PythonAggregateSpec), keys) if stage != AggregationStage.Combine =>
         of(keys.headOption, PythonAggregations.bind(op).extractors)
@@ -199,12 +210,24 @@ object PythonVertices {
     val (work, perItem) = (x.work, x.values.size + 2)
     batch => {
       val frames = call(python, work, batch.map(pickle))
-      if (frames.size != batch.size * perItem)
-        throw new IllegalStateException(s"${x.vertex}: Python answered ${frames.size} frames for ${batch.size} items")
-      frames.grouped(perItem).map { f =>
-        val raw = f.slice(1, perItem - 1).toArray
-        new Extracted(new PickledKey(f.head), new PickledItem(f.last), raw.map(PythonValues.loads), raw)
+      val out = Vector.newBuilder[Any]
+      var (at, answered) = (0, 0)
+      while (at < frames.size) {
+        val failedIn = frames(at)
+        if (failedIn.nonEmpty) {
+          out += FailedRecord(new String(failedIn, UTF_8), frames(at + 1))
+          at += 2
+        } else {
+          val f = frames.slice(at + 1, at + 1 + perItem)
+          val raw = f.slice(1, perItem - 1).toArray
+          out += new Extracted(new PickledKey(f.head), new PickledItem(f.last), raw.map(PythonValues.loads), raw)
+          at += 1 + perItem
+        }
+        answered += 1
       }
+      if (answered != batch.size || at != frames.size)
+        throw new IllegalStateException(s"${x.vertex}: Python answered ${frames.size} frames for ${batch.size} items")
+      out.result()
     }
   }
 
