@@ -57,9 +57,9 @@ class StageCalls:
     def __init__(self, stage: str, dead_letter: bool) -> None:
         self.stage, self.dead_letter = stage, dead_letter
 
-    def of_group(self, name: str, about: str, fn: Callable[[], Any]) -> Any:
-        """``fn()``, a call of the function ``name`` about a group (``about`` describes it): its failure
-        fails the job."""
+    def of_group(self, name: str, about: object, fn: Callable[[], Any]) -> Any:
+        """``fn()``, a call of the function ``name`` about a group (``str(about)`` describes it, made only
+        when the call fails): its failure fails the job."""
         try:
             return fn()
         except Exception as e:  # noqa: BLE001 - any user error is reported with its stage

@@ -76,8 +76,8 @@ def custom_window_function(operation: Any, mode: str, window: Mapping[str, Any],
         raise ValueError(f"no custom window mode {mode!r} for a {window['kind']} window")
     calls = StageCalls(stage, dead_letter)
 
-    def about(key: bytes, what: str, start: int, end: int) -> str:
-        return f"<{what} [{start}, {end}) of key {loads_key(key)!r}>" if keyed else f"<{what} [{start}, {end})>"
+    def about(key: bytes, what: str, start: int, end: int) -> _About:
+        return _About(key if keyed else None, what, start, end)
 
     def result(key: bytes, start: int, end: int, acc: Any) -> bytes:
         value = calls.of_group("finish", about(key, "window", start, end), lambda: operation.finish(acc))
@@ -113,7 +113,22 @@ def custom_window_function(operation: Any, mode: str, window: Mapping[str, Any],
     return run
 
 
-About = Callable[[bytes, str, int, int], str]
+class _About:
+    """The window, frame or session a call of the operation is about, put into words only when the call
+    fails: every window and frame has one, and unpickling its key for each would cost more than most
+    calls."""
+
+    __slots__ = ("key", "what", "start", "end")
+
+    def __init__(self, key: bytes | None, what: str, start: int, end: int) -> None:
+        self.key, self.what, self.start, self.end = key, what, start, end
+
+    def __str__(self) -> str:
+        bounds = f"<{self.what} [{self.start}, {self.end})"
+        return f"{bounds} of key {loads_key(self.key)!r}>" if self.key is not None else f"{bounds}>"
+
+
+About = Callable[[bytes, str, int, int], _About]
 
 
 class _Frames:
@@ -191,19 +206,19 @@ class _Deducting:
     def oldest_end(self) -> int:
         return self.frames[0][0]
 
-    def push(self, end: int, acc: Any, about: str) -> None:
+    def push(self, end: int, acc: Any, about: _About) -> None:
         if not self.frames:
             self.running = self.calls.of_group("create", about, self.op.create)
         running = self.running
         self.running = self.calls.of_group("combine", about, lambda: self.op.combine(running, acc))
         self.frames.append((end, acc))
 
-    def drop_oldest(self, about: str) -> None:
+    def drop_oldest(self, about: _About) -> None:
         _, acc = self.frames.popleft()
         running = self.running
         self.running = self.calls.of_group("deduct", about, lambda: self.op.deduct(running, acc)) if self.frames else None
 
-    def aggregate(self, about: str) -> Any:
+    def aggregate(self, about: _About) -> Any:
         return copy.deepcopy(self.running)  # the running accumulator goes on to the next window
 
 
@@ -227,7 +242,7 @@ class _TwoStacks:
     def oldest_end(self) -> int:
         return self.front[-1][0] if self.front else self.back[0][0]
 
-    def push(self, end: int, acc: Any, about: str) -> None:
+    def push(self, end: int, acc: Any, about: _About) -> None:
         self.back.append((end, acc))
         if len(self.back) == 1:
             self.back_combined = copy.deepcopy(acc)
@@ -235,7 +250,7 @@ class _TwoStacks:
             mine = self.back_combined
             self.back_combined = self.calls.of_group("combine", about, lambda: self.op.combine(mine, acc))
 
-    def drop_oldest(self, about: str) -> None:
+    def drop_oldest(self, about: _About) -> None:
         if not self.front:
             newer = None
             for end, acc in reversed(self.back):
@@ -247,7 +262,7 @@ class _TwoStacks:
             self.back, self.back_combined = [], None
         self.front.pop()
 
-    def aggregate(self, about: str) -> Any:
+    def aggregate(self, about: _About) -> Any:
         if not self.front:
             return copy.deepcopy(self.back_combined)
         oldest = copy.deepcopy(self.front[-1][1])
