@@ -18,20 +18,25 @@ from jetspark import Pipeline, Sinks, Sources, WindowDefinition
 
 SCHEMA = "k INT, t BIGINT, v BIGINT, x DOUBLE"
 
-# name -> (the operation on typed rows, the same on Python items, whether the JVM reads the rows)
-OPERATIONS: dict[str, tuple[Callable[[], Any], Callable[[], Any], bool]] = {
-    "counting": (ops.counting, ops.counting, True),
-    "summing": (lambda: ops.summing("v"), lambda: ops.summing("v"), True),
-    "summing column": (lambda: ops.summing(F.col("v") * 2 - F.col("k")), lambda: ops.summing(lambda r: r.v * 2 - r.k), True),
-    "averaging double": (lambda: ops.averaging("x"), lambda: ops.averaging("x"), True),
+# name -> (the operation on typed rows, the same on Python items, whether the JVM reads the rows, whether the
+# frames of its two stages are columns of numbers and rows: counting, and min_by/max_by of integers)
+OPERATIONS: dict[str, tuple[Callable[[], Any], Callable[[], Any], bool, bool]] = {
+    "counting": (ops.counting, ops.counting, True, True),
+    "summing": (lambda: ops.summing("v"), lambda: ops.summing("v"), True, False),
+    "summing column": (lambda: ops.summing(F.col("v") * 2 - F.col("k")), lambda: ops.summing(lambda r: r.v * 2 - r.k), True, False),
+    "averaging double": (lambda: ops.averaging("x"), lambda: ops.averaging("x"), True, False),
     # (not variance: sliding windows deduct, and a deducted float sum of squares need not equal a fresh one)
     "all_of": (lambda: ops.all_of(ops.counting(), ops.summing("x"), ops.averaging("v")),
-               lambda: ops.all_of(ops.counting(), ops.summing("x"), ops.averaging("v")), True),
-    # gives the rows themselves, read in the JVM and written back as the Rows Python would have had
-    "max_by": (lambda: ops.max_by("v"), lambda: ops.max_by("v"), True),
-    "min_by column": (lambda: ops.min_by(F.col("v") * 1000 + F.col("x") * 4), lambda: ops.min_by(lambda r: r.v * 1000 + r.x * 4), True),
-    "all_of with max_by": (lambda: ops.all_of(ops.counting(), ops.max_by("v")), lambda: ops.all_of(ops.counting(), ops.max_by("v")), True),
-    "to_set": (ops.to_set, ops.to_set, False),  # other items: read as Python items
+               lambda: ops.all_of(ops.counting(), ops.summing("x"), ops.averaging("v")), True, False),
+    # give the rows themselves, read in the JVM and written back as the Rows Python would have had
+    "max_by": (lambda: ops.max_by("v"), lambda: ops.max_by("v"), True, True),
+    "min_by": (lambda: ops.min_by("v"), lambda: ops.min_by("v"), True, True),
+    "min_by int column": (lambda: ops.min_by(F.col("v") * 3 - F.col("k")), lambda: ops.min_by(lambda r: r.v * 3 - r.k), True, True),
+    "min_by column": (lambda: ops.min_by(F.col("v") * 1000 + F.col("x") * 4), lambda: ops.min_by(lambda r: r.v * 1000 + r.x * 4), True, False),
+    "all_of with max_by": (lambda: ops.all_of(ops.counting(), ops.max_by("v")), lambda: ops.all_of(ops.counting(), ops.max_by("v")), True, True),
+    "all_of of picks": (lambda: ops.all_of(ops.max_by("v"), ops.all_of(ops.counting(), ops.min_by("v"), ops.max_by(F.col("v") * -1))),
+                        lambda: ops.all_of(ops.max_by("v"), ops.all_of(ops.counting(), ops.min_by("v"), ops.max_by(lambda r: -r.v))), True, True),
+    "to_set": (ops.to_set, ops.to_set, False, False),  # other items: read as Python items
 }
 
 KEYS: dict[str, tuple[Callable[[], Any], Any]] = {
@@ -46,9 +51,11 @@ KEYS: dict[str, tuple[Callable[[], Any], Any]] = {
 WINDOWS = {"tumbling": WindowDefinition.tumbling(5), "sliding": WindowDefinition.sliding(6, 2),
            "session": WindowDefinition.session(3)}
 
-# Doubles are quarters: their sums are exact in any order. Values of `v` are unique, and v * 1000 + x * 4 with
-# them (min_by and max_by have no ties).
-rows = st.lists(st.tuples(st.integers(0, 3), st.integers(-20, 40), st.integers(-400, 400).map(lambda q: q / 4)),
+# Doubles are quarters: their sums are exact in any order. Values of `v` are unique, and so are v * 3 - k and
+# v * 1000 + x * 4 with them (min_by and max_by have no ties). Times are close together (most windows share
+# frames), or now and then far apart (windows of one frame, most frames of a key far from the next).
+times = st.one_of(st.integers(-20, 40), st.integers(-20, 40).map(lambda t: t * 1009))
+rows = st.lists(st.tuples(st.integers(0, 3), times, st.integers(-400, 400).map(lambda q: q / 4)),
                 max_size=40).map(lambda drawn: [(k, t, i * 7 - 50, x) for i, (k, t, x) in enumerate(drawn)])
 
 
@@ -60,7 +67,7 @@ def windowed(source: Any, key: Any, window: Any, op: Any) -> Any:
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(rows, st.sampled_from(sorted(OPERATIONS)), st.sampled_from(sorted(KEYS) + [None]), st.sampled_from(sorted(WINDOWS)))
 def test_windows_over_typed_rows_equal_the_reference(jet, data, op_name, key_name, window_name):
-    typed_op, python_op, in_jvm = OPERATIONS[op_name]
+    typed_op, python_op, in_jvm, columnar = OPERATIONS[op_name]
     if not in_jvm and key_name is not None and key_name.endswith("column"):
         key_name = "field"  # a Column runs only where the JVM reads the rows
     df = jet.spark.createDataFrame(data, SCHEMA)
@@ -76,6 +83,32 @@ def test_windows_over_typed_rows_equal_the_reference(jet, data, op_name, key_nam
     want = run_reference(reference)["out"]
     assert as_multiset(got, float_digits=10) == as_multiset(want, float_digits=10), (op_name, key_name, window_name)
     assert bool(job.metrics()["typed_windows"]) == in_jvm
+    assert bool(job.metrics()["columnar_windows"]) == (columnar and window_name != "session")
+
+
+COLUMNAR = sorted(name for name, (_, _, _, columnar) in OPERATIONS.items() if columnar)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 5), times, st.integers(-400, 400).map(lambda q: q / 4)), max_size=150)
+       .map(lambda drawn: [(k, t, i * 7 - 50, x) for i, (k, t, x) in enumerate(drawn)]),
+       st.sampled_from(COLUMNAR), st.sampled_from(["field", "wide column", None]),
+       st.sampled_from([(6, 2), (4, 4), (10, 1), (9, 3), (2018, 1009)]), st.integers(1, 4))
+def test_columnar_frames_over_several_partitions_equal_the_reference(jet, data, op_name, key_name, size_slide, partitions):
+    # Frames of one key come from every partition the rows are spread over, and meet in the second stage.
+    typed_op, python_op, _, _ = OPERATIONS[op_name]
+    df = jet.spark.createDataFrame(data, SCHEMA).repartition(partitions)
+    typed_key, python_key = KEYS[key_name] if key_name else (lambda: None, None)
+    window = WindowDefinition.sliding(*size_slide)
+
+    p = Pipeline.create()
+    windowed(p.read_from(Sources.dataframe(df)), typed_key(), window, typed_op()).write_to(Sinks.list("out"))
+    job, (got,) = run_job(jet, p, "out")
+
+    reference = Pipeline.create()
+    windowed(reference.read_from(Sources.items(df.collect())), python_key, window, python_op()).write_to(Sinks.list("out"))
+    assert as_multiset(got) == as_multiset(run_reference(reference)["out"]), (op_name, key_name, size_slide)
+    assert job.metrics()["columnar_windows"]
 
 
 @pytest.mark.parametrize("key_type", ["int", "bigint", "string"])

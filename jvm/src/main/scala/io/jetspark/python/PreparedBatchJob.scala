@@ -123,6 +123,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     * `jobId` scopes what the job's console sinks collect (`SparkBatchEngine.consoleList`).
     * Returns the metrics as JSON: `{"vertices": {name: {"items_in", "items_out", "dead_letters"}},
     * "catalyst": [vertices Catalyst ran], "typed_windows": [windows that read rows in the JVM],
+    * "columnar_windows": [those of them whose frames are columns],
     * "physical_plans": {sink vertex: Spark's physical plan}}`.
     */
   def run(names: java.util.List[String], udfs: java.util.List[Column], jobId: String): String = {
@@ -134,6 +135,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     }
     new ObjectMapper().writeValueAsString(Map[String, AnyRef]("vertices" -> perVertex.toMap.asJava, "catalyst" -> engine.catalystVertices.asJava,
       "typed_windows" -> typedPlan.typedWindows.keys.toSeq.sorted.asJava,
+      "columnar_windows" -> typedPlan.columnarWindows.keys.toSeq.sorted.asJava,
       "physical_plans" -> engine.sinkPhysicalPlans.asJava).asJava)
   }
 }

@@ -171,10 +171,11 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
           // Frames accumulate per partition, however many there are: over a local edge the rows stay where
           // they are (spreading them to the vertex's parallelism would shuffle every row to gain nothing).
           val rows = if (edge.kind == EdgeKind.Local) projected else moved(projected, edge, v.localParallelism)
-          WindowStages.run(v.name, w, aggregations(v.name), rows, typed.events, typed.rowItems, typedPlan.onlyNoopSinksRead(v.name))
+          WindowStages.run(v.name, w, aggregations(v.name), rows, typed.events, typed.rowItems, typedPlan.onlyNoopSinksRead(v.name),
+            typedPlan.columnarWindows.get(v.name))
         case None => WindowStages.run(v.name, w, aggregations(v.name), singleInput(v),
           resultItems = typedPlan.typedWindowCombinedBy(v.name).fold[Any => Any](identity)(_.rowItems),
-          unread = typedPlan.onlyNoopSinksRead(v.name))
+          unread = typedPlan.onlyNoopSinksRead(v.name), columnar = typedPlan.columnarWindowCombinedBy(v.name))
       }
       case AddTimestamps(_, _) => singleInput(v) // the items with their time beside them, read on the way in
       case Distinct(_) => ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[Extracted].key), extracted,

@@ -81,6 +81,16 @@ final class TypedPlan private (dag: PhysicalDag) {
     rowSources.contains(from) || typedStamps(from)
   }
 
+  /** The typed windows whose frames are columns of numbers and rows ([[ColumnarFrames]]), by the vertex of
+    * their first stage.
+    */
+  val columnarWindows: Map[String, ColumnarFrames] = typedWindows.flatMap { case (v, typed) =>
+    dag.vertex(v).description match {
+      case WindowAggregate(AggregationStage.Accumulate, _, op: PythonAggregateSpec, _) => ColumnarFrames.plan(typed, op).map(v -> _)
+      case _ => None
+    }
+  }
+
   dag.vertices.foreach(refuseColumns)
 
   /** The typed window whose frames the second stage `vertex` combines (its results hold that window's rows). */
@@ -88,6 +98,10 @@ final class TypedPlan private (dag: PhysicalDag) {
     case WindowAggregate(AggregationStage.Combine, _, _, _) => dag.edgesInto(vertex).headOption.flatMap(e => typedWindows.get(e.from))
     case _ => None
   }
+
+  /** The columnar frames that the second stage `vertex` combines. */
+  def columnarWindowCombinedBy(vertex: String): Option[ColumnarFrames] =
+    typedWindowCombinedBy(vertex).flatMap(_ => columnarWindows.get(dag.edgesInto(vertex).head.from))
 
   /** Whether Catalyst runs `vertex` (nothing of it runs in Python or in the core's processors). */
   def runsInCatalyst(vertex: String): Boolean = delegations.contains(vertex) || rowDelegations.contains(vertex) || passThrough(vertex)

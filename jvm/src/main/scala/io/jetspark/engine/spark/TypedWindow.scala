@@ -37,30 +37,45 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
       (values.zipWithIndex.map { case ((c, _), i) => c.as(s"v$i") } ++
         row.toSeq.flatMap(_.fieldNames.toSeq.zipWithIndex.map { case (f, i) => col(TypedExtraction.quoted(f)).as(s"f$i") }))): _*)
 
-  /** A projected row as the event the window processors take. A key is pickled once per distinct key
-    * (a task has few), since keys compare by their pickles. A null timestamp or value fails the job
-    * naming the stage, as it does where Python reads the items (None is no number).
+  /** The number of fields of a projected row. */
+  def fields: Int = 2 + values.length + row.fold(0)(_.length)
+
+  /** The key of a projected row. A key is pickled once per distinct key (a task has few), since keys
+    * compare by their pickles.
+    */
+  def keyOf: InternalRow => PickledKey = key.fold[InternalRow => PickledKey](_ => NoKey)(k => pickledKey(k._2))
+
+  /** Fails the job naming the stage on a projected row whose timestamp or value is null, as it fails
+    * where Python reads the items (None is no number).
+    */
+  def checked: InternalRow => Unit = {
+    val (name, columns) = (stage, values.map(_._1.toString).toArray)
+    row => {
+      if (row.isNullAt(1)) throw new StageFailedException(name, s"a row's timestamp is null")
+      var i = 0
+      while (i < columns.length) {
+        if (row.isNullAt(i + 2)) throw new StageFailedException(name, s"a row's value ${columns(i)} is null")
+        i += 1
+      }
+    }
+  }
+
+  /** A projected row as the event the window processors take.
     *
     * Where the items are rows, an event keeps a copy of its projected row, which [[rowItems]] turns into
     * the [[RowItem]] Python gets only for the rows that win a window: most rows never win, and a frame's
     * winner crosses the shuffle as one array of bytes rather than a graph of boxed fields and names.
     */
   def events: InternalRow => TimedEvent = {
-    val keyOf = key.fold[InternalRow => PickledKey](_ => NoKey)(k => pickledKey(k._2))
+    val (keyed, check) = (keyOf, checked)
     val valueOf = values.map(v => pythonValue(v._2)).toArray
-    val (name, columns) = (stage, values.map(_._1.toString))
     val itemOf: InternalRow => AnyRef = if (row.isDefined) _.copy() else _ => NoItem
     row => {
-      if (row.isNullAt(1)) throw new StageFailedException(name, s"a row's timestamp is null")
-      val k = keyOf(row)
+      check(row)
       val vs = if (valueOf.isEmpty) NoValues else new Array[Any](valueOf.length) // counting reads none
       var i = 0
-      while (i < vs.length) {
-        if (row.isNullAt(i + 2)) throw new StageFailedException(name, s"a row's value ${columns(i)} is null")
-        vs(i) = valueOf(i)(row, i + 2)
-        i += 1
-      }
-      new TimedEvent(row.getLong(1), new Extracted(k, itemOf(row), vs, null))
+      while (i < vs.length) { vs(i) = valueOf(i)(row, i + 2); i += 1 }
+      new TimedEvent(row.getLong(1), new Extracted(keyed(row), itemOf(row), vs, null))
     }
   }
 

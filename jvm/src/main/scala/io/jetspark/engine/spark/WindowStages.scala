@@ -59,7 +59,8 @@ object WindowStages {
     * computed and left as an empty row, as Spark's noop format drops rows, instead of being pickled for Python.
     */
   def run(vertex: String, w: WindowAggregate, op: AggregateOperation[Extracted, Any, Any], input: DataFrame,
-      timedEvent: InternalRow => TimedEvent = timedEvent, resultItems: Any => Any = identity, unread: Boolean = false): DataFrame = {
+      timedEvent: InternalRow => TimedEvent = timedEvent, resultItems: Any => Any = identity, unread: Boolean = false,
+      columnar: Option[ColumnarFrames] = None): DataFrame = {
     val keyed = w.key.isDefined
     val resultRow: Any => InternalRow = if (unread) _ => InternalRow.empty else r => pickledResult(resultItems(r))
     val results: Iterator[Any] => Iterator[InternalRow] = _.filterNot(_.isInstanceOf[Watermark]).map(resultRow)
@@ -68,6 +69,10 @@ object WindowStages {
     val keyOf: TimedEvent => Any = if (keyed) _.event.key else _ => NonKeyed
     val tsOf: TimedEvent => Long = _.ts
     (w.window, w.stage) match {
+      case (s: SlidingWindowDefinition, AggregationStage.Accumulate) if columnar.isDefined =>
+        columnar.get.accumulate(SlidingWindowPolicy(s.sizeMs, s.slideMs), input)
+      case (s: SlidingWindowDefinition, AggregationStage.Combine) if columnar.isDefined =>
+        columnar.get.combine(SlidingWindowPolicy(s.sizeMs, s.slideMs), keyed, input, resultRow, resultSchema)
       case (s: SlidingWindowDefinition, AggregationStage.SingleStage) =>
         val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
         ProcessorStage.runPacked(vertex, () =>

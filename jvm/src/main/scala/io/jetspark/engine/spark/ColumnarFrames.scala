@@ -1,0 +1,347 @@
+package io.jetspark.engine.spark
+
+import com.fasterxml.jackson.databind.JsonNode
+import io.jetspark.core.window.{KeyedWindowResult, SlidingWindowPolicy, WindowResult}
+import io.jetspark.pipeline.PythonAggregateSpec
+import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.util.ArrayData
+import org.apache.spark.sql.jetspark.SqlBridge
+import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.Platform
+
+import java.nio.ByteBuffer
+import scala.jdk.CollectionConverters._
+
+/** The two stages of a sliding or tumbling window over a DataFrame's rows ([[TypedWindow]]) whose
+  * operation keeps a number per frame, or a number and a row: `counting`, `min_by`/`max_by` of an integer
+  * value, and `all_of` of those. Their frames are held as columns of primitives, not as the core's
+  * accumulator objects.
+  *
+  * Why: at small slides a window has about as many frames as events (100 ms slides over 2M events make
+  * 400k frames per partition). Through the core's processors each frame is an accumulator object in a
+  * table, written by Kryo across the shuffle and combined through the operation's functions; here a
+  * frame is a slot in a few primitive arrays per key, a key's frames cross the shuffle as three arrays,
+  * and the windows slide over them in O(1) per window: a running count, and for a pick a queue of the
+  * frames that can still win (a frame leaves it once a later frame beats it).
+  *
+  * The results are those of the core's window processors (see [[io.jetspark.core.window.SlidingWindowProcessor]]
+  * for the contract): every non-empty window once, `[end - size, end)`, per key in end order; of equal
+  * values a pick keeps the earlier frame's, and within a frame the first one accumulated or combined;
+  * counts are `Long`s, a pick is `Some` of the row an event kept (made a [[RowItem]] by
+  * [[TypedWindow.rowItems]]), `all_of` an array of its parts' results.
+  *
+  * @param parts   the operation's leaf parts in order; a pick reads its value at its ordinal of the
+  *                projected row ([[TypedWindow.project]])
+  * @param shape   how the parts' results make the operation's
+  * @param keyOf   the key of a projected row ([[TypedWindow.keyOf]])
+  * @param checked fails the stage on a projected row with a null timestamp or value ([[TypedWindow.checked]])
+  * @param fields  the number of fields of a projected row
+  */
+private[spark] final class ColumnarFrames(parts: IndexedSeq[ColumnarFrames.Part], shape: ColumnarFrames.Shape,
+    keyOf: InternalRow => PickledKey, checked: InternalRow => Unit, fields: Int) extends Serializable {
+  import ColumnarFrames._
+
+  private val picks: Array[Int] = { var n = -1; parts.map { case _: Pick => n += 1; n; case Count => -1 }.toArray }
+  private val rowColumns = picks.count(_ >= 0)
+
+  /** Stage 1: a partition's projected rows accumulated into frames per key, one [[Schema]] row per key. */
+  def accumulate(policy: SlidingWindowPolicy, rows: DataFrame): DataFrame = {
+    val schema = rows.schema
+    val produced = rows.queryExecution.toRdd.mapPartitions { partition =>
+      val unsafe = UnsafeProjection.create(schema)
+      val keys = new java.util.LinkedHashMap[PickledKey, FrameTable]()
+      partition.foreach { row =>
+        checked(row)
+        val key = keyOf(row)
+        var frames = keys.get(key)
+        if (frames == null) { frames = newTable; keys.put(key, frames) }
+        val slot = frames.slotOf(policy.frameEnd(row.getLong(1)))
+        var p = 0
+        while (p < parts.length) {
+          parts(p) match {
+            case Count => frames.longs(p)(slot) += 1
+            case Pick(ordinal, read, greatest) =>
+              val value = read(row, ordinal)
+              val kept = frames.rows(picks(p))
+              if (kept(slot) == null || beats(value, frames.longs(p)(slot), greatest)) {
+                frames.longs(p)(slot) = value
+                kept(slot) = row match {
+                  case u: UnsafeRow => u.copy()
+                  case other => unsafe(other).copy()
+                }
+              }
+          }
+          p += 1
+        }
+      }
+      keys.entrySet().iterator().asScala.map(e => packed(e.getKey, e.getValue))
+    }
+    SqlBridge.internalCreateDataFrame(rows.sparkSession, produced, Schema)
+  }
+
+  /** Stage 2: the frames of each key combined over the partitions they came from, and its windows. */
+  def combine(policy: SlidingWindowPolicy, keyed: Boolean, frames: DataFrame,
+      resultRow: Any => InternalRow, resultSchema: StructType): DataFrame = {
+    val produced = frames.queryExecution.toRdd.mapPartitions { partition =>
+      val keys = new java.util.LinkedHashMap[PickledKey, FrameTable]()
+      partition.foreach { row =>
+        val key = new PickledKey(row.getBinary(0))
+        var table = keys.get(key)
+        if (table == null) { table = newTable; keys.put(key, table) }
+        combineInto(table, row)
+      }
+      keys.entrySet().iterator().asScala.flatMap { e =>
+        windows(e.getValue, policy).map { case (end, result) =>
+          resultRow(if (keyed) KeyedWindowResult(end - policy.size, end, e.getKey, result) else WindowResult(end - policy.size, end, result))
+        }
+      }
+    }
+    SqlBridge.internalCreateDataFrame(frames.sparkSession, produced, resultSchema)
+  }
+
+  private def newTable = new FrameTable(parts.length, rowColumns)
+
+  /** A key's frames as a [[Schema]] row: their ends, each part's numbers one after the other, and the
+    * picks' rows, each as its size and its bytes.
+    */
+  private def packed(key: PickledKey, t: FrameTable): InternalRow = {
+    val n = t.size
+    val longs = new Array[Long](parts.length * n)
+    for (p <- parts.indices) System.arraycopy(t.longs(p), 0, longs, p * n, n)
+    var bytes = 0
+    for (c <- 0 until rowColumns; s <- 0 until n) bytes += 4 + t.rows(c)(s).asInstanceOf[UnsafeRow].getSizeInBytes
+    val out = ByteBuffer.allocate(bytes)
+    for (c <- 0 until rowColumns; s <- 0 until n) {
+      val row = t.rows(c)(s).asInstanceOf[UnsafeRow]
+      out.putInt(row.getSizeInBytes)
+      Platform.copyMemory(row.getBaseObject, row.getBaseOffset, out.array(), Platform.BYTE_ARRAY_OFFSET + out.position(), row.getSizeInBytes)
+      out.position(out.position() + row.getSizeInBytes)
+    }
+    InternalRow(key.bytes, ArrayData.toArrayData(java.util.Arrays.copyOf(t.ends, n)), ArrayData.toArrayData(longs), out.array())
+  }
+
+  /** Adds a [[Schema]] row's frames into `t`: counts add up, a pick keeps the row it holds unless the
+    * incoming one beats it. The rows point into the row's bytes, which Spark gives each row anew.
+    */
+  private def combineInto(t: FrameTable, row: InternalRow): Unit = {
+    val ends = row.getArray(1).toLongArray()
+    val longs = row.getArray(2).toLongArray()
+    val bytes = ByteBuffer.wrap(row.getBinary(3))
+    val n = ends.length
+    val incoming = Array.fill(rowColumns) {
+      Array.fill[InternalRow](n) {
+        val size = bytes.getInt()
+        val r = new UnsafeRow(fields)
+        r.pointTo(bytes.array(), Platform.BYTE_ARRAY_OFFSET + bytes.position(), size)
+        bytes.position(bytes.position() + size)
+        r
+      }
+    }
+    var i = 0
+    while (i < n) {
+      val slot = t.slotOf(ends(i))
+      var p = 0
+      while (p < parts.length) {
+        val value = longs(p * n + i)
+        parts(p) match {
+          case Count => t.longs(p)(slot) = Math.addExact(t.longs(p)(slot), value)
+          case Pick(_, _, greatest) =>
+            val kept = t.rows(picks(p))
+            if (kept(slot) == null || beats(value, t.longs(p)(slot), greatest)) {
+              t.longs(p)(slot) = value
+              kept(slot) = incoming(picks(p))(i)
+            }
+        }
+        p += 1
+      }
+      i += 1
+    }
+  }
+
+  /** A key's non-empty windows in end order, with their results. */
+  private def windows(t: FrameTable, policy: SlidingWindowPolicy): Iterator[(Long, Any)] = {
+    val order = t.slotsByEnd(policy.slide)
+    val n = order.length
+    val ends = t.ends
+    val sums = new Array[Long](parts.length)
+    // Per pick, positions in `order` of the frames that may still win a window, best first: a frame
+    // enters at the back once every frame it beats has left from there (ties stay: the earlier wins).
+    val queues = Array.fill(parts.length)(new Array[Int](n))
+    val heads = new Array[Int](parts.length)
+    val tails = new Array[Int](parts.length)
+    var entered = 0 // frames in (end - size, end] are order(left until entered)
+    var left = 0
+    var end = if (n == 0) 0L else ends(order(0))
+    def enter(position: Int): Unit = {
+      val slot = order(position)
+      var p = 0
+      while (p < parts.length) {
+        parts(p) match {
+          case Count => sums(p) += t.longs(p)(slot)
+          case Pick(_, _, greatest) =>
+            val (queue, values) = (queues(p), t.longs(p))
+            while (tails(p) > heads(p) && beats(values(slot), values(order(queue(tails(p) - 1))), greatest)) tails(p) -= 1
+            queue(tails(p)) = position
+            tails(p) += 1
+        }
+        p += 1
+      }
+    }
+    def leave(position: Int): Unit = {
+      var p = 0
+      while (p < parts.length) {
+        parts(p) match {
+          case Count => sums(p) -= t.longs(p)(order(position))
+          case _: Pick => if (queues(p)(heads(p)) == position) heads(p) += 1
+        }
+        p += 1
+      }
+    }
+    def resultOf(s: Shape): Any = s match {
+      case Leaf(p) => parts(p) match {
+        case Count => Long.box(sums(p))
+        case _: Pick => Some(t.rows(picks(p))(order(queues(p)(heads(p)))))
+      }
+      case AllOf(of) => of.map(resultOf).toArray[Any]
+    }
+    new Iterator[(Long, Any)] {
+      private var nextResult: (Long, Any) = advance()
+
+      def hasNext: Boolean = nextResult != null
+      def next(): (Long, Any) = { val r = nextResult; nextResult = advance(); r }
+
+      private def advance(): (Long, Any) = {
+        while (left < n) {
+          while (entered < n && ends(order(entered)) <= end) { enter(entered); entered += 1 }
+          while (left < entered && ends(order(left)) <= end - policy.size) { leave(left); left += 1 }
+          if (left < entered) {
+            val result = (end, resultOf(shape))
+            end += policy.slide
+            return result
+          }
+          if (entered < n) end = ends(order(entered)) // no frame in this window: on to the next that has one
+        }
+        null
+      }
+    }
+  }
+}
+
+private[spark] object ColumnarFrames {
+  /** A leaf operation: how its frame's number is made. */
+  sealed trait Part extends Serializable
+  /** `counting`: the number of events. */
+  case object Count extends Part
+  /** `min_by`/`max_by`: the least/greatest value (read at `ordinal` of the projected row) and its row. */
+  final case class Pick(ordinal: Int, read: (InternalRow, Int) => Long, greatest: Boolean) extends Part
+
+  /** How the leaf parts' results make the operation's result. */
+  sealed trait Shape extends Serializable
+  final case class Leaf(part: Int) extends Shape
+  final case class AllOf(parts: Seq[Shape]) extends Shape
+
+  /** One key's frames from one partition, from stage 1 to stage 2 (partitioned by its key column). */
+  val Schema: StructType = StructType(Seq(StructField(SparkBatchEngine.Key, BinaryType),
+    StructField("frame_ends", ArrayType(LongType, containsNull = false)),
+    StructField("numbers", ArrayType(LongType, containsNull = false)), StructField("rows", BinaryType)))
+
+  /** The columnar frames of `window` with operation `op`, or None where `op` has another part or a pick
+    * reads a value that is not an integer (floats compare as Python compares them, NaN included, in the
+    * core's operations).
+    */
+  def plan(window: TypedWindow, op: PythonAggregateSpec): Option[ColumnarFrames] = {
+    val parts = IndexedSeq.newBuilder[Part]
+    var count = 0
+    def shapeOf(spec: JsonNode): Option[Shape] = {
+      def slot = spec.get("slots").get(0).asInt
+      spec.get("name").asText match {
+        case "counting" => parts += Count; count += 1; Some(Leaf(count - 1))
+        case name @ ("min_by" | "max_by") => integral(window.values(slot)._2).map { read =>
+          parts += Pick(2 + slot, read, greatest = name == "max_by"); count += 1; Leaf(count - 1)
+        }
+        case "all_of" =>
+          val shapes = spec.get("parts").elements().asScala.map(shapeOf).toSeq
+          if (shapes.forall(_.isDefined)) Some(AllOf(shapes.flatten)) else None
+        case _ => None
+      }
+    }
+    shapeOf(PythonAggregations.slotted(op)._1).map(new ColumnarFrames(parts.result(), _, window.keyOf, window.checked, window.fields))
+  }
+
+  private def beats(value: Long, kept: Long, greatest: Boolean): Boolean = if (greatest) value > kept else value < kept
+
+  private def integral(t: DataType): Option[(InternalRow, Int) => Long] = t match {
+    case ByteType => Some((r, i) => r.getByte(i).toLong)
+    case ShortType => Some((r, i) => r.getShort(i).toLong)
+    case IntegerType => Some((r, i) => r.getInt(i).toLong)
+    case LongType => Some((r, i) => r.getLong(i))
+    case _ => None
+  }
+}
+
+/** One key's frames in one task: their ends, looked up through an open-addressing table, and per slot one
+  * number per part and one row per pick (null until the frame has one).
+  */
+private final class FrameTable(numbers: Int, rowColumns: Int) {
+  var size = 0
+  var ends = new Array[Long](8)
+  val longs: Array[Array[Long]] = Array.fill(numbers)(new Array[Long](8))
+  val rows: Array[Array[InternalRow]] = Array.fill(rowColumns)(new Array[InternalRow](8))
+  private var index = Array.fill(16)(-1) // slot of each hash position, -1 where free
+
+  /** The slot of the frame ending at `end`, added if it is not held. */
+  def slotOf(end: Long): Int = {
+    var i = position(end)
+    while (index(i) >= 0) {
+      if (ends(index(i)) == end) return index(i)
+      i = (i + 1) & (index.length - 1)
+    }
+    if (size == ends.length) grow()
+    if ((size + 1) * 2 > index.length) { rehash(index.length * 2); return slotOf(end) }
+    index(i) = size
+    ends(size) = end
+    size += 1
+    size - 1
+  }
+
+  /** The slots in end order: by placing them where their ends fall when they cover at least a quarter of
+    * the span between the first and the last, else by sorting the ends.
+    */
+  def slotsByEnd(slide: Long): Array[Int] = {
+    if (size == 0) return Array.emptyIntArray
+    var (first, last) = (ends(0), ends(0))
+    for (s <- 1 until size) { first = math.min(first, ends(s)); last = math.max(last, ends(s)) }
+    val span = (last - first) / slide + 1
+    if (span <= 4L * size) {
+      val at = Array.fill(span.toInt)(-1)
+      for (s <- 0 until size) at(((ends(s) - first) / slide).toInt) = s
+      at.filter(_ >= 0)
+    } else {
+      val sorted = java.util.Arrays.copyOf(ends, size)
+      java.util.Arrays.sort(sorted)
+      sorted.map(slotOf)
+    }
+  }
+
+  private def position(end: Long): Int = {
+    val h = end * 0x9E3779B97F4A7C15L // Fibonacci hashing: frame ends are multiples of the slide
+    (h ^ (h >>> 32)).toInt & (index.length - 1)
+  }
+
+  private def grow(): Unit = {
+    ends = java.util.Arrays.copyOf(ends, size * 2)
+    for (p <- longs.indices) longs(p) = java.util.Arrays.copyOf(longs(p), size * 2)
+    for (c <- rows.indices) rows(c) = java.util.Arrays.copyOf(rows(c), size * 2)
+  }
+
+  private def rehash(capacity: Int): Unit = {
+    index = Array.fill(capacity)(-1)
+    for (s <- 0 until size) {
+      var i = position(ends(s))
+      while (index(i) >= 0) i = (i + 1) & (capacity - 1)
+      index(i) = s
+    }
+  }
+}
