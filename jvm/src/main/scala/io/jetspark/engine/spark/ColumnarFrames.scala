@@ -12,6 +12,7 @@ import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.Platform
 
 import java.nio.ByteBuffer
+import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 
 /** The two stages of a sliding or tumbling window over a DataFrame's rows ([[TypedWindow]]) whose
@@ -35,12 +36,12 @@ import scala.jdk.CollectionConverters._
   * @param parts   the operation's leaf parts in order; a pick reads its value at its ordinal of the
   *                projected row ([[TypedWindow.project]])
   * @param shape   how the parts' results make the operation's
-  * @param keyOf   the key of a projected row ([[TypedWindow.keyOf]])
+  * @param keys    the keys of projected rows ([[TypedWindow.keys]])
   * @param checked fails the stage on a projected row with a null timestamp or value ([[TypedWindow.checked]])
   * @param fields  the number of fields of a projected row
   */
-private[spark] final class ColumnarFrames(parts: IndexedSeq[ColumnarFrames.Part], shape: ColumnarFrames.Shape,
-    keyOf: InternalRow => PickledKey, checked: InternalRow => Unit, fields: Int) extends Serializable {
+private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], shape: ColumnarFrames.Shape,
+    keys: KeyReader, checked: InternalRow => Unit, fields: Int) extends Serializable {
   import ColumnarFrames._
 
   private val picks: Array[Int] = { var n = -1; parts.map { case _: Pick => n += 1; n; case Count => -1 }.toArray }
@@ -48,16 +49,15 @@ private[spark] final class ColumnarFrames(parts: IndexedSeq[ColumnarFrames.Part]
 
   /** Stage 1: a partition's projected rows accumulated into frames per key, one [[Schema]] row per key. */
   def accumulate(policy: SlidingWindowPolicy, rows: DataFrame): DataFrame = {
-    val schema = rows.schema
+    val (schema, slide) = (rows.schema, policy.slide)
     val produced = rows.queryExecution.toRdd.mapPartitions { partition =>
       val unsafe = UnsafeProjection.create(schema)
-      val keys = new java.util.LinkedHashMap[PickledKey, FrameTable]()
+      val tables = ArrayBuffer.empty[FrameTable]
+      val tableOf = keys { key => val t = newTable(key); tables += t; t }
       partition.foreach { row =>
         checked(row)
-        val key = keyOf(row)
-        var frames = keys.get(key)
-        if (frames == null) { frames = newTable; keys.put(key, frames) }
-        val slot = frames.slotOf(policy.frameEnd(row.getLong(1)))
+        val frames = tableOf(row)
+        val slot = frames.slotOf(Math.floorDiv(row.getLong(1), slide) + 1)
         var p = 0
         while (p < parts.length) {
           parts(p) match {
@@ -76,7 +76,7 @@ private[spark] final class ColumnarFrames(parts: IndexedSeq[ColumnarFrames.Part]
           p += 1
         }
       }
-      keys.entrySet().iterator().asScala.map(e => packed(e.getKey, e.getValue))
+      tables.iterator.map(packed)
     }
     SqlBridge.internalCreateDataFrame(rows.sparkSession, produced, Schema)
   }
@@ -89,7 +89,7 @@ private[spark] final class ColumnarFrames(parts: IndexedSeq[ColumnarFrames.Part]
       partition.foreach { row =>
         val key = new PickledKey(row.getBinary(0))
         var table = keys.get(key)
-        if (table == null) { table = newTable; keys.put(key, table) }
+        if (table == null) { table = newTable(key); keys.put(key, table) }
         combineInto(table, row)
       }
       keys.entrySet().iterator().asScala.flatMap { e =>
@@ -101,12 +101,12 @@ private[spark] final class ColumnarFrames(parts: IndexedSeq[ColumnarFrames.Part]
     SqlBridge.internalCreateDataFrame(frames.sparkSession, produced, resultSchema)
   }
 
-  private def newTable = new FrameTable(parts.length, rowColumns)
+  private def newTable(key: PickledKey) = new FrameTable(key, parts.length, rowColumns)
 
-  /** A key's frames as a [[Schema]] row: their ends, each part's numbers one after the other, and the
+  /** A key's frames as a [[Schema]] row: the frames, each part's numbers one after the other, and the
     * picks' rows, each as its size and its bytes.
     */
-  private def packed(key: PickledKey, t: FrameTable): InternalRow = {
+  private def packed(t: FrameTable): InternalRow = {
     val n = t.size
     val longs = new Array[Long](parts.length * n)
     for (p <- parts.indices) System.arraycopy(t.longs(p), 0, longs, p * n, n)
@@ -119,17 +119,17 @@ private[spark] final class ColumnarFrames(parts: IndexedSeq[ColumnarFrames.Part]
       Platform.copyMemory(row.getBaseObject, row.getBaseOffset, out.array(), Platform.BYTE_ARRAY_OFFSET + out.position(), row.getSizeInBytes)
       out.position(out.position() + row.getSizeInBytes)
     }
-    InternalRow(key.bytes, ArrayData.toArrayData(java.util.Arrays.copyOf(t.ends, n)), ArrayData.toArrayData(longs), out.array())
+    InternalRow(t.key.bytes, ArrayData.toArrayData(java.util.Arrays.copyOf(t.frames, n)), ArrayData.toArrayData(longs), out.array())
   }
 
   /** Adds a [[Schema]] row's frames into `t`: counts add up, a pick keeps the row it holds unless the
     * incoming one beats it. The rows point into the row's bytes, which Spark gives each row anew.
     */
   private def combineInto(t: FrameTable, row: InternalRow): Unit = {
-    val ends = row.getArray(1).toLongArray()
+    val frames = row.getArray(1).toLongArray()
     val longs = row.getArray(2).toLongArray()
     val bytes = ByteBuffer.wrap(row.getBinary(3))
-    val n = ends.length
+    val n = frames.length
     val incoming = Array.fill(rowColumns) {
       Array.fill[InternalRow](n) {
         val size = bytes.getInt()
@@ -141,7 +141,7 @@ private[spark] final class ColumnarFrames(parts: IndexedSeq[ColumnarFrames.Part]
     }
     var i = 0
     while (i < n) {
-      val slot = t.slotOf(ends(i))
+      val slot = t.slotOf(frames(i))
       var p = 0
       while (p < parts.length) {
         val value = longs(p * n + i)
@@ -160,20 +160,22 @@ private[spark] final class ColumnarFrames(parts: IndexedSeq[ColumnarFrames.Part]
     }
   }
 
-  /** A key's non-empty windows in end order, with their results. */
+  /** A key's non-empty windows in end order, with their results. Windows are counted in slides as
+    * frames are: window `w` ends at `w * slide` and holds frames `w - size / slide + 1` to `w`.
+    */
   private def windows(t: FrameTable, policy: SlidingWindowPolicy): Iterator[(Long, Any)] = {
-    val order = t.slotsByEnd(policy.slide)
+    val order = t.slotsInOrder
     val n = order.length
-    val ends = t.ends
+    val (frames, framesPerWindow) = (t.frames, policy.size / policy.slide)
     val sums = new Array[Long](parts.length)
     // Per pick, positions in `order` of the frames that may still win a window, best first: a frame
     // enters at the back once every frame it beats has left from there (ties stay: the earlier wins).
     val queues = Array.fill(parts.length)(new Array[Int](n))
     val heads = new Array[Int](parts.length)
     val tails = new Array[Int](parts.length)
-    var entered = 0 // frames in (end - size, end] are order(left until entered)
+    var entered = 0 // the window's frames are order(left until entered)
     var left = 0
-    var end = if (n == 0) 0L else ends(order(0))
+    var w = if (n == 0) 0L else frames(order(0))
     def enter(position: Int): Unit = {
       val slot = order(position)
       var p = 0
@@ -214,14 +216,14 @@ private[spark] final class ColumnarFrames(parts: IndexedSeq[ColumnarFrames.Part]
 
       private def advance(): (Long, Any) = {
         while (left < n) {
-          while (entered < n && ends(order(entered)) <= end) { enter(entered); entered += 1 }
-          while (left < entered && ends(order(left)) <= end - policy.size) { leave(left); left += 1 }
+          while (entered < n && frames(order(entered)) <= w) { enter(entered); entered += 1 }
+          while (left < entered && frames(order(left)) <= w - framesPerWindow) { leave(left); left += 1 }
           if (left < entered) {
-            val result = (end, resultOf(shape))
-            end += policy.slide
+            val result = (w * policy.slide, resultOf(shape))
+            w += 1
             return result
           }
-          if (entered < n) end = ends(order(entered)) // no frame in this window: on to the next that has one
+          if (entered < n) w = frames(order(entered)) // no frame in this window: on to the next that has one
         }
         null
       }
@@ -244,7 +246,7 @@ private[spark] object ColumnarFrames {
 
   /** One key's frames from one partition, from stage 1 to stage 2 (partitioned by its key column). */
   val Schema: StructType = StructType(Seq(StructField(SparkBatchEngine.Key, BinaryType),
-    StructField("frame_ends", ArrayType(LongType, containsNull = false)),
+    StructField("frames", ArrayType(LongType, containsNull = false)),
     StructField("numbers", ArrayType(LongType, containsNull = false)), StructField("rows", BinaryType)))
 
   /** The columnar frames of `window` with operation `op`, or None where `op` has another part or a pick
@@ -252,13 +254,13 @@ private[spark] object ColumnarFrames {
     * core's operations).
     */
   def plan(window: TypedWindow, op: PythonAggregateSpec): Option[ColumnarFrames] = {
-    val parts = IndexedSeq.newBuilder[Part]
+    val parts = Array.newBuilder[Part]
     var count = 0
     def shapeOf(spec: JsonNode): Option[Shape] = {
       def slot = spec.get("slots").get(0).asInt
       spec.get("name").asText match {
         case "counting" => parts += Count; count += 1; Some(Leaf(count - 1))
-        case name @ ("min_by" | "max_by") => integral(window.values(slot)._2).map { read =>
+        case name @ ("min_by" | "max_by") => TypedWindow.integral(window.values(slot)._2).map { read =>
           parts += Pick(2 + slot, read, greatest = name == "max_by"); count += 1; Leaf(count - 1)
         }
         case "all_of" =>
@@ -267,81 +269,117 @@ private[spark] object ColumnarFrames {
         case _ => None
       }
     }
-    shapeOf(PythonAggregations.slotted(op)._1).map(new ColumnarFrames(parts.result(), _, window.keyOf, window.checked, window.fields))
+    shapeOf(PythonAggregations.slotted(op)._1).map(new ColumnarFrames(parts.result(), _, window.keys, window.checked, window.fields))
   }
 
   private def beats(value: Long, kept: Long, greatest: Boolean): Boolean = if (greatest) value > kept else value < kept
-
-  private def integral(t: DataType): Option[(InternalRow, Int) => Long] = t match {
-    case ByteType => Some((r, i) => r.getByte(i).toLong)
-    case ShortType => Some((r, i) => r.getShort(i).toLong)
-    case IntegerType => Some((r, i) => r.getInt(i).toLong)
-    case LongType => Some((r, i) => r.getLong(i))
-    case _ => None
-  }
 }
 
-/** One key's frames in one task: their ends, looked up through an open-addressing table, and per slot one
-  * number per part and one row per pick (null until the frame has one).
+/** One key's frames in one task, each named by its end in slides (frame `f` holds the times in
+  * `[(f - 1) * slide, f * slide)`): per slot the frame, one number per part and one row per pick (null until
+  * the frame has one). Slots are found through an index of the frames: a direct one (the slot of frame `f`
+  * at position `f - base`) while the frames are dense enough to fill a quarter of its span (plus some
+  * slack), which costs one look-up and no hashing per event; else an open-addressing hash table.
   */
-private final class FrameTable(numbers: Int, rowColumns: Int) {
+private final class FrameTable(val key: PickledKey, numbers: Int, rowColumns: Int) {
+  import FrameTable._
+
   var size = 0
-  var ends = new Array[Long](8)
+  var frames = new Array[Long](8)
   val longs: Array[Array[Long]] = Array.fill(numbers)(new Array[Long](8))
   val rows: Array[Array[InternalRow]] = Array.fill(rowColumns)(new Array[InternalRow](8))
-  private var index = Array.fill(16)(-1) // slot of each hash position, -1 where free
+  private var direct = true
+  private var base = 0L // direct: the frame at position 0
+  private var lowest = 0L // direct: the least and the greatest frame held
+  private var highest = 0L
+  private var index = free(64)
 
-  /** The slot of the frame ending at `end`, added if it is not held. */
-  def slotOf(end: Long): Int = {
-    var i = position(end)
+  /** The slot of frame `f`, added if it is not held. */
+  def slotOf(f: Long): Int = if (direct) directSlot(f) else hashedSlot(f)
+
+  /** The slots in frame order. */
+  def slotsInOrder: Array[Int] =
+    if (direct) index.filter(_ >= 0)
+    else {
+      val sorted = java.util.Arrays.copyOf(frames, size)
+      java.util.Arrays.sort(sorted)
+      sorted.map(hashedSlot)
+    }
+
+  private def directSlot(f: Long): Int = {
+    if (size == 0) { base = f - index.length / 2; lowest = f; highest = f }
+    val at = f - base
+    if (at >= 0 && at < index.length) {
+      val held = index(at.toInt)
+      if (held >= 0) held
+      else {
+        if (f < lowest) lowest = f else if (f > highest) highest = f
+        val s = add(f)
+        index(at.toInt) = s
+        s
+      }
+    } else {
+      val (low, high) = (math.min(lowest, f), math.max(highest, f))
+      val span = high - low + 1
+      if (span > 4L * size + Slack) {
+        direct = false
+        rehash(math.max(64, Integer.highestOneBit(size) * 4))
+      } else {
+        // Room for as much again on the side it grew to, so that frames arriving in time order grow it
+        // O(log n) times.
+        val capacity = math.min(Int.MaxValue - 8L, span * 2).toInt
+        base = if (f < lowest) high - capacity + 1 else low
+        index = free(capacity)
+        var s = 0
+        while (s < size) { index((frames(s) - base).toInt) = s; s += 1 }
+      }
+      slotOf(f)
+    }
+  }
+
+  private def hashedSlot(f: Long): Int = {
+    var i = position(f)
     while (index(i) >= 0) {
-      if (ends(index(i)) == end) return index(i)
+      if (frames(index(i)) == f) return index(i)
       i = (i + 1) & (index.length - 1)
     }
-    if (size == ends.length) grow()
-    if ((size + 1) * 2 > index.length) { rehash(index.length * 2); return slotOf(end) }
-    index(i) = size
-    ends(size) = end
+    if ((size + 1) * 2 > index.length) { rehash(index.length * 2); return hashedSlot(f) }
+    index(i) = add(f)
+    index(i)
+  }
+
+  private def add(f: Long): Int = {
+    if (size == frames.length) {
+      frames = java.util.Arrays.copyOf(frames, size * 2)
+      for (p <- longs.indices) longs(p) = java.util.Arrays.copyOf(longs(p), size * 2)
+      for (c <- rows.indices) rows(c) = java.util.Arrays.copyOf(rows(c), size * 2)
+    }
+    frames(size) = f
     size += 1
     size - 1
   }
 
-  /** The slots in end order: by placing them where their ends fall when they cover at least a quarter of
-    * the span between the first and the last, else by sorting the ends.
-    */
-  def slotsByEnd(slide: Long): Array[Int] = {
-    if (size == 0) return Array.emptyIntArray
-    var (first, last) = (ends(0), ends(0))
-    for (s <- 1 until size) { first = math.min(first, ends(s)); last = math.max(last, ends(s)) }
-    val span = (last - first) / slide + 1
-    if (span <= 4L * size) {
-      val at = Array.fill(span.toInt)(-1)
-      for (s <- 0 until size) at(((ends(s) - first) / slide).toInt) = s
-      at.filter(_ >= 0)
-    } else {
-      val sorted = java.util.Arrays.copyOf(ends, size)
-      java.util.Arrays.sort(sorted)
-      sorted.map(slotOf)
-    }
-  }
-
-  private def position(end: Long): Int = {
-    val h = end * 0x9E3779B97F4A7C15L // Fibonacci hashing: frame ends are multiples of the slide
+  private def position(f: Long): Int = {
+    val h = f * 0x9E3779B97F4A7C15L // Fibonacci hashing
     (h ^ (h >>> 32)).toInt & (index.length - 1)
   }
 
-  private def grow(): Unit = {
-    ends = java.util.Arrays.copyOf(ends, size * 2)
-    for (p <- longs.indices) longs(p) = java.util.Arrays.copyOf(longs(p), size * 2)
-    for (c <- rows.indices) rows(c) = java.util.Arrays.copyOf(rows(c), size * 2)
-  }
-
   private def rehash(capacity: Int): Unit = {
-    index = Array.fill(capacity)(-1)
-    for (s <- 0 until size) {
-      var i = position(ends(s))
+    index = free(capacity)
+    var s = 0
+    while (s < size) {
+      var i = position(frames(s))
       while (index(i) >= 0) i = (i + 1) & (capacity - 1)
       index(i) = s
+      s += 1
     }
   }
+}
+
+private object FrameTable {
+  /** How many positions a direct index may have beyond four per frame held. */
+  private val Slack = 4096
+
+  /** An index with no slot in it. */
+  private def free(capacity: Int): Array[Int] = { val index = new Array[Int](capacity); java.util.Arrays.fill(index, -1); index }
 }

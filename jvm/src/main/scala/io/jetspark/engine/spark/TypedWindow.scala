@@ -40,10 +40,8 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
   /** The number of fields of a projected row. */
   def fields: Int = 2 + values.length + row.fold(0)(_.length)
 
-  /** The key of a projected row. A key is pickled once per distinct key (a task has few), since keys
-    * compare by their pickles.
-    */
-  def keyOf: InternalRow => PickledKey = key.fold[InternalRow => PickledKey](_ => NoKey)(k => pickledKey(k._2))
+  /** The keys of projected rows. */
+  def keys: KeyReader = new KeyReader(key.map(_._2))
 
   /** Fails the job naming the stage on a projected row whose timestamp or value is null, as it fails
     * where Python reads the items (None is no number).
@@ -67,7 +65,7 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
     * winner crosses the shuffle as one array of bytes rather than a graph of boxed fields and names.
     */
   def events: InternalRow => TimedEvent = {
-    val (keyed, check) = (keyOf, checked)
+    val (keyed, check) = (keys(identity), checked)
     val valueOf = values.map(v => pythonValue(v._2)).toArray
     val itemOf: InternalRow => AnyRef = if (row.isDefined) _.copy() else _ => NoItem
     row => {
@@ -99,51 +97,6 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
 }
 
 object TypedWindow {
-  private val SmallKeys = 1024
-
-  /** The pickled key of a projected row (its column 0, of type `t`), pickled once per distinct key: keys
-    * compare by their pickles. An integral key is looked up by its primitive value, with no boxing and no
-    * object hashing per row (a fifth of a window's first stage went to looking keys up). The tables are
-    * not thread-safe: each task deserializes its own copy of the function, and one task's thread uses it.
-    */
-  private def pickledKey(t: DataType): InternalRow => PickledKey = {
-    val read = pythonValue(t)
-    def pickle(row: InternalRow): PickledKey = new PickledKey(PythonValues.dumps(read(row, 0) match {
-      // -0.0 is the key 0.0, as Python's canonical keys make it (jetspark._items.canonical_key).
-      case d: java.lang.Double if d == 0.0 => java.lang.Double.valueOf(0.0)
-      case other => other
-    }))
-    val integral: Option[InternalRow => Long] = t match {
-      case ByteType => Some(_.getByte(0).toLong)
-      case ShortType => Some(_.getShort(0).toLong)
-      case IntegerType => Some(_.getInt(0).toLong)
-      case LongType => Some(_.getLong(0))
-      case _ => None
-    }
-    lazy val none = new PickledKey(PythonValues.dumps(null))
-    integral match {
-      case Some(value) =>
-        // Small non-negative keys (ids, codes) index an array; others a primitive map.
-        val small = new Array[PickledKey](SmallKeys)
-        val pickled = new scala.collection.mutable.LongMap[PickledKey]()
-        row => if (row.isNullAt(0)) none else {
-          val k = value(row)
-          if (k >= 0 && k < SmallKeys) {
-            val known = small(k.toInt)
-            if (known != null) known else { val p = pickle(row); small(k.toInt) = p; p }
-          } else pickled.getOrElseUpdate(k, pickle(row))
-        }
-      case None =>
-        val pickled = new java.util.HashMap[Any, PickledKey]()
-        row => if (row.isNullAt(0)) none else {
-          val value = read(row, 0)
-          val known = pickled.get(value)
-          if (known != null) known else { val k = pickle(row); pickled.put(value, k); k }
-        }
-    }
-  }
-
-  private val NoKey = new PickledKey(Array.emptyByteArray)
   private val NoValues = Array.empty[Any]
   private val NoItem = new PickledItem(Array.emptyByteArray)
   /** Operations whose results are values computed from the extracted values alone. */
@@ -181,10 +134,19 @@ object TypedWindow {
   private val Integral: Set[DataType] = Set(ByteType, ShortType, IntegerType, LongType)
   private val pythonTypes: Set[DataType] = Integral ++ Set(FloatType, DoubleType, StringType, BooleanType)
 
+  /** How a column of type `t` at an ordinal is read as a Long, where `t` is an integer type. */
+  private[spark] def integral(t: DataType): Option[(InternalRow, Int) => Long] = t match {
+    case ByteType => Some((r, i) => r.getByte(i).toLong)
+    case ShortType => Some((r, i) => r.getShort(i).toLong)
+    case IntegerType => Some((r, i) => r.getInt(i).toLong)
+    case LongType => Some((r, i) => r.getLong(i))
+    case _ => None
+  }
+
   /** How a column of type `t` at an ordinal becomes the Java value Python's unpickling would give (an int
     * as Integer or Long, a float as Double); null stays null (None).
     */
-  private def pythonValue(t: DataType): (InternalRow, Int) => Any = t match {
+  private[spark] def pythonValue(t: DataType): (InternalRow, Int) => Any = t match {
     case ByteType => (r, i) => if (r.isNullAt(i)) null else Int.box(r.getByte(i).toInt)
     case ShortType => (r, i) => if (r.isNullAt(i)) null else Int.box(r.getShort(i).toInt)
     case IntegerType => (r, i) => if (r.isNullAt(i)) null else Int.box(r.getInt(i))
@@ -195,4 +157,56 @@ object TypedWindow {
     case BooleanType => (r, i) => if (r.isNullAt(i)) null else Boolean.box(r.getBoolean(i))
     case other => throw new IllegalArgumentException(s"no Python value for ${other.simpleString}")
   }
+}
+
+/** Reads the key of a projected row (its column 0, of type `t`; None: a global window, whose key is empty)
+  * and gives what `make` made of its pickle, made once per distinct key: a task has few keys, and keys
+  * compare by their pickles. An integral key is looked up by its primitive value, with no boxing and no
+  * object hashing per row (a fifth of a window's first stage went to looking keys up).
+  *
+  * The tables of a reader's function are not thread-safe: make one per task (a function made on the
+  * driver is deserialized anew by each task, and one task's thread uses it).
+  */
+private[spark] final class KeyReader(t: Option[DataType]) extends Serializable {
+  import KeyReader._
+  import TypedWindow.{integral, pythonValue}
+
+  def apply[S <: AnyRef](make: PickledKey => S): InternalRow => S = t match {
+    case None =>
+      lazy val only = make(NoKey)
+      _ => only
+    case Some(keyType) =>
+      val read = pythonValue(keyType)
+      def made(row: InternalRow): S = make(new PickledKey(PythonValues.dumps(read(row, 0) match {
+        // -0.0 is the key 0.0, as Python's canonical keys make it (jetspark._items.canonical_key).
+        case d: java.lang.Double if d == 0.0 => java.lang.Double.valueOf(0.0)
+        case other => other
+      })))
+      lazy val none = make(new PickledKey(PythonValues.dumps(null)))
+      integral(keyType) match {
+        case Some(value) =>
+          // Small non-negative keys (ids, codes) index an array; others a primitive map.
+          val small = new Array[AnyRef](SmallKeys)
+          val others = new scala.collection.mutable.LongMap[S]()
+          row => if (row.isNullAt(0)) none else {
+            val k = value(row, 0)
+            if (k >= 0 && k < SmallKeys) {
+              val known = small(k.toInt)
+              if (known != null) known.asInstanceOf[S] else { val s = made(row); small(k.toInt) = s; s }
+            } else others.getOrElseUpdate(k, made(row))
+          }
+        case None =>
+          val others = new java.util.HashMap[Any, S]()
+          row => if (row.isNullAt(0)) none else {
+            val value = read(row, 0)
+            val known = others.get(value)
+            if (known != null) known else { val s = made(row); others.put(value, s); s }
+          }
+      }
+  }
+}
+
+private object KeyReader {
+  private val SmallKeys = 1024
+  private val NoKey = new PickledKey(Array.emptyByteArray)
 }
