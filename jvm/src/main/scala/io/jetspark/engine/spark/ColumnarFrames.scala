@@ -5,7 +5,7 @@ import io.jetspark.core.window.{KeyedWindowResult, SlidingWindowPolicy, WindowRe
 import io.jetspark.pipeline.PythonAggregateSpec
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.types._
@@ -30,18 +30,21 @@ import scala.jdk.CollectionConverters._
   * The results are those of the core's window processors (see [[io.jetspark.core.window.SlidingWindowProcessor]]
   * for the contract): every non-empty window once, `[end - size, end)`, per key in end order; of equal
   * values a pick keeps the earlier frame's, and within a frame the first one accumulated or combined;
-  * counts are `Long`s, a pick is `Some` of the row an event kept (made a [[RowItem]] by
-  * [[TypedWindow.rowItems]]), `all_of` an array of its parts' results.
+  * counts are `Long`s, a pick is `Some` of the item's fields kept from the row (made a [[RowItem]] by
+  * `resultItems`), `all_of` an array of its parts' results.
   *
   * @param parts   the operation's leaf parts in order; a pick reads its value at its ordinal of the
   *                projected row ([[TypedWindow.project]])
   * @param shape   how the parts' results make the operation's
   * @param keys    the keys of projected rows ([[TypedWindow.keys]])
   * @param checked fails the stage on a projected row with a null timestamp or value ([[TypedWindow.checked]])
-  * @param fields  the number of fields of a projected row
+  * @param itemFields where a pick's item is the row: the ordinals and types of the item's fields in a projected
+  *                row, which are all a pick keeps of it (the rest of the row is the key, the time and values)
+  * @param resultItems a result's kept rows as the [[RowItem]]s Python reads ([[TypedWindow.rowItemsAt]])
   */
 private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], shape: ColumnarFrames.Shape,
-    keys: KeyReader, checked: InternalRow => Unit, fields: Int) extends Serializable {
+    keys: KeyReader, checked: InternalRow => Unit, itemFields: Seq[(Int, DataType)], val resultItems: Any => Any)
+    extends Serializable {
   import ColumnarFrames._
 
   private val picks: Array[Int] = { var n = -1; parts.map { case _: Pick => n += 1; n; case Count => -1 }.toArray }
@@ -49,9 +52,9 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
 
   /** Stage 1: a partition's projected rows accumulated into frames per key, one [[Schema]] row per key. */
   def accumulate(policy: SlidingWindowPolicy, rows: DataFrame): DataFrame = {
-    val (schema, slide) = (rows.schema, policy.slide)
+    val (slide, fields) = (policy.slide, itemFields)
     val produced = rows.queryExecution.toRdd.mapPartitions { partition =>
-      val unsafe = UnsafeProjection.create(schema)
+      val item = UnsafeProjection.create(fields.map { case (ordinal, t) => BoundReference(ordinal, t, nullable = true) })
       val tables = ArrayBuffer.empty[FrameTable]
       val tableOf = keys { key => val t = newTable(key); tables += t; t }
       partition.foreach { row =>
@@ -67,10 +70,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
               val kept = frames.rows(picks(p))
               if (kept(slot) == null || beats(value, frames.longs(p)(slot), greatest)) {
                 frames.longs(p)(slot) = value
-                kept(slot) = row match {
-                  case u: UnsafeRow => u.copy()
-                  case other => unsafe(other).copy()
-                }
+                kept(slot) = item(row).copy()
               }
           }
           p += 1
@@ -110,14 +110,20 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     val n = t.size
     val longs = new Array[Long](parts.length * n)
     for (p <- parts.indices) System.arraycopy(t.longs(p), 0, longs, p * n, n)
+    val kept = t.rows // stage 1's: UnsafeRows of the item's fields
     var bytes = 0
-    for (c <- 0 until rowColumns; s <- 0 until n) bytes += 4 + t.rows(c)(s).asInstanceOf[UnsafeRow].getSizeInBytes
+    for (c <- kept.indices) { var s = 0; while (s < n) { bytes += 4 + kept(c)(s).asInstanceOf[UnsafeRow].getSizeInBytes; s += 1 } }
     val out = ByteBuffer.allocate(bytes)
-    for (c <- 0 until rowColumns; s <- 0 until n) {
-      val row = t.rows(c)(s).asInstanceOf[UnsafeRow]
-      out.putInt(row.getSizeInBytes)
-      Platform.copyMemory(row.getBaseObject, row.getBaseOffset, out.array(), Platform.BYTE_ARRAY_OFFSET + out.position(), row.getSizeInBytes)
-      out.position(out.position() + row.getSizeInBytes)
+    for (c <- kept.indices) {
+      var s = 0
+      while (s < n) {
+        val row = kept(c)(s).asInstanceOf[UnsafeRow]
+        val size = row.getSizeInBytes
+        out.putInt(size)
+        Platform.copyMemory(row.getBaseObject, row.getBaseOffset, out.array(), Platform.BYTE_ARRAY_OFFSET + out.position(), size)
+        out.position(out.position() + size)
+        s += 1
+      }
     }
     InternalRow(t.key.bytes, ArrayData.toArrayData(java.util.Arrays.copyOf(t.frames, n)), ArrayData.toArrayData(longs), out.array())
   }
@@ -131,13 +137,17 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     val bytes = ByteBuffer.wrap(row.getBinary(3))
     val n = frames.length
     val incoming = Array.fill(rowColumns) {
-      Array.fill[InternalRow](n) {
+      val rows = new Array[InternalRow](n)
+      var i = 0
+      while (i < n) {
         val size = bytes.getInt()
-        val r = new UnsafeRow(fields)
+        val r = new UnsafeRow(itemFields.length)
         r.pointTo(bytes.array(), Platform.BYTE_ARRAY_OFFSET + bytes.position(), size)
         bytes.position(bytes.position() + size)
-        r
+        rows(i) = r
+        i += 1
       }
+      rows
     }
     var i = 0
     while (i < n) {
@@ -269,7 +279,9 @@ private[spark] object ColumnarFrames {
         case _ => None
       }
     }
-    shapeOf(PythonAggregations.slotted(op)._1).map(new ColumnarFrames(parts.result(), _, window.keys, window.checked, window.fields))
+    val itemFields = window.row.toSeq.flatMap(_.fields.map(_.dataType)).zipWithIndex.map { case (t, i) => (window.firstItemField + i, t) }
+    shapeOf(PythonAggregations.slotted(op)._1).map(
+      new ColumnarFrames(parts.result(), _, window.keys, window.checked, itemFields, window.rowItemsAt(0)))
   }
 
   private def beats(value: Long, kept: Long, greatest: Boolean): Boolean = if (greatest) value > kept else value < kept

@@ -173,9 +173,11 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
           val rows = if (edge.kind == EdgeKind.Local) projected else moved(projected, edge, v.localParallelism)
           WindowStages.run(v.name, w, aggregations(v.name), rows, typed.events, typed.rowItems, typedPlan.onlyNoopSinksRead(v.name),
             typedPlan.columnarWindows.get(v.name))
-        case None => WindowStages.run(v.name, w, aggregations(v.name), singleInput(v),
-          resultItems = typedPlan.typedWindowCombinedBy(v.name).fold[Any => Any](identity)(_.rowItems),
-          unread = typedPlan.onlyNoopSinksRead(v.name), columnar = typedPlan.columnarWindowCombinedBy(v.name))
+        case None =>
+          val columnar = typedPlan.columnarWindowCombinedBy(v.name)
+          val rowItems = columnar.map(_.resultItems).orElse(typedPlan.typedWindowCombinedBy(v.name).map(_.rowItems))
+          WindowStages.run(v.name, w, aggregations(v.name), singleInput(v), resultItems = rowItems.getOrElse(identity),
+            unread = typedPlan.onlyNoopSinksRead(v.name), columnar = columnar)
       }
       case AddTimestamps(_, _) => singleInput(v) // the items with their time beside them, read on the way in
       case Distinct(_) => ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[Extracted].key), extracted,

@@ -37,9 +37,6 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
       (values.zipWithIndex.map { case ((c, _), i) => c.as(s"v$i") } ++
         row.toSeq.flatMap(_.fieldNames.toSeq.zipWithIndex.map { case (f, i) => col(TypedExtraction.quoted(f)).as(s"f$i") }))): _*)
 
-  /** The number of fields of a projected row. */
-  def fields: Int = 2 + values.length + row.fold(0)(_.length)
-
   /** The keys of projected rows. */
   def keys: KeyReader = new KeyReader(key.map(_._2))
 
@@ -80,10 +77,15 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
   /** A result of this window with the rows its events kept (see [[events]]) as the [[RowItem]]s Python
     * reads: `min_by`/`max_by` give an `Option` of a row, `all_of` an array of its parts' results.
     */
-  def rowItems: Any => Any = row.fold[Any => Any](identity) { schema =>
+  def rowItems: Any => Any = rowItemsAt(firstItemField)
+
+  /** Where the items are rows, the ordinal of their first field in a projected row. */
+  def firstItemField: Int = 2 + values.length
+
+  /** [[rowItems]] of rows that hold the item's fields from ordinal `firstField` on. */
+  def rowItemsAt(firstField: Int): Any => Any = row.fold[Any => Any](identity) { schema =>
     val names = schema.fieldNames
     val read = schema.fields.map(f => pythonValue(f.dataType))
-    val firstField = 2 + values.length
     def items(result: Any): Any = result match {
       case r: InternalRow => new RowItem(names, Array.tabulate[AnyRef](read.length)(i => read(i)(r, firstField + i).asInstanceOf[AnyRef]))
       case Some(x) => Some(items(x))
