@@ -302,7 +302,7 @@ private final class FrameTable(val key: PickledKey, numbers: Int, rowColumns: In
   val rows: Array[Array[InternalRow]] = Array.fill(rowColumns)(new Array[InternalRow](8))
   private var direct = true
   private var base = 0L // direct: the frame at position 0
-  private var lowest = 0L // direct: the least and the greatest frame held
+  private var lowest = 0L // the least and the greatest frame held
   private var highest = 0L
   private var index = free(64)
 
@@ -319,32 +319,13 @@ private final class FrameTable(val key: PickledKey, numbers: Int, rowColumns: In
     }
 
   private def directSlot(f: Long): Int = {
-    if (size == 0) { base = f - index.length / 2; lowest = f; highest = f }
+    if (size == 0) base = f - index.length / 2
     val at = f - base
     if (at >= 0 && at < index.length) {
       val held = index(at.toInt)
-      if (held >= 0) held
-      else {
-        if (f < lowest) lowest = f else if (f > highest) highest = f
-        val s = add(f)
-        index(at.toInt) = s
-        s
-      }
+      if (held >= 0) held else { val s = add(f); index(at.toInt) = s; s }
     } else {
-      val (low, high) = (math.min(lowest, f), math.max(highest, f))
-      val span = high - low + 1
-      if (span > 4L * size + Slack) {
-        direct = false
-        rehash(math.max(64, Integer.highestOneBit(size) * 4))
-      } else {
-        // Room for as much again on the side it grew to, so that frames arriving in time order grow it
-        // O(log n) times.
-        val capacity = math.min(Int.MaxValue - 8L, span * 2).toInt
-        base = if (f < lowest) high - capacity + 1 else low
-        index = free(capacity)
-        var s = 0
-        while (s < size) { index((frames(s) - base).toInt) = s; s += 1 }
-      }
+      reindex(math.min(lowest, f), math.max(highest, f), growLeft = f < lowest)
       slotOf(f)
     }
   }
@@ -355,9 +336,39 @@ private final class FrameTable(val key: PickledKey, numbers: Int, rowColumns: In
       if (frames(index(i)) == f) return index(i)
       i = (i + 1) & (index.length - 1)
     }
-    if ((size + 1) * 2 > index.length) { rehash(index.length * 2); return hashedSlot(f) }
+    if ((size + 1) * 2 > index.length) {
+      reindex(math.min(lowest, f), math.max(highest, f), growLeft = false)
+      return slotOf(f)
+    }
     index(i) = add(f)
     index(i)
+  }
+
+  /** A new index for frames from `low` to `high`: direct where they are dense enough (which a key's
+    * frames in random order become only as more arrive, so a hashed index is reconsidered each time it
+    * grows), else hashed.
+    */
+  private def reindex(low: Long, high: Long, growLeft: Boolean): Unit = {
+    val span = high - low + 1
+    direct = span <= 4L * size + Slack
+    if (direct) {
+      // Room for as much again on the side it grew to, so that frames arriving in time order grow it
+      // O(log n) times.
+      val capacity = math.min(Int.MaxValue - 8L, span * 2).toInt
+      base = if (growLeft) high - capacity + 1 else low
+      index = free(capacity)
+      var s = 0
+      while (s < size) { index((frames(s) - base).toInt) = s; s += 1 }
+    } else {
+      index = free(math.max(64, Integer.highestOneBit(size + 1) * 4))
+      var s = 0
+      while (s < size) {
+        var i = position(frames(s))
+        while (index(i) >= 0) i = (i + 1) & (index.length - 1)
+        index(i) = s
+        s += 1
+      }
+    }
   }
 
   private def add(f: Long): Int = {
@@ -367,6 +378,7 @@ private final class FrameTable(val key: PickledKey, numbers: Int, rowColumns: In
       for (c <- rows.indices) rows(c) = java.util.Arrays.copyOf(rows(c), size * 2)
     }
     frames(size) = f
+    if (size == 0) { lowest = f; highest = f } else if (f < lowest) lowest = f else if (f > highest) highest = f
     size += 1
     size - 1
   }
@@ -376,16 +388,6 @@ private final class FrameTable(val key: PickledKey, numbers: Int, rowColumns: In
     (h ^ (h >>> 32)).toInt & (index.length - 1)
   }
 
-  private def rehash(capacity: Int): Unit = {
-    index = free(capacity)
-    var s = 0
-    while (s < size) {
-      var i = position(frames(s))
-      while (index(i) >= 0) i = (i + 1) & (capacity - 1)
-      index(i) = s
-      s += 1
-    }
-  }
 }
 
 private object FrameTable {
