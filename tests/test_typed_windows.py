@@ -90,14 +90,17 @@ COLUMNAR = sorted(name for name, (_, _, _, columnar) in OPERATIONS.items() if co
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.integers(0, 5), times, st.integers(-400, 400).map(lambda q: q / 4)), max_size=150)
-       .map(lambda drawn: [(k, t, i * 7 - 50, x) for i, (k, t, x) in enumerate(drawn)]),
-       st.sampled_from(COLUMNAR), st.sampled_from(["field", "wide column", None]),
+@given(st.lists(st.tuples(st.integers(0, 5), times, st.none() | st.integers(-400, 400).map(lambda q: q / 4)), max_size=150)
+       .map(lambda drawn: [(k, t, i * 7 - 50, x, None if x is None else f"s{i}") for i, (k, t, x) in enumerate(drawn)]),
+       st.booleans(), st.sampled_from(COLUMNAR), st.sampled_from(["field", "wide column", None]),
        st.sampled_from([(6, 2), (4, 4), (10, 1), (9, 3), (2018, 1009)]), st.integers(1, 4))
-def test_columnar_frames_over_several_partitions_equal_the_reference(jet, data, op_name, key_name, size_slide, partitions):
-    # Frames of one key come from every partition the rows are spread over, and meet in the second stage.
+def test_columnar_frames_over_several_partitions_equal_the_reference(jet, data, with_string, op_name, key_name, size_slide,
+                                                                     partitions):
+    # Frames of one key come from every partition the rows are spread over, and meet in the second stage. A
+    # pick keeps its item's fields as numbers, nulls too (x), or as a row where a field is a string (s).
     typed_op, python_op, _, _ = OPERATIONS[op_name]
-    df = jet.spark.createDataFrame(data, SCHEMA).repartition(partitions)
+    schema = SCHEMA + ", s STRING" if with_string else SCHEMA
+    df = jet.spark.createDataFrame([r if with_string else r[:4] for r in data], schema).repartition(partitions)
     typed_key, python_key = KEYS[key_name] if key_name else (lambda: None, None)
     window = WindowDefinition.sliding(*size_slide)
 

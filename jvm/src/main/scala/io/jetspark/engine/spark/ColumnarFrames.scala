@@ -5,7 +5,7 @@ import io.jetspark.core.window.{KeyedWindowResult, SlidingWindowPolicy, WindowRe
 import io.jetspark.pipeline.PythonAggregateSpec
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{BoundReference, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{BaseGenericInternalRow, BoundReference, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.types._
@@ -48,13 +48,23 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
   import ColumnarFrames._
 
   private val picks: Array[Int] = { var n = -1; parts.map { case _: Pick => n += 1; n; case Count => -1 }.toArray }
-  private val rowColumns = picks.count(_ >= 0)
+  private val fieldCount = itemFields.length
+  private val fieldTypes = itemFields.map(_._2).toArray
+  private val fieldOrdinals = itemFields.map(_._1).toArray
+  // A pick keeps an item of fixed-width fields as numbers: one column per field and one of null bits
+  // (and a bit that it holds one), beside its value; other items as rows of their fields.
+  private val itemsAsNumbers = fieldCount < 63 && itemFields.forall(f => FixedWidth.contains(f._2))
+  private val rowColumns = if (itemsAsNumbers) 0 else picks.count(_ >= 0)
+  private val numberColumns = parts.length + (if (itemsAsNumbers) picks.count(_ >= 0) * (fieldCount + 1) else 0)
+  /** The first of pick `k`'s item columns (fields, then null bits), where items are numbers. */
+  private def itemColumn(k: Int): Int = parts.length + k * (fieldCount + 1)
 
   /** Stage 1: a partition's projected rows accumulated into frames per key, one [[Schema]] row per key. */
   def accumulate(policy: SlidingWindowPolicy, rows: DataFrame): DataFrame = {
     val (slide, fields) = (policy.slide, itemFields)
     val produced = rows.queryExecution.toRdd.mapPartitions { partition =>
       val item = UnsafeProjection.create(fields.map { case (ordinal, t) => BoundReference(ordinal, t, nullable = true) })
+      val encode = if (itemsAsNumbers) fieldTypes.map(encoder) else Array.empty[(InternalRow, Int) => Long]
       val tables = ArrayBuffer.empty[FrameTable]
       val tableOf = keys { key => val t = newTable(key); tables += t; t }
       partition.foreach { row =>
@@ -64,13 +74,22 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
         var p = 0
         while (p < parts.length) {
           parts(p) match {
-            case Count => frames.longs(p)(slot) += 1
+            case Count => frames.numbers(slot * numberColumns + p) += 1
             case Pick(ordinal, read, greatest) =>
               val value = read(row, ordinal)
-              val kept = frames.rows(picks(p))
-              if (kept(slot) == null || beats(value, frames.longs(p)(slot), greatest)) {
-                frames.longs(p)(slot) = value
-                kept(slot) = item(row).copy()
+              if (!holds(frames, p, slot) || beats(value, frames.numbers(slot * numberColumns + p), greatest)) {
+                frames.numbers(slot * numberColumns + p) = value
+                if (itemsAsNumbers) {
+                  val first = itemColumn(picks(p))
+                  var bits = Holds
+                  var i = 0
+                  while (i < fieldCount) {
+                    val ordinal = fieldOrdinals(i)
+                    if (row.isNullAt(ordinal)) bits |= 1L << i else frames.numbers(slot * numberColumns + first + i) = encode(i)(row, ordinal)
+                    i += 1
+                  }
+                  frames.numbers(slot * numberColumns + first + fieldCount) = bits
+                } else frames.rows(picks(p))(slot) = item(row).copy()
               }
           }
           p += 1
@@ -93,7 +112,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
         combineInto(table, row)
       }
       keys.entrySet().iterator().asScala.flatMap { e =>
-        windows(e.getValue, policy).map { case (end, result) =>
+        windows(e.getValue, policy) { (end, result) =>
           resultRow(if (keyed) KeyedWindowResult(end - policy.size, end, e.getKey, result) else WindowResult(end - policy.size, end, result))
         }
       }
@@ -101,15 +120,18 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     SqlBridge.internalCreateDataFrame(frames.sparkSession, produced, resultSchema)
   }
 
-  private def newTable(key: PickledKey) = new FrameTable(key, parts.length, rowColumns)
+  private def newTable(key: PickledKey) = new FrameTable(key, numberColumns, rowColumns)
 
-  /** A key's frames as a [[Schema]] row: the frames, each part's numbers one after the other, and the
-    * picks' rows, each as its size and its bytes.
+  /** Whether the frame at `slot` has an item for pick part `p`. */
+  private def holds(t: FrameTable, p: Int, slot: Int): Boolean =
+    if (itemsAsNumbers) t.numbers(slot * numberColumns + itemColumn(picks(p)) + fieldCount) != 0 else t.rows(picks(p))(slot) != null
+
+  /** A key's frames as a [[Schema]] row: the frames, their numbers (frame after frame), and the picks'
+    * rows, each as its size and its bytes.
     */
   private def packed(t: FrameTable): InternalRow = {
     val n = t.size
-    val longs = new Array[Long](parts.length * n)
-    for (p <- parts.indices) System.arraycopy(t.longs(p), 0, longs, p * n, n)
+    val numbers = java.util.Arrays.copyOf(t.numbers, numberColumns * n)
     val kept = t.rows // stage 1's: UnsafeRows of the item's fields
     var bytes = 0
     for (c <- kept.indices) { var s = 0; while (s < n) { bytes += 4 + kept(c)(s).asInstanceOf[UnsafeRow].getSizeInBytes; s += 1 } }
@@ -125,7 +147,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
         s += 1
       }
     }
-    InternalRow(t.key.bytes, ArrayData.toArrayData(java.util.Arrays.copyOf(t.frames, n)), ArrayData.toArrayData(longs), out.array())
+    InternalRow(t.key.bytes, ArrayData.toArrayData(java.util.Arrays.copyOf(t.frames, n)), ArrayData.toArrayData(numbers), out.array())
   }
 
   /** Adds a [[Schema]] row's frames into `t`: counts add up, a pick keeps the row it holds unless the
@@ -133,7 +155,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     */
   private def combineInto(t: FrameTable, row: InternalRow): Unit = {
     val frames = row.getArray(1).toLongArray()
-    val longs = row.getArray(2).toLongArray()
+    val numbers = row.getArray(2).toLongArray()
     val bytes = ByteBuffer.wrap(row.getBinary(3))
     val n = frames.length
     val incoming = Array.fill(rowColumns) {
@@ -154,14 +176,17 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
       val slot = t.slotOf(frames(i))
       var p = 0
       while (p < parts.length) {
-        val value = longs(p * n + i)
+        val value = numbers(i * numberColumns + p)
         parts(p) match {
-          case Count => t.longs(p)(slot) = Math.addExact(t.longs(p)(slot), value)
+          case Count => t.numbers(slot * numberColumns + p) = Math.addExact(t.numbers(slot * numberColumns + p), value)
           case Pick(_, _, greatest) =>
-            val kept = t.rows(picks(p))
-            if (kept(slot) == null || beats(value, t.longs(p)(slot), greatest)) {
-              t.longs(p)(slot) = value
-              kept(slot) = incoming(picks(p))(i)
+            if (!holds(t, p, slot) || beats(value, t.numbers(slot * numberColumns + p), greatest)) {
+              t.numbers(slot * numberColumns + p) = value
+              if (itemsAsNumbers) {
+                val first = itemColumn(picks(p))
+                var c = first
+                while (c <= first + fieldCount) { t.numbers(slot * numberColumns + c) = numbers(i * numberColumns + c); c += 1 }
+              } else t.rows(picks(p))(slot) = incoming(picks(p))(i)
             }
         }
         p += 1
@@ -170,10 +195,11 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     }
   }
 
-  /** A key's non-empty windows in end order, with their results. Windows are counted in slides as
-    * frames are: window `w` ends at `w * slide` and holds frames `w - size / slide + 1` to `w`.
+  /** What `emit` makes of each of a key's non-empty windows (its end and its result), in end order.
+    * Windows are counted in slides as frames are: window `w` ends at `w * slide` and holds frames
+    * `w - size / slide + 1` to `w`.
     */
-  private def windows(t: FrameTable, policy: SlidingWindowPolicy): Iterator[(Long, Any)] = {
+  private def windows(t: FrameTable, policy: SlidingWindowPolicy)(emit: (Long, Any) => InternalRow): Iterator[InternalRow] = {
     val order = t.slotsInOrder
     val n = order.length
     val (frames, framesPerWindow) = (t.frames, policy.size / policy.slide)
@@ -191,10 +217,11 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
       var p = 0
       while (p < parts.length) {
         parts(p) match {
-          case Count => sums(p) += t.longs(p)(slot)
+          case Count => sums(p) += t.numbers(slot * numberColumns + p)
           case Pick(_, _, greatest) =>
-            val (queue, values) = (queues(p), t.longs(p))
-            while (tails(p) > heads(p) && beats(values(slot), values(order(queue(tails(p) - 1))), greatest)) tails(p) -= 1
+            val (queue, values) = (queues(p), t.numbers)
+            while (tails(p) > heads(p) &&
+              beats(values(slot * numberColumns + p), values(order(queue(tails(p) - 1)) * numberColumns + p), greatest)) tails(p) -= 1
             queue(tails(p)) = position
             tails(p) += 1
         }
@@ -205,7 +232,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
       var p = 0
       while (p < parts.length) {
         parts(p) match {
-          case Count => sums(p) -= t.longs(p)(order(position))
+          case Count => sums(p) -= t.numbers(order(position) * numberColumns + p)
           case _: Pick => if (queues(p)(heads(p)) == position) heads(p) += 1
         }
         p += 1
@@ -214,22 +241,24 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     def resultOf(s: Shape): Any = s match {
       case Leaf(p) => parts(p) match {
         case Count => Long.box(sums(p))
-        case _: Pick => Some(t.rows(picks(p))(order(queues(p)(heads(p)))))
+        case _: Pick =>
+          val slot = order(queues(p)(heads(p)))
+          Some(if (itemsAsNumbers) new KeptFields(t.numbers, slot * numberColumns + itemColumn(picks(p)), fieldTypes) else t.rows(picks(p))(slot))
       }
       case AllOf(of) => of.map(resultOf).toArray[Any]
     }
-    new Iterator[(Long, Any)] {
-      private var nextResult: (Long, Any) = advance()
+    new Iterator[InternalRow] {
+      private var nextResult: InternalRow = advance()
 
       def hasNext: Boolean = nextResult != null
-      def next(): (Long, Any) = { val r = nextResult; nextResult = advance(); r }
+      def next(): InternalRow = { val r = nextResult; nextResult = advance(); r }
 
-      private def advance(): (Long, Any) = {
+      private def advance(): InternalRow = {
         while (left < n) {
           while (entered < n && frames(order(entered)) <= w) { enter(entered); entered += 1 }
           while (left < entered && frames(order(left)) <= w - framesPerWindow) { leave(left); left += 1 }
           if (left < entered) {
-            val result = (w * policy.slide, resultOf(shape))
+            val result = emit(w * policy.slide, resultOf(shape))
             w += 1
             return result
           }
@@ -285,20 +314,59 @@ private[spark] object ColumnarFrames {
   }
 
   private def beats(value: Long, kept: Long, greatest: Boolean): Boolean = if (greatest) value > kept else value < kept
+
+  /** The bit of an item's null bits that says a frame holds an item. */
+  private val Holds = 1L << 63
+
+  /** Field types that a pick keeps as numbers. */
+  private val FixedWidth: Set[DataType] = Set(ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, BooleanType)
+
+  /** How a non-null field of a FixedWidth type is kept as a number; [[KeptFields]] reads it back. */
+  private def encoder(t: DataType): (InternalRow, Int) => Long = t match {
+    case FloatType => (row, i) => java.lang.Float.floatToRawIntBits(row.getFloat(i)).toLong
+    case DoubleType => (row, i) => java.lang.Double.doubleToRawLongBits(row.getDouble(i))
+    case BooleanType => (row, i) => if (row.getBoolean(i)) 1L else 0L
+    case integral => TypedWindow.integral(integral).getOrElse(throw new IllegalArgumentException(s"no number for ${t.simpleString}"))
+  }
+
+  /** A kept item's fields, read where they are held: a frame table's numbers from `first` on, followed by
+    * their null bits. Made for a window's result and read at once.
+    */
+  private final class KeptFields(numbers: Array[Long], first: Int, types: Array[DataType])
+      extends BaseGenericInternalRow {
+    override def numFields: Int = types.length
+    override def isNullAt(i: Int): Boolean = (numbers(first + types.length) & (1L << i)) != 0
+    override protected def genericGet(i: Int): Any = if (isNullAt(i)) null else {
+      val bits = numbers(first + i)
+      types(i) match {
+        case ByteType => bits.toByte
+        case ShortType => bits.toShort
+        case IntegerType => bits.toInt
+        case LongType => bits
+        case FloatType => java.lang.Float.intBitsToFloat(bits.toInt)
+        case DoubleType => java.lang.Double.longBitsToDouble(bits)
+        case BooleanType => bits != 0
+        case other => throw new IllegalArgumentException(s"no number for ${other.simpleString}")
+      }
+    }
+    override def setNullAt(i: Int): Unit = throw new UnsupportedOperationException("a kept item is read-only")
+    override def update(i: Int, value: Any): Unit = throw new UnsupportedOperationException("a kept item is read-only")
+  }
 }
 
 /** One key's frames in one task, each named by its end in slides (frame `f` holds the times in
-  * `[(f - 1) * slide, f * slide)`): per slot the frame, one number per part and one row per pick (null until
-  * the frame has one). Slots are found through an index of the frames: a direct one (the slot of frame `f`
+  * `[(f - 1) * slide, f * slide)`): per slot the frame, `columns` numbers (slot after slot: an event
+  * touches one slot's numbers, which then share a cache line) and a row per row column (null until the
+  * frame has one). Slots are found through an index of the frames: a direct one (the slot of frame `f`
   * at position `f - base`) while the frames are dense enough to fill a quarter of its span (plus some
   * slack), which costs one look-up and no hashing per event; else an open-addressing hash table.
   */
-private final class FrameTable(val key: PickledKey, numbers: Int, rowColumns: Int) {
+private final class FrameTable(val key: PickledKey, columns: Int, rowColumns: Int) {
   import FrameTable._
 
   var size = 0
   var frames = new Array[Long](8)
-  val longs: Array[Array[Long]] = Array.fill(numbers)(new Array[Long](8))
+  var numbers = new Array[Long](8 * columns)
   val rows: Array[Array[InternalRow]] = Array.fill(rowColumns)(new Array[InternalRow](8))
   private var direct = true
   private var base = 0L // direct: the frame at position 0
@@ -374,7 +442,7 @@ private final class FrameTable(val key: PickledKey, numbers: Int, rowColumns: In
   private def add(f: Long): Int = {
     if (size == frames.length) {
       frames = java.util.Arrays.copyOf(frames, size * 2)
-      for (p <- longs.indices) longs(p) = java.util.Arrays.copyOf(longs(p), size * 2)
+      numbers = java.util.Arrays.copyOf(numbers, size * 2 * columns)
       for (c <- rows.indices) rows(c) = java.util.Arrays.copyOf(rows(c), size * 2)
     }
     frames(size) = f

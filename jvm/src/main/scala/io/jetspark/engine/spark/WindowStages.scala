@@ -32,7 +32,8 @@ import scala.jdk.CollectionConverters._
   * rows are then [[SparkBatchEngine.ExtractedSchema]] plus a `ts` column.
   *  - Sliding and tumbling, two stages: `accumulateFrames` emits one partial accumulator per (key, frame);
   *    a key's frames cross the shuffle by key (or to one partition) as one row, serialized together,
-  *    to `combineFrames`.
+  *    to `combineFrames`. Over a DataFrame's rows, counting and picking by an integer keep their frames
+  *    as columns instead ([[ColumnarFrames]]), in the same two stages.
   *  - Sliding and tumbling, single stage (order-sensitive operations under preserved order, rebalanced
   *    keyed input, early results; the built-in operations all combine):
   *    events cross the shuffle and one processor per partition builds the windows.
