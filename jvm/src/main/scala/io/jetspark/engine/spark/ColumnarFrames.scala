@@ -6,7 +6,6 @@ import io.jetspark.pipeline.PythonAggregateSpec
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{BaseGenericInternalRow, BoundReference, UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.Platform
@@ -52,7 +51,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
   private val fieldTypes = itemFields.map(_._2).toArray
   private val fieldOrdinals = itemFields.map(_._1).toArray
   // A pick keeps an item of fixed-width fields as numbers: one column per field and one of null bits
-  // (and a bit that it holds one), beside its value; other items as rows of their fields.
+  // (bit `fieldCount` says that the frame holds an item), beside its value; other items as rows.
   private val itemsAsNumbers = fieldCount < 63 && itemFields.forall(f => FixedWidth.contains(f._2))
   private val rowColumns = if (itemsAsNumbers) 0 else picks.count(_ >= 0)
   private val numberColumns = parts.length + (if (itemsAsNumbers) picks.count(_ >= 0) * (fieldCount + 1) else 0)
@@ -81,7 +80,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
                 frames.numbers(slot * numberColumns + p) = value
                 if (itemsAsNumbers) {
                   val first = itemColumn(picks(p))
-                  var bits = Holds
+                  var bits = 1L << fieldCount // it holds an item
                   var i = 0
                   while (i < fieldCount) {
                     val ordinal = fieldOrdinals(i)
@@ -126,38 +125,43 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
   private def holds(t: FrameTable, p: Int, slot: Int): Boolean =
     if (itemsAsNumbers) t.numbers(slot * numberColumns + itemColumn(picks(p)) + fieldCount) != 0 else t.rows(picks(p))(slot) != null
 
-  /** A key's frames as a [[Schema]] row: the frames, their numbers (frame after frame), and the picks'
-    * rows, each as its size and its bytes.
+  /** A key's frames as a [[Schema]] row: the frames in order with their numbers, as [[Varints]] (how many;
+    * then per frame its distance from the one before and its numbers), and the picks' rows in the same
+    * order, each as its size and its bytes.
     */
   private def packed(t: FrameTable): InternalRow = {
-    val n = t.size
-    val numbers = java.util.Arrays.copyOf(t.numbers, numberColumns * n)
+    val order = t.slotsInOrder
+    val n = order.length
+    val out = new Varints.Writer(n * (numberColumns + 1) * 2)
+    out.put(n)
+    var previous = 0L
+    for (slot <- order) {
+      out.put(t.frames(slot) - previous)
+      previous = t.frames(slot)
+      var c = 0
+      while (c < numberColumns) { out.put(t.numbers(slot * numberColumns + c)); c += 1 }
+    }
     val kept = t.rows // stage 1's: UnsafeRows of the item's fields
     var bytes = 0
-    for (c <- kept.indices) { var s = 0; while (s < n) { bytes += 4 + kept(c)(s).asInstanceOf[UnsafeRow].getSizeInBytes; s += 1 } }
-    val out = ByteBuffer.allocate(bytes)
-    for (c <- kept.indices) {
-      var s = 0
-      while (s < n) {
-        val row = kept(c)(s).asInstanceOf[UnsafeRow]
-        val size = row.getSizeInBytes
-        out.putInt(size)
-        Platform.copyMemory(row.getBaseObject, row.getBaseOffset, out.array(), Platform.BYTE_ARRAY_OFFSET + out.position(), size)
-        out.position(out.position() + size)
-        s += 1
-      }
+    for (c <- kept.indices; slot <- order) bytes += 4 + kept(c)(slot).asInstanceOf[UnsafeRow].getSizeInBytes
+    val rows = ByteBuffer.allocate(bytes)
+    for (c <- kept.indices; slot <- order) {
+      val row = kept(c)(slot).asInstanceOf[UnsafeRow]
+      val size = row.getSizeInBytes
+      rows.putInt(size)
+      Platform.copyMemory(row.getBaseObject, row.getBaseOffset, rows.array(), Platform.BYTE_ARRAY_OFFSET + rows.position(), size)
+      rows.position(rows.position() + size)
     }
-    InternalRow(t.key.bytes, ArrayData.toArrayData(java.util.Arrays.copyOf(t.frames, n)), ArrayData.toArrayData(numbers), out.array())
+    InternalRow(t.key.bytes, out.result, rows.array())
   }
 
-  /** Adds a [[Schema]] row's frames into `t`: counts add up, a pick keeps the row it holds unless the
-    * incoming one beats it. The rows point into the row's bytes, which Spark gives each row anew.
+  /** Adds a [[Schema]] row's frames into `t`: counts add up, a pick keeps the item it holds unless the
+    * incoming one beats it. Rows point into the row's bytes, which Spark gives each row anew.
     */
   private def combineInto(t: FrameTable, row: InternalRow): Unit = {
-    val frames = row.getArray(1).toLongArray()
-    val numbers = row.getArray(2).toLongArray()
-    val bytes = ByteBuffer.wrap(row.getBinary(3))
-    val n = frames.length
+    val in = new Varints.Reader(row.getBinary(1))
+    val bytes = ByteBuffer.wrap(row.getBinary(2))
+    val n = in.next().toInt
     val incoming = Array.fill(rowColumns) {
       val rows = new Array[InternalRow](n)
       var i = 0
@@ -171,12 +175,17 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
       }
       rows
     }
+    val numbers = new Array[Long](numberColumns)
+    var frame = 0L
     var i = 0
     while (i < n) {
-      val slot = t.slotOf(frames(i))
+      frame += in.next()
+      var c = 0
+      while (c < numberColumns) { numbers(c) = in.next(); c += 1 }
+      val slot = t.slotOf(frame)
       var p = 0
       while (p < parts.length) {
-        val value = numbers(i * numberColumns + p)
+        val value = numbers(p)
         parts(p) match {
           case Count => t.numbers(slot * numberColumns + p) = Math.addExact(t.numbers(slot * numberColumns + p), value)
           case Pick(_, _, greatest) =>
@@ -184,8 +193,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
               t.numbers(slot * numberColumns + p) = value
               if (itemsAsNumbers) {
                 val first = itemColumn(picks(p))
-                var c = first
-                while (c <= first + fieldCount) { t.numbers(slot * numberColumns + c) = numbers(i * numberColumns + c); c += 1 }
+                System.arraycopy(numbers, first, t.numbers, slot * numberColumns + first, fieldCount + 1)
               } else t.rows(picks(p))(slot) = incoming(picks(p))(i)
             }
         }
@@ -284,9 +292,41 @@ private[spark] object ColumnarFrames {
   final case class AllOf(parts: Seq[Shape]) extends Shape
 
   /** One key's frames from one partition, from stage 1 to stage 2 (partitioned by its key column). */
-  val Schema: StructType = StructType(Seq(StructField(SparkBatchEngine.Key, BinaryType),
-    StructField("frames", ArrayType(LongType, containsNull = false)),
-    StructField("numbers", ArrayType(LongType, containsNull = false)), StructField("rows", BinaryType)))
+  val Schema: StructType = StructType(Seq(StructField(SparkBatchEngine.Key, BinaryType), StructField("frames", BinaryType),
+    StructField("rows", BinaryType)))
+
+  /** Longs as zigzag varints: most of what crosses from stage 1 to stage 2 is small (counts, the distance
+    * from one frame to the next, fields of small integers), and a small number takes a byte or two, not
+    * eight.
+    */
+  private object Varints {
+    final class Writer(initial: Int) {
+      private var bytes = new Array[Byte](math.max(16, initial))
+      private var length = 0
+
+      def put(v: Long): Unit = {
+        if (length + 10 > bytes.length) bytes = java.util.Arrays.copyOf(bytes, bytes.length * 2)
+        var z = (v << 1) ^ (v >> 63)
+        while ((z & ~0x7FL) != 0) { bytes(length) = ((z & 0x7F) | 0x80).toByte; length += 1; z >>>= 7 }
+        bytes(length) = z.toByte
+        length += 1
+      }
+
+      def result: Array[Byte] = java.util.Arrays.copyOf(bytes, length)
+    }
+
+    final class Reader(bytes: Array[Byte]) {
+      private var at = 0
+
+      def next(): Long = {
+        var z = 0L
+        var shift = 0
+        var b = 0
+        while ({ b = bytes(at); at += 1; z |= (b & 0x7FL) << shift; shift += 7; (b & 0x80) != 0 }) ()
+        (z >>> 1) ^ -(z & 1)
+      }
+    }
+  }
 
   /** The columnar frames of `window` with operation `op`, or None where `op` has another part or a pick
     * reads a value that is not an integer (floats compare as Python compares them, NaN included, in the
@@ -314,9 +354,6 @@ private[spark] object ColumnarFrames {
   }
 
   private def beats(value: Long, kept: Long, greatest: Boolean): Boolean = if (greatest) value > kept else value < kept
-
-  /** The bit of an item's null bits that says a frame holds an item. */
-  private val Holds = 1L << 63
 
   /** Field types that a pick keeps as numbers. */
   private val FixedWidth: Set[DataType] = Set(ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, BooleanType)
