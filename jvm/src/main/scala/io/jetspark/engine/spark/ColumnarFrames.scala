@@ -65,7 +65,8 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
       val item = UnsafeProjection.create(fields.map { case (ordinal, t) => BoundReference(ordinal, t, nullable = true) })
       val encode = if (itemsAsNumbers) fieldTypes.map(encoder) else Array.empty[(InternalRow, Int) => Long]
       val tables = ArrayBuffer.empty[FrameTable]
-      val tableOf = keys { key => val t = newTable(key); tables += t; t }
+      val budget = new FrameTable.Budget
+      val tableOf = keys { key => val t = newTable(key, budget); tables += t; t }
       partition.foreach { row =>
         checked(row)
         val frames = tableOf(row)
@@ -104,10 +105,11 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
       resultRow: Any => InternalRow, resultSchema: StructType): DataFrame = {
     val produced = frames.queryExecution.toRdd.mapPartitions { partition =>
       val keys = new java.util.LinkedHashMap[PickledKey, FrameTable]()
+      val budget = new FrameTable.Budget
       partition.foreach { row =>
         val key = new PickledKey(row.getBinary(0))
         var table = keys.get(key)
-        if (table == null) { table = newTable(key); keys.put(key, table) }
+        if (table == null) { table = newTable(key, budget); keys.put(key, table) }
         combineInto(table, row)
       }
       keys.entrySet().iterator().asScala.flatMap { e =>
@@ -119,7 +121,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     SqlBridge.internalCreateDataFrame(frames.sparkSession, produced, resultSchema)
   }
 
-  private def newTable(key: PickledKey) = new FrameTable(key, numberColumns, rowColumns)
+  private def newTable(key: PickledKey, budget: FrameTable.Budget) = new FrameTable(key, numberColumns, rowColumns, budget)
 
   /** Whether the frame at `slot` has an item for pick part `p`. */
   private def holds(t: FrameTable, p: Int, slot: Int): Boolean =
@@ -395,10 +397,13 @@ private[spark] object ColumnarFrames {
   * `[(f - 1) * slide, f * slide)`): per slot the frame, `columns` numbers (slot after slot: an event
   * touches one slot's numbers, which then share a cache line) and a row per row column (null until the
   * frame has one). Slots are found through an index of the frames: a direct one (the slot of frame `f`
-  * at position `f - base`) while the frames are dense enough to fill a quarter of its span (plus some
-  * slack), which costs one look-up and no hashing per event; else an open-addressing hash table.
+  * at position `f - base`), which costs one look-up and no hashing per event, while the frames fill a
+  * quarter of its span (plus some slack) or the task's `budget` of direct positions lasts; else an
+  * open-addressing hash table. (A key's first frames in random time order are sparse over the span they
+  * will fill; the budget keeps them from starting out hashed, the density rule bounds the memory of
+  * an index once the budget is spent.)
   */
-private final class FrameTable(val key: PickledKey, columns: Int, rowColumns: Int) {
+private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColumns: Int, budget: FrameTable.Budget) {
   import FrameTable._
 
   var size = 0
@@ -409,7 +414,7 @@ private final class FrameTable(val key: PickledKey, columns: Int, rowColumns: In
   private var base = 0L // direct: the frame at position 0
   private var lowest = 0L // the least and the greatest frame held
   private var highest = 0L
-  private var index = free(64)
+  private var index = { budget.left -= 64; free(64) }
 
   /** The slot of frame `f`, added if it is not held. */
   def slotOf(f: Long): Int = if (direct) directSlot(f) else hashedSlot(f)
@@ -455,13 +460,15 @@ private final class FrameTable(val key: PickledKey, columns: Int, rowColumns: In
     */
   private def reindex(low: Long, high: Long, growLeft: Boolean): Unit = {
     val span = high - low + 1
-    direct = span <= 4L * size + Slack
+    // Room for as much again on the side it grew to, so that frames arriving in time order grow it
+    // O(log n) times.
+    val capacity = math.min(Int.MaxValue - 8L, span * 2)
+    val held = if (direct) index.length else 0
+    direct = span <= 4L * size + Slack || capacity - held <= budget.left
+    budget.left -= (if (direct) capacity else 0) - held
     if (direct) {
-      // Room for as much again on the side it grew to, so that frames arriving in time order grow it
-      // O(log n) times.
-      val capacity = math.min(Int.MaxValue - 8L, span * 2).toInt
       base = if (growLeft) high - capacity + 1 else low
-      index = free(capacity)
+      index = free(capacity.toInt)
       var s = 0
       while (s < size) { index((frames(s) - base).toInt) = s; s += 1 }
     } else {
@@ -495,9 +502,12 @@ private final class FrameTable(val key: PickledKey, columns: Int, rowColumns: In
 
 }
 
-private object FrameTable {
+private[spark] object FrameTable {
   /** How many positions a direct index may have beyond four per frame held. */
   private val Slack = 4096
+
+  /** Direct index positions that one task's tables may still hold beyond the density rule. */
+  final class Budget(var left: Long = 4L << 20)
 
   /** An index with no slot in it. */
   private def free(capacity: Int): Array[Int] = { val index = new Array[Int](capacity); java.util.Arrays.fill(index, -1); index }
