@@ -111,7 +111,10 @@ def test_columnar_frames_over_several_partitions_equal_the_reference(jet, data, 
     reference = Pipeline.create()
     windowed(reference.read_from(Sources.items(df.collect())), python_key, window, python_op()).write_to(Sinks.list("out"))
     assert as_multiset(got) == as_multiset(run_reference(reference)["out"]), (op_name, key_name, size_slide)
-    assert job.metrics()["columnar_windows"]
+    metrics = job.metrics()
+    assert metrics["columnar_windows"]
+    # the window counts the rows it reads for the source and add_timestamps
+    assert metrics["vertices"]["dataframe-source"]["items_out"] == metrics["vertices"]["addTimestamps"]["items_out"] == len(data)
 
 
 @pytest.mark.parametrize("key_type", ["int", "bigint", "string"])

@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.expressions.{BaseGenericInternalRow, BoundR
 import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.Platform
+import org.apache.spark.util.LongAccumulator
 
 import java.nio.ByteBuffer
 import scala.collection.mutable.ArrayBuffer
@@ -58,8 +59,10 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
   /** The first of pick `k`'s item columns (fields, then null bits), where items are numbers. */
   private def itemColumn(k: Int): Int = parts.length + k * (fieldCount + 1)
 
-  /** Stage 1: a partition's projected rows accumulated into frames per key, one [[Schema]] row per key. */
-  def accumulate(policy: SlidingWindowPolicy, rows: DataFrame): DataFrame = {
+  /** Stage 1: a partition's projected rows accumulated into frames per key, one [[Schema]] row per key.
+    * The number of rows read adds to each of `read` (the items of the vertices before it).
+    */
+  def accumulate(policy: SlidingWindowPolicy, rows: DataFrame, read: Seq[LongAccumulator]): DataFrame = {
     val (slide, fields) = (policy.slide, itemFields)
     val produced = rows.queryExecution.toRdd.mapPartitions { partition =>
       val item = UnsafeProjection.create(fields.map { case (ordinal, t) => BoundReference(ordinal, t, nullable = true) })
@@ -67,7 +70,9 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
       val tables = ArrayBuffer.empty[FrameTable]
       val budget = new FrameTable.Budget
       val tableOf = keys { key => val t = newTable(key, budget); tables += t; t }
+      var count = 0L
       partition.foreach { row =>
+        count += 1
         checked(row)
         val frames = tableOf(row)
         val slot = frames.slotOf(Math.floorDiv(row.getLong(1), slide) + 1)
@@ -95,6 +100,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
           p += 1
         }
       }
+      read.foreach(_.add(count))
       tables.iterator.map(packed)
     }
     SqlBridge.internalCreateDataFrame(rows.sparkSession, produced, Schema)

@@ -172,7 +172,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
           // they are (spreading them to the vertex's parallelism would shuffle every row to gain nothing).
           val rows = if (edge.kind == EdgeKind.Local) projected else moved(projected, edge, v.localParallelism)
           WindowStages.run(v.name, w, aggregations(v.name), rows, typed.events, typed.rowItems, typedPlan.onlyNoopSinksRead(v.name),
-            typedPlan.columnarWindows.get(v.name))
+            typedPlan.columnarWindows.get(v.name), typedPlan.countedByWindows.getOrElse(v.name, Nil).map(counter))
         case None =>
           val columnar = typedPlan.columnarWindowCombinedBy(v.name)
           val rowItems = columnar.map(_.resultItems).orElse(typedPlan.typedWindowCombinedBy(v.name).map(_.rowItems))

@@ -99,6 +99,19 @@ final class TypedPlan private (dag: PhysicalDag) {
     case _ => None
   }
 
+  /** Per columnar window (its first stage), the vertices whose items it counts as it reads them: the
+    * DataFrame source and the `addTimestamps` before it that nothing else reads, whose rows all reach
+    * it. They then need no count per row (a condition in Catalyst's projection of every row).
+    */
+  val countedByWindows: Map[String, Seq[String]] = columnarWindows.keys.map { window =>
+    def before(v: String): Seq[String] = dag.edgesInto(v) match {
+      case Seq(e) if e.errorsOf.isEmpty && dag.edgesFrom(e.from).size == 1 && (rowSources.contains(e.from) || typedStamps(e.from)) =>
+        e.from +: before(e.from)
+      case _ => Nil
+    }
+    window -> before(window)
+  }.toMap
+
   /** The columnar frames that the second stage `vertex` combines. */
   def columnarWindowCombinedBy(vertex: String): Option[ColumnarFrames] =
     typedWindowCombinedBy(vertex).flatMap(_ => columnarWindows.get(dag.edgesInto(vertex).head.from))
@@ -276,7 +289,9 @@ final class TypedStages(plan: TypedPlan, dag: PhysicalDag, pythonUdfs: Map[Strin
     * input); None for any other vertex.
     */
   def output(v: Vertex, input: () => DataFrame): Option[DataFrame] = {
-    def counted(rows: DataFrame) = if (plan.countedByCatalyst(v.name)) rows else RowCounting.counted(rows, counter(v.name))
+    def counted(rows: DataFrame) =
+      if (plan.countedByCatalyst(v.name) || plan.countedByWindows.values.exists(_.contains(v.name))) rows
+      else RowCounting.counted(rows, counter(v.name))
     plan.rowSources.get(v.name).map(counted)
       .orElse(if (plan.writesTyped(v.name)) Some(counted(input())) else None)
       .orElse(plan.delegations.get(v.name).map { d =>

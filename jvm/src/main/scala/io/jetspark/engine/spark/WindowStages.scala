@@ -11,6 +11,7 @@ import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.types.{ArrayType, BinaryType, LongType, StructField, StructType}
+import org.apache.spark.util.LongAccumulator
 
 import scala.collection.mutable
 import scala.collection.mutable.ArrayBuffer
@@ -61,7 +62,7 @@ object WindowStages {
     */
   def run(vertex: String, w: WindowAggregate, op: AggregateOperation[Extracted, Any, Any], input: DataFrame,
       timedEvent: InternalRow => TimedEvent = timedEvent, resultItems: Any => Any = identity, unread: Boolean = false,
-      columnar: Option[ColumnarFrames] = None): DataFrame = {
+      columnar: Option[ColumnarFrames] = None, countedByColumnar: Seq[LongAccumulator] = Nil): DataFrame = {
     val keyed = w.key.isDefined
     val resultRow: Any => InternalRow = if (unread) _ => InternalRow.empty else r => pickledResult(resultItems(r))
     val results: Iterator[Any] => Iterator[InternalRow] = _.filterNot(_.isInstanceOf[Watermark]).map(resultRow)
@@ -71,7 +72,7 @@ object WindowStages {
     val tsOf: TimedEvent => Long = _.ts
     (w.window, w.stage) match {
       case (s: SlidingWindowDefinition, AggregationStage.Accumulate) if columnar.isDefined =>
-        columnar.get.accumulate(SlidingWindowPolicy(s.sizeMs, s.slideMs), input)
+        columnar.get.accumulate(SlidingWindowPolicy(s.sizeMs, s.slideMs), input, countedByColumnar)
       case (s: SlidingWindowDefinition, AggregationStage.Combine) if columnar.isDefined =>
         columnar.get.combine(SlidingWindowPolicy(s.sizeMs, s.slideMs), keyed, input, resultRow, resultSchema)
       case (s: SlidingWindowDefinition, AggregationStage.SingleStage) =>
