@@ -2,6 +2,7 @@ package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.JsonNode
 import io.jetspark.core.window.{KeyedWindowResult, SlidingWindowPolicy, WindowResult}
+import io.jetspark.engine.spark.TypedWindow.LongField
 import io.jetspark.pipeline.PythonAggregateSpec
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.InternalRow
@@ -66,7 +67,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     val (slide, fields) = (policy.slide, itemFields)
     val produced = rows.queryExecution.toRdd.mapPartitions { partition =>
       val item = UnsafeProjection.create(fields.map { case (ordinal, t) => BoundReference(ordinal, t, nullable = true) })
-      val encode = if (itemsAsNumbers) fieldTypes.map(encoder) else Array.empty[(InternalRow, Int) => Long]
+      val encode = if (itemsAsNumbers) fieldTypes.map(encoder) else Array.empty[LongField]
       val tables = ArrayBuffer.empty[FrameTable]
       val budget = new FrameTable.Budget
       val tableOf = keys { key => val t = newTable(key, budget); tables += t; t }
@@ -292,7 +293,7 @@ private[spark] object ColumnarFrames {
   /** `counting`: the number of events. */
   case object Count extends Part
   /** `min_by`/`max_by`: the least/greatest value (read at `ordinal` of the projected row) and its row. */
-  final case class Pick(ordinal: Int, read: (InternalRow, Int) => Long, greatest: Boolean) extends Part
+  final case class Pick(ordinal: Int, read: LongField, greatest: Boolean) extends Part
 
   /** How the leaf parts' results make the operation's result. */
   sealed trait Shape extends Serializable
@@ -367,7 +368,7 @@ private[spark] object ColumnarFrames {
   private val FixedWidth: Set[DataType] = Set(ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, BooleanType)
 
   /** How a non-null field of a FixedWidth type is kept as a number; [[KeptFields]] reads it back. */
-  private def encoder(t: DataType): (InternalRow, Int) => Long = t match {
+  private def encoder(t: DataType): LongField = t match {
     case FloatType => (row, i) => java.lang.Float.floatToRawIntBits(row.getFloat(i)).toLong
     case DoubleType => (row, i) => java.lang.Double.doubleToRawLongBits(row.getDouble(i))
     case BooleanType => (row, i) => if (row.getBoolean(i)) 1L else 0L

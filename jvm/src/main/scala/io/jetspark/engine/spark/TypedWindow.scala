@@ -136,8 +136,15 @@ object TypedWindow {
   private val Integral: Set[DataType] = Set(ByteType, ShortType, IntegerType, LongType)
   private val pythonTypes: Set[DataType] = Integral ++ Set(FloatType, DoubleType, StringType, BooleanType)
 
+  /** Reads a field of a row as a Long. A method of primitives, where a `Function2` would box the ordinal
+    * and the result of every call.
+    */
+  private[spark] abstract class LongField extends Serializable {
+    def apply(row: InternalRow, ordinal: Int): Long
+  }
+
   /** How a column of type `t` at an ordinal is read as a Long, where `t` is an integer type. */
-  private[spark] def integral(t: DataType): Option[(InternalRow, Int) => Long] = t match {
+  private[spark] def integral(t: DataType): Option[LongField] = t match {
     case ByteType => Some((r, i) => r.getByte(i).toLong)
     case ShortType => Some((r, i) => r.getShort(i).toLong)
     case IntegerType => Some((r, i) => r.getInt(i).toLong)
