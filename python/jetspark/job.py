@@ -117,7 +117,8 @@ class Job:
     def metrics(self) -> dict[str, Any]:
         """``vertices``: per vertex of the plan, ``items_in``, ``items_out``, ``dead_letters`` (complete once
         the job ends); ``catalyst``: the vertices Catalyst ran; ``typed_windows``: the windows that read a
-        DataFrame's rows in the JVM; ``physical_plans``: Spark's plan per sink."""
+        DataFrame's rows in the JVM; ``columnar_windows``: those of them whose frames are columns of
+        numbers; ``physical_plans``: Spark's plan per sink."""
         return json.loads(json.dumps(self._metrics))
 
     def _run(self) -> None:
