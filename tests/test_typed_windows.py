@@ -117,6 +117,25 @@ def test_columnar_frames_over_several_partitions_equal_the_reference(jet, data, 
     assert metrics["vertices"]["dataframe-source"]["items_out"] == metrics["vertices"]["addTimestamps"]["items_out"] == len(data)
 
 
+def test_picks_of_fields_that_cannot_be_null_equal_the_reference(jet):
+    # These columns of spark.range cannot be null (a modulo could), so a pick keeps its item's fields
+    # without null bits. v is unique: no ties.
+    df = jet.spark.range(300, numPartitions=3).select(
+        F.col("id").bitwiseAND(7).alias("k"), (F.col("id") * 37).bitwiseAND(127).alias("t"),
+        (F.lit(1000) - F.col("id") * 3).alias("v"), (F.col("id") * 0.25).alias("x"),
+        (F.col("id").bitwiseAND(1) == 0).alias("even"))
+    assert not any(f.nullable for f in df.schema.fields)
+    op = lambda: ops.all_of(ops.max_by("v"), ops.min_by("v"), ops.counting())  # noqa: E731
+    p = Pipeline.create()
+    windowed(p.read_from(Sources.dataframe(df)), "k", WindowDefinition.sliding(10, 5), op()).write_to(Sinks.list("out"))
+    job, (got,) = run_job(jet, p, "out")
+    reference = Pipeline.create()
+    windowed(reference.read_from(Sources.items(df.collect())), lambda r: r.k, WindowDefinition.sliding(10, 5), op()).write_to(
+        Sinks.list("out"))
+    assert as_multiset(got) == as_multiset(run_reference(reference)["out"])
+    assert job.metrics()["columnar_windows"]
+
+
 @pytest.mark.parametrize("key_type", ["int", "bigint", "string"])
 def test_typed_window_keys_stay_apart_whatever_their_range(jet, key_type):
     # keys -1024, 0, 1024, 2048 (k = t % 4 * 1024 - 1024), two rows each in tumbling(10) over t 0..7:

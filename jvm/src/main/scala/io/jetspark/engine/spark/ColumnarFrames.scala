@@ -39,26 +39,29 @@ import scala.jdk.CollectionConverters._
   * @param shape   how the parts' results make the operation's
   * @param keys    the keys of projected rows ([[TypedWindow.keys]])
   * @param checked fails the stage on a projected row with a null timestamp or value ([[TypedWindow.checked]])
-  * @param itemFields where a pick's item is the row: the ordinals and types of the item's fields in a projected
-  *                row, which are all a pick keeps of it (the rest of the row is the key, the time and values)
+  * @param itemFields where a pick's item is the row: the ordinals of the item's fields in a projected row,
+  *                and the fields, which are all a pick keeps of it (the rest of the row is the key, the time and values)
   * @param resultItems a result's kept rows as the [[RowItem]]s Python reads ([[TypedWindow.rowItemsAt]])
   */
 private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], shape: ColumnarFrames.Shape,
-    keys: KeyReader, checked: InternalRow => Unit, itemFields: Seq[(Int, DataType)], val resultItems: Any => Any)
+    keys: KeyReader, checked: InternalRow => Unit, itemFields: Seq[(Int, StructField)], val resultItems: Any => Any)
     extends Serializable {
   import ColumnarFrames._
 
   private val picks: Array[Int] = { var n = -1; parts.map { case _: Pick => n += 1; n; case Count => -1 }.toArray }
   private val fieldCount = itemFields.length
-  private val fieldTypes = itemFields.map(_._2).toArray
+  private val fieldTypes = itemFields.map(_._2.dataType).toArray
   private val fieldOrdinals = itemFields.map(_._1).toArray
-  // A pick keeps an item of fixed-width fields as numbers: one column per field and one of null bits
-  // (bit `fieldCount` says that the frame holds an item), beside its value; other items as rows.
-  private val itemsAsNumbers = fieldCount < 63 && itemFields.forall(f => FixedWidth.contains(f._2))
+  // A pick keeps an item of fixed-width fields as numbers beside its value: one column per field, and
+  // one of null bits where a field may be null; other items as rows. (Every frame holds an item for each
+  // pick: a frame is made for an event, which every part takes.)
+  private val itemsAsNumbers = fieldCount < 64 && itemFields.forall(f => FixedWidth.contains(f._2.dataType))
+  private val nullBits = itemFields.exists(_._2.nullable)
+  private val itemWidth = fieldCount + (if (nullBits) 1 else 0)
   private val rowColumns = if (itemsAsNumbers) 0 else picks.count(_ >= 0)
-  private val numberColumns = parts.length + (if (itemsAsNumbers) picks.count(_ >= 0) * (fieldCount + 1) else 0)
+  private val numberColumns = parts.length + (if (itemsAsNumbers) picks.count(_ >= 0) * itemWidth else 0)
   /** The first of pick `k`'s item columns (fields, then null bits), where items are numbers. */
-  private def itemColumn(k: Int): Int = parts.length + k * (fieldCount + 1)
+  private def itemColumn(k: Int): Int = parts.length + k * itemWidth
 
   /** Stage 1: a partition's projected rows accumulated into frames per key, one [[Schema]] row per key.
     * The number of rows read adds to each of `read` (the items of the vertices before it).
@@ -66,7 +69,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
   def accumulate(policy: SlidingWindowPolicy, rows: DataFrame, read: Seq[LongAccumulator]): DataFrame = {
     val (slide, fields) = (policy.slide, itemFields)
     val produced = rows.queryExecution.toRdd.mapPartitions { partition =>
-      val item = UnsafeProjection.create(fields.map { case (ordinal, t) => BoundReference(ordinal, t, nullable = true) })
+      lazy val item = UnsafeProjection.create(fields.map { case (ordinal, f) => BoundReference(ordinal, f.dataType, f.nullable) })
       val encode = if (itemsAsNumbers) fieldTypes.map(encoder) else Array.empty[LongField]
       val tables = ArrayBuffer.empty[FrameTable]
       val budget = new FrameTable.Budget
@@ -76,25 +79,27 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
         count += 1
         checked(row)
         val frames = tableOf(row)
+        val held = frames.size
         val slot = frames.slotOf(Math.floorDiv(row.getLong(1), slide) + 1)
+        val isNew = frames.size > held
         var p = 0
         while (p < parts.length) {
           parts(p) match {
             case Count => frames.numbers(slot * numberColumns + p) += 1
             case Pick(ordinal, read, greatest) =>
               val value = read(row, ordinal)
-              if (!holds(frames, p, slot) || beats(value, frames.numbers(slot * numberColumns + p), greatest)) {
+              if (isNew || beats(value, frames.numbers(slot * numberColumns + p), greatest)) {
                 frames.numbers(slot * numberColumns + p) = value
                 if (itemsAsNumbers) {
                   val first = itemColumn(picks(p))
-                  var bits = 1L << fieldCount // it holds an item
+                  var bits = 0L
                   var i = 0
                   while (i < fieldCount) {
                     val ordinal = fieldOrdinals(i)
                     if (row.isNullAt(ordinal)) bits |= 1L << i else frames.numbers(slot * numberColumns + first + i) = encode(i)(row, ordinal)
                     i += 1
                   }
-                  frames.numbers(slot * numberColumns + first + fieldCount) = bits
+                  if (nullBits) frames.numbers(slot * numberColumns + first + fieldCount) = bits
                 } else frames.rows(picks(p))(slot) = item(row).copy()
               }
           }
@@ -129,10 +134,6 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
   }
 
   private def newTable(key: PickledKey, budget: FrameTable.Budget) = new FrameTable(key, numberColumns, rowColumns, budget)
-
-  /** Whether the frame at `slot` has an item for pick part `p`. */
-  private def holds(t: FrameTable, p: Int, slot: Int): Boolean =
-    if (itemsAsNumbers) t.numbers(slot * numberColumns + itemColumn(picks(p)) + fieldCount) != 0 else t.rows(picks(p))(slot) != null
 
   /** A key's frames as a [[Schema]] row: the frames in order with their numbers, as [[Varints]] (how many;
     * then per frame its distance from the one before and its numbers), and the picks' rows in the same
@@ -191,18 +192,20 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
       frame += in.next()
       var c = 0
       while (c < numberColumns) { numbers(c) = in.next(); c += 1 }
+      val held = t.size
       val slot = t.slotOf(frame)
+      val isNew = t.size > held
       var p = 0
       while (p < parts.length) {
         val value = numbers(p)
         parts(p) match {
           case Count => t.numbers(slot * numberColumns + p) = Math.addExact(t.numbers(slot * numberColumns + p), value)
           case Pick(_, _, greatest) =>
-            if (!holds(t, p, slot) || beats(value, t.numbers(slot * numberColumns + p), greatest)) {
+            if (isNew || beats(value, t.numbers(slot * numberColumns + p), greatest)) {
               t.numbers(slot * numberColumns + p) = value
               if (itemsAsNumbers) {
                 val first = itemColumn(picks(p))
-                System.arraycopy(numbers, first, t.numbers, slot * numberColumns + first, fieldCount + 1)
+                System.arraycopy(numbers, first, t.numbers, slot * numberColumns + first, itemWidth)
               } else t.rows(picks(p))(slot) = incoming(picks(p))(i)
             }
         }
@@ -260,7 +263,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
         case Count => Long.box(sums(p))
         case _: Pick =>
           val slot = order(queues(p)(heads(p)))
-          Some(if (itemsAsNumbers) new KeptFields(t.numbers, slot * numberColumns + itemColumn(picks(p)), fieldTypes) else t.rows(picks(p))(slot))
+          Some(if (itemsAsNumbers) new KeptFields(t.numbers, slot * numberColumns + itemColumn(picks(p)), fieldTypes, nullBits) else t.rows(picks(p))(slot))
       }
       case AllOf(of) => of.map(resultOf).toArray[Any]
     }
@@ -357,7 +360,7 @@ private[spark] object ColumnarFrames {
         case _ => None
       }
     }
-    val itemFields = window.row.toSeq.flatMap(_.fields.map(_.dataType)).zipWithIndex.map { case (t, i) => (window.firstItemField + i, t) }
+    val itemFields = window.row.toSeq.flatMap(_.fields).zipWithIndex.map { case (f, i) => (window.firstItemField + i, f) }
     shapeOf(PythonAggregations.slotted(op)._1).map(
       new ColumnarFrames(parts.result(), _, window.keys, window.checked, itemFields, window.rowItemsAt(0)))
   }
@@ -376,12 +379,12 @@ private[spark] object ColumnarFrames {
   }
 
   /** A kept item's fields, read where they are held: a frame table's numbers from `first` on, followed by
-    * their null bits. Made for a window's result and read at once.
+    * their null bits where a field may be null. Made for a window's result and read at once.
     */
-  private final class KeptFields(numbers: Array[Long], first: Int, types: Array[DataType])
+  private final class KeptFields(numbers: Array[Long], first: Int, types: Array[DataType], nullBits: Boolean)
       extends BaseGenericInternalRow {
     override def numFields: Int = types.length
-    override def isNullAt(i: Int): Boolean = (numbers(first + types.length) & (1L << i)) != 0
+    override def isNullAt(i: Int): Boolean = nullBits && (numbers(first + types.length) & (1L << i)) != 0
     override protected def genericGet(i: Int): Any = if (isNullAt(i)) null else {
       val bits = numbers(first + i)
       types(i) match {
