@@ -360,9 +360,9 @@ private[spark] object ColumnarFrames {
         case _ => None
       }
     }
-    val itemFields = window.row.toSeq.flatMap(_.fields).zipWithIndex.map { case (f, i) => (window.firstItemField + i, f) }
+    val itemFields = window.itemOrdinals.zip(window.row.toSeq.flatMap(_.fields))
     shapeOf(PythonAggregations.slotted(op)._1).map(
-      new ColumnarFrames(parts.result(), _, window.keys, window.checked, itemFields, window.rowItemsAt(0)))
+      new ColumnarFrames(parts.result(), _, window.keys, window.checked, itemFields, window.rowItemsAt(itemFields.indices)))
   }
 
   private def beats(value: Long, kept: Long, greatest: Boolean): Boolean = if (greatest) value > kept else value < kept

@@ -24,18 +24,29 @@ import scala.jdk.CollectionConverters._
   * @param key    the grouping key's Column and type (None: a global window)
   * @param values the operation's value Columns and types, in slot order
   * @param row    where the operation's results are items: the rows' fields and their types
+  * @param as     the row's fields that the key, the timestamp or a value is, unchanged: by name, their ordinal
+  *               in a projected row
   */
 final case class TypedWindow(stage: String, key: Option[(Column, DataType)], timestamp: Column, values: Seq[(Column, DataType)],
-    row: Option[StructType]) {
+    row: Option[StructType], as: Map[String, Int]) {
   import TypedWindow._
 
-  /** `rows` as (key, ts, v0, v1, ..., then the row's fields where the items are rows): the key column is
-    * named [[SparkBatchEngine.Key]], so a partitioned edge moves the rows by it.
+  /** `rows` as (key, ts, v0, v1, ..., then where the items are rows, those of their fields that are not
+    * already among them): the key column is named [[SparkBatchEngine.Key]], so a partitioned edge moves
+    * the rows by it.
     */
   def project(rows: DataFrame): DataFrame = rows.select(
     (key.fold(lit(null).as(SparkBatchEngine.Key))(_._1.as(SparkBatchEngine.Key)) +: timestamp.as(WindowStages.Ts) +:
       (values.zipWithIndex.map { case ((c, _), i) => c.as(s"v$i") } ++
-        row.toSeq.flatMap(_.fieldNames.toSeq.zipWithIndex.map { case (f, i) => col(TypedExtraction.quoted(f)).as(s"f$i") }))): _*)
+        row.toSeq.flatMap(_.fieldNames.toSeq.filterNot(as.contains).zipWithIndex.map { case (f, i) =>
+          col(TypedExtraction.quoted(f)).as(s"f$i")
+        }))): _*)
+
+  /** Where the items are rows, the ordinal of each of their fields in a projected row. */
+  def itemOrdinals: Seq[Int] = {
+    var next = 2 + values.length
+    row.toSeq.flatMap(_.fieldNames).map(f => as.getOrElse(f, { next += 1; next - 1 }))
+  }
 
   /** The keys of projected rows. */
   def keys: KeyReader = new KeyReader(key.map(_._2))
@@ -77,17 +88,15 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
   /** A result of this window with the rows its events kept (see [[events]]) as the [[RowItem]]s Python
     * reads: `min_by`/`max_by` give an `Option` of a row, `all_of` an array of its parts' results.
     */
-  def rowItems: Any => Any = rowItemsAt(firstItemField)
+  def rowItems: Any => Any = rowItemsAt(itemOrdinals)
 
-  /** Where the items are rows, the ordinal of their first field in a projected row. */
-  def firstItemField: Int = 2 + values.length
-
-  /** [[rowItems]] of rows that hold the item's fields from ordinal `firstField` on. */
-  def rowItemsAt(firstField: Int): Any => Any = row.fold[Any => Any](identity) { schema =>
+  /** [[rowItems]] of rows that hold the item's fields at `ordinals`. */
+  def rowItemsAt(ordinals: Seq[Int]): Any => Any = row.fold[Any => Any](identity) { schema =>
+    val at = ordinals.toArray
     val names = schema.fieldNames
     val read = schema.fields.map(f => pythonValue(f.dataType))
     def items(result: Any): Any = result match {
-      case r: InternalRow => new RowItem(names, Array.tabulate[AnyRef](read.length)(i => read(i)(r, firstField + i).asInstanceOf[AnyRef]))
+      case r: InternalRow => new RowItem(names, Array.tabulate[AnyRef](read.length)(i => read(i)(r, at(i)).asInstanceOf[AnyRef]))
       case Some(x) => Some(items(x))
       case parts: Array[Any] => parts.map(items)
       case w: KeyedWindowResult[_, _] => w.copy(result = items(w.result))
@@ -115,16 +124,26 @@ object TypedWindow {
     }
     val spec = new ObjectMapper().readTree(op.json)
     val givesRows = usesAny(RowOperations)(spec)
+    val valueExtractors = PythonAggregations.extractors(op).map(TypedExtraction.slotExtractor(_, op.columns))
     for {
       _ <- Either.cond(onlyOperations(ValueOperations ++ RowOperations)(spec), (), s"${op.name} gives other items or runs in Python")
       _ <- rows.schema.fields.find(f => givesRows && !pythonTypes(f.dataType))
         .map(f => s"${op.name} gives the rows, and field ${f.name} is of type ${f.dataType.simpleString}").toLeft(())
       k <- key.fold[Either[String, Option[(Column, DataType)]]](Right(None))(e => typed(e).map(Some(_)))
       ts <- typed(timestamp).filterOrElse(t => Integral(t._2), s"${timestamp.describe} is not an integer")
-      vs <- PythonAggregations.extractors(op).foldLeft[Either[String, Seq[(Column, DataType)]]](Right(Nil)) { (acc, slot) =>
-        acc.flatMap(done => typed(TypedExtraction.slotExtractor(slot, op.columns)).map(done :+ _))
+      vs <- valueExtractors.foldLeft[Either[String, Seq[(Column, DataType)]]](Right(Nil)) { (acc, e) =>
+        acc.flatMap(done => typed(e).map(done :+ _))
       }
-    } yield TypedWindow(stage, k, ts._1.cast(LongType), vs, if (givesRows) Some(rows.schema) else None)
+    } yield {
+      // A key, timestamp or value that is a field as it is can stand for that field of the item.
+      // (extractor, its projected type, its ordinal in a projected row)
+      val projected = key.zip(k.map(_._2)).map { case (e, t) => (e, t, 0) }.toSeq ++ Seq((timestamp, LongType, 1)) ++
+        valueExtractors.zip(vs).zipWithIndex.map { case ((e, (_, t)), i) => (e, t, 2 + i) }
+      val as = projected.reverse.collect { // the first ordinal of a field that several are wins
+        case (Extractor.FieldName(name), t, ordinal) if givesRows && rows.schema(name).dataType == t => name -> ordinal
+      }.toMap
+      TypedWindow(stage, k, ts._1.cast(LongType), vs, if (givesRows) Some(rows.schema) else None, as)
+    }
   }
 
   private def onlyOperations(names: Set[String])(spec: JsonNode): Boolean = names(spec.get("name").asText) &&
