@@ -24,9 +24,9 @@ import scala.jdk.CollectionConverters._
   * Why: at small slides a window has about as many frames as events (100 ms slides over 2M events make
   * 400k frames per partition). Through the core's processors each frame is an accumulator object in a
   * table, written by Kryo across the shuffle and combined through the operation's functions; here a
-  * frame is a slot in a few primitive arrays per key, a key's frames cross the shuffle as three arrays,
-  * and the windows slide over them in O(1) per window: a running count, and for a pick a queue of the
-  * frames that can still win (a frame leaves it once a later frame beats it).
+  * frame is a slot of numbers in a table per key ([[FrameTable]]), a key's frames cross the shuffle
+  * together as varints, and the windows slide over them in O(1) per window: a running count, and for a
+  * pick a queue of the frames that can still win (a frame leaves it once a later frame beats it).
   *
   * The results are those of the core's window processors (see [[io.jetspark.core.window.SlidingWindowProcessor]]
   * for the contract): every non-empty window once, `[end - size, end)`, per key in end order; of equal
@@ -40,7 +40,7 @@ import scala.jdk.CollectionConverters._
   * @param keys    the keys of projected rows ([[TypedWindow.keys]])
   * @param checked fails the stage on a projected row with a null timestamp or value ([[TypedWindow.checked]])
   * @param itemFields where a pick's item is the row: the ordinals of the item's fields in a projected row,
-  *                and the fields, which are all a pick keeps of it (the rest of the row is the key, the time and values)
+  *                and the fields, which are all a pick keeps of the row
   * @param resultItems a result's kept rows as the [[RowItem]]s Python reads ([[TypedWindow.rowItemsAt]])
   */
 private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], shape: ColumnarFrames.Shape,
@@ -64,9 +64,9 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
   private def itemColumn(k: Int): Int = parts.length + k * itemWidth
 
   /** Stage 1: a partition's projected rows accumulated into frames per key, one [[Schema]] row per key.
-    * The number of rows read adds to each of `read` (the items of the vertices before it).
+    * The number of rows read adds to each of `counters` (the items of the vertices before it).
     */
-  def accumulate(policy: SlidingWindowPolicy, rows: DataFrame, read: Seq[LongAccumulator]): DataFrame = {
+  def accumulate(policy: SlidingWindowPolicy, rows: DataFrame, counters: Seq[LongAccumulator]): DataFrame = {
     val (slide, fields) = (policy.slide, itemFields)
     val produced = rows.queryExecution.toRdd.mapPartitions { partition =>
       lazy val item = UnsafeProjection.create(fields.map { case (ordinal, f) => BoundReference(ordinal, f.dataType, f.nullable) })
@@ -106,7 +106,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
           p += 1
         }
       }
-      read.foreach(_.add(count))
+      counters.foreach(_.add(count))
       tables.iterator.map(packed)
     }
     SqlBridge.internalCreateDataFrame(rows.sparkSession, produced, Schema)
