@@ -12,7 +12,8 @@ import scala.jdk.CollectionConverters._
 
 /** A window whose items are the rows of a DataFrame source, read in the JVM (DESIGN.md "Items"): Catalyst
   * projects each row to its key, timestamp and the operation's values, and the core's window processors
-  * take them from there ([[WindowStages]]); no row becomes a Python object on the way in.
+  * take them from there ([[WindowStages]]), or for counting and picks by an integer a table of frames as
+  * numbers ([[ColumnarFrames]]); no row becomes a Python object on the way in.
   *
   * It applies where the JVM makes exactly the Python values the opaque path would: the key and the
   * values are field names or Columns of integer, float, string or boolean type, the timestamp an
@@ -24,11 +25,11 @@ import scala.jdk.CollectionConverters._
   * @param key    the grouping key's Column and type (None: a global window)
   * @param values the operation's value Columns and types, in slot order
   * @param row    where the operation's results are items: the rows' fields and their types
-  * @param as     the row's fields that the key, the timestamp or a value is, unchanged: by name, their ordinal
-  *               in a projected row
+  * @param reused the row's fields that the key, the timestamp or a value is, unchanged: by name, their
+  *               ordinal in a projected row, where the items read them
   */
 final case class TypedWindow(stage: String, key: Option[(Column, DataType)], timestamp: Column, values: Seq[(Column, DataType)],
-    row: Option[StructType], as: Map[String, Int]) {
+    row: Option[StructType], reused: Map[String, Int]) {
   import TypedWindow._
 
   /** `rows` as (key, ts, v0, v1, ..., then where the items are rows, those of their fields that are not
@@ -38,14 +39,14 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
   def project(rows: DataFrame): DataFrame = rows.select(
     (key.fold(lit(null).as(SparkBatchEngine.Key))(_._1.as(SparkBatchEngine.Key)) +: timestamp.as(WindowStages.Ts) +:
       (values.zipWithIndex.map { case ((c, _), i) => c.as(s"v$i") } ++
-        row.toSeq.flatMap(_.fieldNames.toSeq.filterNot(as.contains).zipWithIndex.map { case (f, i) =>
+        row.toSeq.flatMap(_.fieldNames.toSeq.filterNot(reused.contains).zipWithIndex.map { case (f, i) =>
           col(TypedExtraction.quoted(f)).as(s"f$i")
         }))): _*)
 
   /** Where the items are rows, the ordinal of each of their fields in a projected row. */
   def itemOrdinals: Seq[Int] = {
     var next = 2 + values.length
-    row.toSeq.flatMap(_.fieldNames).map(f => as.getOrElse(f, { next += 1; next - 1 }))
+    row.toSeq.flatMap(_.fieldNames).map(f => reused.getOrElse(f, { next += 1; next - 1 }))
   }
 
   /** The keys of projected rows. */
@@ -139,10 +140,10 @@ object TypedWindow {
       // (extractor, its projected type, its ordinal in a projected row)
       val projected = key.zip(k.map(_._2)).map { case (e, t) => (e, t, 0) }.toSeq ++ Seq((timestamp, LongType, 1)) ++
         valueExtractors.zip(vs).zipWithIndex.map { case ((e, (_, t)), i) => (e, t, 2 + i) }
-      val as = projected.reverse.collect { // the first ordinal of a field that several are wins
+      val reused = projected.reverse.collect { // the first ordinal of a field that several are wins
         case (Extractor.FieldName(name), t, ordinal) if givesRows && rows.schema(name).dataType == t => name -> ordinal
       }.toMap
-      TypedWindow(stage, k, ts._1.cast(LongType), vs, if (givesRows) Some(rows.schema) else None, as)
+      TypedWindow(stage, k, ts._1.cast(LongType), vs, if (givesRows) Some(rows.schema) else None, reused)
     }
   }
 
