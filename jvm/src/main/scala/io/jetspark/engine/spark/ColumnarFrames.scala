@@ -431,8 +431,13 @@ private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColu
 
   /** The slots in frame order. */
   def slotsInOrder: Array[Int] =
-    if (direct) index.filter(_ >= 0)
-    else {
+    if (direct) {
+      // (a loop: ArrayOps.filter boxes every position of an index of tens of thousands)
+      val order = new Array[Int](size)
+      var (at, n) = (0, 0)
+      while (at < index.length) { if (index(at) >= 0) { order(n) = index(at); n += 1 }; at += 1 }
+      order
+    } else {
       val sorted = java.util.Arrays.copyOf(frames, size)
       java.util.Arrays.sort(sorted)
       sorted.map(hashedSlot)
