@@ -37,8 +37,8 @@ from typing import Any
 
 from jetspark._items import loads_key
 from jetspark._operations import operation_of
-from jetspark._python_steps import CHAIN_SCHEMA, FAILURE, ITEM, OPAQUE_SCHEMA, PICKLE_PROTOCOL, StepFailedError, _arrow_udf
-from jetspark.errors import DeadLetter
+from jetspark._python_steps import (CHAIN_SCHEMA, FAILURE, ITEM, OPAQUE_SCHEMA, PICKLE_PROTOCOL, StepFailedError, _arrow_udf,
+                                    record_failure)
 
 #: What each mode gives: accumulate adds the group's key (the shuffle to the combining stage reads it).
 SCHEMAS = {"accumulate": f"{CHAIN_SCHEMA}, key binary", "combine": OPAQUE_SCHEMA, "single": CHAIN_SCHEMA,
@@ -71,9 +71,7 @@ class StageCalls:
         try:
             commit = op.prepare(acc, item, [pickle.loads(v) for v in values])
         except Exception as e:  # noqa: BLE001 - any user error is the record's failure
-            if not self.dead_letter:
-                raise StepFailedError(f"stage '{self.stage}' failed on record {item!r}: {type(e).__name__}: {e}") from e
-            out.add(pickle.dumps(DeadLetter(item, self.stage, f"{type(e).__name__}: {e}"), protocol=PICKLE_PROTOCOL),
+            out.add(pickle.dumps(record_failure(self.stage, self.dead_letter, item, e), protocol=PICKLE_PROTOCOL),
                     self.stage, group)
             return False, acc
         return True, commit()

@@ -65,6 +65,15 @@ class StepFailedError(Exception):
     """A user function raised on a record; the message names the stage and the record."""
 
 
+def record_failure(stage: str, dead_letter: bool, item: Any, error: Exception) -> DeadLetter:
+    """What a user function raising ``error`` on ``item`` in ``stage`` makes of the record: its dead letter
+    where the stage keeps them (``dead_letter``), else the job's failure, raised, naming the stage and the
+    record."""
+    if not dead_letter:
+        raise StepFailedError(f"stage '{stage}' failed on record {item!r}: {type(error).__name__}: {error}") from error
+    return DeadLetter(item, stage, f"{type(error).__name__}: {error}")
+
+
 def run_steps(steps: list[Step], item: Any) -> tuple[list[Any], list[DeadLetter]]:
     """What the chain emits for one item, step by step (a plain loop: the reference semantics), and the
     dead letters of records that a stage routed to a dead-letter sink failed on. A failure affects only
@@ -99,9 +108,7 @@ def run_steps_numbered(steps: list[Step], item: Any) -> tuple[list[tuple[tuple[i
                 else:
                     raise ValueError(f"unknown step kind {step.kind!r}")
             except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
-                if not step.dead_letter:
-                    raise StepFailedError(f"stage '{step.stage}' failed on record {x!r}: {type(e).__name__}: {e}") from e
-                letters.append(DeadLetter(x, step.stage, f"{type(e).__name__}: {e}"))
+                letters.append(record_failure(step.stage, step.dead_letter, x, e))
         items = produced
     return items, letters
 
@@ -200,10 +207,9 @@ def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]]
                     time = None if timestamp is None else timestamp_ms(extract(timestamp, item, functions, columns))
                     failure = None
                 except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
-                    if not dead_letter:
-                        raise StepFailedError(f"stage '{stage}' failed on record {item!r}: {type(e).__name__}: {e}") from e
+                    letter = record_failure(stage, dead_letter, item, e)
                     key_bytes, value_pickles, time, failure = b"", [], None, stage
-                    raw = pickle.dumps(DeadLetter(item, stage, f"{type(e).__name__}: {e}"), protocol=PICKLE_PROTOCOL)
+                    raw = pickle.dumps(letter, protocol=PICKLE_PROTOCOL)
                 keys.append(key_bytes)
                 extracted.append(value_pickles)
                 times.append(time)
@@ -322,9 +328,7 @@ def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, An
                 try:
                     state, output = fn(state, loads_key(key_bytes), item) if keyed else fn(state, item)
                 except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
-                    if not dead_letter:
-                        raise StepFailedError(f"stage '{stage}' failed on record {item!r}: {type(e).__name__}: {e}") from e
-                    out.append(pickle.dumps(DeadLetter(item, stage, f"{type(e).__name__}: {e}"), protocol=PICKLE_PROTOCOL))
+                    out.append(pickle.dumps(record_failure(stage, dead_letter, item, e), protocol=PICKLE_PROTOCOL))
                     failures.append(stage)
                     rows.append(row)
                     continue

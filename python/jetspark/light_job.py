@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from jetspark import _jvm
 from jetspark._items import canonical_key, loads_key, pack_frames, unpack_frames
-from jetspark._python_steps import PICKLE_PROTOCOL, Step, StepFailedError, extract, run_steps
+from jetspark._python_steps import PICKLE_PROTOCOL, Step, StepFailedError, extract, record_failure, run_steps
 from jetspark.errors import DeadLetter, JobCancelledError, JobFailedError
 from jetspark.job import _STEP_FAILED, JobStatus, _jvm_objects
 
@@ -160,10 +160,7 @@ class _Callback:
                     extracted += [pickle.dumps(extract(v, item, self._functions), protocol=PICKLE_PROTOCOL)
                                   for v in spec["values"]]
                 except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
-                    if not spec["dead_letter"]:
-                        raise StepFailedError(
-                            f"stage '{stage}' failed on record {item!r}: {type(e).__name__}: {e}") from e
-                    letter = DeadLetter(item, stage, f"{type(e).__name__}: {e}")
+                    letter = record_failure(stage, spec["dead_letter"], item, e)
                     out += [stage.encode(), pickle.dumps(letter, protocol=PICKLE_PROTOCOL)]
                     continue
                 out += [b"", *extracted, pickle.dumps(item, protocol=PICKLE_PROTOCOL)]

@@ -39,7 +39,9 @@ final case class PhysicalDag(vertices: Seq[Vertex], edges: Seq[Edge], preserveOr
   /** Whether the records that vertex `v`'s own stage fails on go to a dead-letter edge (a vertex that
     * runs one stage: an aggregation, a join, `mapStateful`, a sink; a fused chain names each of its stages).
     */
-  def routesFailures(v: Vertex): Boolean = edgesFrom(v.name).exists(_.errorsOf.contains(v.fusedChain.headOption.getOrElse(v.name)))
+  def routesFailures(v: Vertex): Boolean = failureEdges(v).nonEmpty
+  /** The dead-letter edges of the records that vertex `v`'s own stage fails on (see [[routesFailures]]). */
+  def failureEdges(v: Vertex): Seq[Edge] = edgesFrom(v.name).filter(_.errorsOf.contains(v.fusedChain.headOption.getOrElse(v.name)))
   /** The single edge from `from` to `to`. */
   def edge(from: String, to: String): Edge = edges.filter(e => e.from == from && e.to == to) match {
     case Seq(e) => e

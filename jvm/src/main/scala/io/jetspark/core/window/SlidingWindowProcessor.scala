@@ -70,8 +70,10 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
   // Jet's rule: a window of several frames combines them, and so does a second stage; a single-stage
   // tumbling window is one frame, which it only accumulates (a frame restored from two snapshots still
   // needs combine, and fails without it when it comes, as in Jet).
-  private lazy val combine: (A, A) => A = FrameQueue.requireCombine(op, "sliding windows")
-  if (!policy.isTumbling || emitsFrames || input == Frames) FrameQueue.requireCombine(op, "sliding windows")
+  private val combine: (A, A) => A =
+    if (!policy.isTumbling || emitsFrames || input == Frames) FrameQueue.requireCombine(op, "sliding windows")
+    else (l, r) => FrameQueue.requireCombine(op, "sliding windows")(l, r)
+  private val oneFrame = FrameQueue.isOneFrame(policy, op)
 
   private val keys = new JHashMap[Any, KeyWindows[A]]()
   private var watermark = Long.MinValue
@@ -225,7 +227,7 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
           end = math.max(end, frames(first)._1)
           // A tumbling window is its one frame (export leaves it as it is): nothing to combine.
           val acc =
-            if (FrameQueue.isOneFrame(policy, op)) frames(first)._2
+            if (oneFrame) frames(first)._2
             else {
               var combined = op.create()
               var i = first

@@ -110,7 +110,7 @@ object PythonVertices {
     val failingStage = v.fusedChain.head // the stage that took the extractors
     def of(key: Option[Extractor], values: Seq[JsonNode]) =
       Some(Extraction(s"${v.name}/extract-${e.toOrdinal}", failingStage, key.map(extractorJson(v, _)), values,
-        dag.edgesFrom(v.name).filter(_.errorsOf.contains(failingStage))))
+        dag.failureEdges(v)))
     v.description match {
       case Aggregate(stage, Seq(op: PythonAggregateSpec), keys) if stage != AggregationStage.Combine =>
         of(keys.headOption, PythonAggregations.bind(op).extractors)

@@ -48,7 +48,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     extends Serializable {
   import ColumnarFrames._
 
-  private val picks: Array[Int] = { var n = -1; parts.map { case _: Pick => n += 1; n; case Count => -1 }.toArray }
+  private val picks: Array[Int] = { var n = -1; parts.map { case _: Pick => n += 1; n; case Count => -1 } }
   private val fieldCount = itemFields.length
   private val fieldTypes = itemFields.map(_._2.dataType).toArray
   private val fieldOrdinals = itemFields.map(_._1).toArray
@@ -239,10 +239,10 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
         parts(p) match {
           case Count => sums(p) += t.numbers(slot * numberColumns + p)
           case Pick(_, _, greatest) =>
-            val (queue, values) = (queues(p), t.numbers)
+            val values = t.numbers
             while (tails(p) > heads(p) &&
-              beats(values(slot * numberColumns + p), values(order(queue(tails(p) - 1)) * numberColumns + p), greatest)) tails(p) -= 1
-            queue(tails(p)) = position
+              beats(values(slot * numberColumns + p), values(order(queues(p)(tails(p) - 1)) * numberColumns + p), greatest)) tails(p) -= 1
+            queues(p)(tails(p)) = position
             tails(p) += 1
         }
         p += 1

@@ -39,13 +39,10 @@ object HashJoinStage {
     val toExtracted = SparkBatchEngine.extracted
     val carried = SparkBatchEngine.carriedColumns(streamed)
     val fields = carried.map(streamed.schema.apply)
-    val (at, types) = (carried.map(streamed.schema.fieldIndex).toArray, fields.map(_.dataType).toArray)
+    val types = fields.map(_.dataType).toArray
     val fanOut = carried.indexOf(SequenceStages.FanOut) // -1: no ids carried
-    val toItem: InternalRow => Streamed =
-      if (at.isEmpty) row => new Streamed(toExtracted(row), InternalRow.empty)
-      else row =>
-        // A copy: Spark reuses the row its values point into.
-        new Streamed(toExtracted(row), InternalRow.fromSeq(at.indices.map(i => if (row.isNullAt(at(i))) null else row.get(at(i), types(i)))).copy())
+    val copyCarried = ProcessorStage.copyOf(streamed.schema, carried)
+    val toItem: InternalRow => Streamed = row => new Streamed(toExtracted(row), copyCarried(row))
     val total = streamed.queryExecution.toRdd.getNumPartitions
     val rows = streamed.queryExecution.toRdd.mapPartitionsWithIndex { (index, partition) =>
       val builds = tables.map(_.value.iterator.map { case (key, item) =>

@@ -4,7 +4,7 @@ import io.jetspark.core.execution.ProcessorTasklet
 import io.jetspark.core.{Processor, ProcessorContext}
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.JoinedRow
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow}
 import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.types.StructType
 
@@ -33,27 +33,34 @@ final case class ProcessorStage(
   def runCarrying(input: DataFrame, carried: Seq[String]): DataFrame =
     if (carried.isEmpty) run(input)
     else {
-      val fields = carried.map(input.schema.apply)
-      val (at, types) = (carried.map(input.schema.fieldIndex).toArray, fields.map(_.dataType).toArray)
+      val copyCarried = ProcessorStage.copyOf(input.schema, carried)
       val (name, create, in, out) = (vertexName, newProcessor, toItem, toRow)
       val rows = input.queryExecution.toRdd
       val total = rows.getNumPartitions
       val produced = rows.mapPartitionsWithIndex { (index, partition) =>
         val pending = new java.util.ArrayDeque[InternalRow]()
         val items = partition.map { row =>
-          // A copy: Spark reuses the row its values point into.
-          pending.addLast(InternalRow.fromSeq(at.indices.map(i => if (row.isNullAt(at(i))) null else row.get(at(i), types(i)))).copy())
+          pending.addLast(copyCarried(row))
           in(row)
         }
         ProcessorTasklet(create(), ProcessorContext(name, index, total), items).map { result =>
           new JoinedRow(out(result), pending.removeFirst()).copy(): InternalRow
         }
       }
-      SqlBridge.internalCreateDataFrame(input.sparkSession, produced, StructType(outputSchema.fields ++ fields))
+      SqlBridge.internalCreateDataFrame(input.sparkSession, produced, StructType(outputSchema.fields ++ carried.map(input.schema.apply)))
     }
 }
 
 object ProcessorStage {
+  /** A copy of the `columns` of a row of `schema`, as a row of its own: Spark reuses the row its values
+    * point into, and what an item carries beside it must outlive that row.
+    */
+  def copyOf(schema: StructType, columns: Seq[String]): InternalRow => InternalRow = {
+    val (at, types) = (columns.map(schema.fieldIndex).toArray, columns.map(schema(_).dataType).toArray)
+    row => new GenericInternalRow(Array.tabulate[Any](at.length)(i =>
+      if (row.isNullAt(at(i))) null else InternalRow.copyValue(row.get(at(i), types(i)))))
+  }
+
   /** The same, where a row may hold several items: `toItems` turns a partition's rows into the
     * processor's items, `toRows` the processor's whole output into rows (for example one row per key
     * for all of the key's partial results, which then share one serialization).

@@ -94,8 +94,11 @@ final class TypedPlan private (dag: PhysicalDag) {
   dag.vertices.foreach(refuseColumns)
 
   /** The typed window whose frames the second stage `vertex` combines (its results hold that window's rows). */
-  def typedWindowCombinedBy(vertex: String): Option[TypedWindow] = dag.vertex(vertex).description match {
-    case WindowAggregate(AggregationStage.Combine, _, _, _) => dag.edgesInto(vertex).headOption.flatMap(e => typedWindows.get(e.from))
+  def typedWindowCombinedBy(vertex: String): Option[TypedWindow] = firstStageOf(vertex).flatMap(typedWindows.get)
+
+  /** The first stage of the window whose second stage is `vertex`. */
+  private def firstStageOf(vertex: String): Option[String] = dag.vertex(vertex).description match {
+    case WindowAggregate(AggregationStage.Combine, _, _, _) => dag.edgesInto(vertex).headOption.map(_.from)
     case _ => None
   }
 
@@ -112,9 +115,11 @@ final class TypedPlan private (dag: PhysicalDag) {
     window -> before(window)
   }.toMap
 
+  /** Whether a columnar window counts `vertex`'s items ([[countedByWindows]]). */
+  val countedByWindow: Set[String] = countedByWindows.values.flatten.toSet
+
   /** The columnar frames that the second stage `vertex` combines. */
-  def columnarWindowCombinedBy(vertex: String): Option[ColumnarFrames] =
-    typedWindowCombinedBy(vertex).flatMap(_ => columnarWindows.get(dag.edgesInto(vertex).head.from))
+  def columnarWindowCombinedBy(vertex: String): Option[ColumnarFrames] = firstStageOf(vertex).flatMap(columnarWindows.get)
 
   /** Whether Catalyst runs `vertex` (nothing of it runs in Python or in the core's processors). */
   def runsInCatalyst(vertex: String): Boolean = delegations.contains(vertex) || rowDelegations.contains(vertex) || passThrough(vertex)
@@ -290,7 +295,7 @@ final class TypedStages(plan: TypedPlan, dag: PhysicalDag, pythonUdfs: Map[Strin
     */
   def output(v: Vertex, input: () => DataFrame): Option[DataFrame] = {
     def counted(rows: DataFrame) =
-      if (plan.countedByCatalyst(v.name) || plan.countedByWindows.values.exists(_.contains(v.name))) rows
+      if (plan.countedByCatalyst(v.name) || plan.countedByWindow(v.name)) rows
       else RowCounting.counted(rows, counter(v.name))
     plan.rowSources.get(v.name).map(counted)
       .orElse(if (plan.writesTyped(v.name)) Some(counted(input())) else None)
