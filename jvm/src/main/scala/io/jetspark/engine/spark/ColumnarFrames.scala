@@ -40,28 +40,40 @@ import scala.jdk.CollectionConverters._
   * @param keys    the keys of projected rows ([[TypedWindow.keys]])
   * @param checked fails the stage on a projected row with a null timestamp or value ([[TypedWindow.checked]])
   * @param itemFields where a pick's item is the row: the ordinals of the item's fields in a projected row,
-  *                and the fields, which are all a pick keeps of the row
+  *                and the fields, which are all a pick keeps of the row (nullable where a projected row may
+  *                hold a null there)
+  * @param keyField the index in `itemFields` of a field that is the key itself, of an integer type, which
+  *                every row of a key holds alike (-1: none)
   * @param resultItems a result's kept rows as the [[RowItem]]s Python reads ([[TypedWindow.rowItemsAt]])
   */
 private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], shape: ColumnarFrames.Shape,
-    keys: KeyReader, checked: InternalRow => Unit, itemFields: Seq[(Int, StructField)], val resultItems: Any => Any)
-    extends Serializable {
+    keys: KeyReader, checked: InternalRow => Unit, itemFields: Seq[(Int, StructField)], keyField: Int,
+    val resultItems: Any => Any) extends Serializable {
   import ColumnarFrames._
 
   private val picks: Array[Int] = { var n = -1; parts.map { case _: Pick => n += 1; n; case Count => -1 } }
   private val fieldCount = itemFields.length
   private val fieldTypes = itemFields.map(_._2.dataType).toArray
   private val fieldOrdinals = itemFields.map(_._1).toArray
-  // A pick keeps an item of fixed-width fields as numbers beside its value: one column per field, and
-  // one of null bits where a field may be null; other items as rows. (Every frame holds an item for each
-  // pick: a frame is made for an event, which every part takes.)
+  // A pick keeps an item of fixed-width fields as numbers beside its value (see ItemLayout), other items
+  // as rows. (Every frame holds an item for each pick: a frame is made for an event, which every part takes.)
   private val itemsAsNumbers = fieldCount < 64 && itemFields.forall(f => FixedWidth.contains(f._2.dataType))
-  private val nullBits = itemFields.exists(_._2.nullable)
-  private val itemWidth = fieldCount + (if (nullBits) 1 else 0)
   private val rowColumns = if (itemsAsNumbers) 0 else picks.count(_ >= 0)
-  private val numberColumns = parts.length + (if (itemsAsNumbers) picks.count(_ >= 0) * itemWidth else 0)
-  /** The first of pick `k`'s item columns (fields, then null bits), where items are numbers. */
-  private def itemColumn(k: Int): Int = parts.length + k * itemWidth
+  /** The item field read from the key's number, where items are numbers (-1: none). */
+  private val fromKey = if (itemsAsNumbers) keyField else -1
+  /** Per pick, where items are numbers: how its item is kept. */
+  private val layouts: Array[ItemLayout] = {
+    var first = parts.length
+    parts.toSeq.zipWithIndex.collect { case (Pick(valueOrdinal, _, _), p) if itemsAsNumbers =>
+      val sources = itemFields.indices.map(i => if (i == fromKey) FromKey else if (fieldOrdinals(i) == valueOrdinal) FromValue else 0).toArray
+      val stored = sources.indices.filter(sources(_) == 0).toArray
+      stored.indices.foreach(j => sources(stored(j)) = j)
+      val layout = ItemLayout(p, first, stored, sources, stored.exists(itemFields(_)._2.nullable))
+      first += layout.width
+      layout
+    }.toArray
+  }
+  private val numberColumns = layouts.lastOption.fold(parts.length)(l => l.first + l.width)
 
   /** Stage 1: a partition's projected rows accumulated into frames per key, one [[Schema]] row per key.
     * The number of rows read adds to each of `counters` (the items of the vertices before it).
@@ -82,6 +94,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
         val held = frames.size
         val slot = frames.slotOf(Math.floorDiv(row.getLong(1), slide) + 1)
         val isNew = frames.size > held
+        if (held == 0 && fromKey >= 0) frames.keyNumber = if (row.isNullAt(0)) null else Long.box(encode(fromKey)(row, 0))
         var p = 0
         while (p < parts.length) {
           parts(p) match {
@@ -90,17 +103,8 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
               val value = read(row, ordinal)
               if (isNew || beats(value, frames.numbers(slot * numberColumns + p), greatest)) {
                 frames.numbers(slot * numberColumns + p) = value
-                if (itemsAsNumbers) {
-                  val first = itemColumn(picks(p))
-                  var bits = 0L
-                  var i = 0
-                  while (i < fieldCount) {
-                    val ordinal = fieldOrdinals(i)
-                    if (row.isNullAt(ordinal)) bits |= 1L << i else frames.numbers(slot * numberColumns + first + i) = encode(i)(row, ordinal)
-                    i += 1
-                  }
-                  if (nullBits) frames.numbers(slot * numberColumns + first + fieldCount) = bits
-                } else frames.rows(picks(p))(slot) = item(row).copy()
+                if (itemsAsNumbers) keep(layouts(picks(p)), encode, row, frames.numbers, slot * numberColumns)
+                else frames.rows(picks(p))(slot) = item(row).copy()
               }
           }
           p += 1
@@ -135,15 +139,32 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
 
   private def newTable(key: PickledKey, budget: FrameTable.Budget) = new FrameTable(key, numberColumns, rowColumns, budget)
 
+  /** Keeps the stored fields of `row`'s item as `layout` says, in the numbers of the slot at `at`. */
+  private def keep(layout: ItemLayout, encode: Array[LongField], row: InternalRow, numbers: Array[Long], at: Int): Unit = {
+    var bits = 0L
+    var j = 0
+    while (j < layout.stored.length) {
+      val i = layout.stored(j)
+      if (row.isNullAt(fieldOrdinals(i))) bits |= 1L << j else numbers(at + layout.first + j) = encode(i)(row, fieldOrdinals(i))
+      j += 1
+    }
+    if (layout.nullBits) numbers(at + layout.first + layout.stored.length) = bits
+  }
+
   /** A key's frames as a [[Schema]] row: the frames in order with their numbers, as [[Varints]] (how many;
-    * then per frame its distance from the one before and its numbers), and the picks' rows in the same
-    * order, each as its size and its bytes.
+    * the key's number where an item's field is the key: 0 for null, else 1 and the number; then per frame
+    * its distance from the one before and its numbers), and the picks' rows in the same order, each as
+    * its size and its bytes.
     */
   private def packed(t: FrameTable): InternalRow = {
     val order = t.slotsInOrder
     val n = order.length
     val out = new Varints.Writer(n * (numberColumns + 1) * 2)
     out.put(n)
+    if (fromKey >= 0) {
+      out.put(if (t.keyNumber == null) 0 else 1)
+      if (t.keyNumber != null) out.put(t.keyNumber)
+    }
     var previous = 0L
     for (slot <- order) {
       out.put(t.frames(slot) - previous)
@@ -172,6 +193,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     val in = new Varints.Reader(row.getBinary(1))
     val bytes = ByteBuffer.wrap(row.getBinary(2))
     val n = in.next().toInt
+    if (fromKey >= 0) t.keyNumber = if (in.next() == 0) null else Long.box(in.next())
     val incoming = Array.fill(rowColumns) {
       val rows = new Array[InternalRow](n)
       var i = 0
@@ -204,8 +226,8 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
             if (isNew || beats(value, t.numbers(slot * numberColumns + p), greatest)) {
               t.numbers(slot * numberColumns + p) = value
               if (itemsAsNumbers) {
-                val first = itemColumn(picks(p))
-                System.arraycopy(numbers, first, t.numbers, slot * numberColumns + first, itemWidth)
+                val layout = layouts(picks(p))
+                System.arraycopy(numbers, layout.first, t.numbers, slot * numberColumns + layout.first, layout.width)
               } else t.rows(picks(p))(slot) = incoming(picks(p))(i)
             }
         }
@@ -263,7 +285,8 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
         case Count => Long.box(sums(p))
         case _: Pick =>
           val slot = order(queues(p)(heads(p)))
-          Some(if (itemsAsNumbers) new KeptFields(t.numbers, slot * numberColumns + itemColumn(picks(p)), fieldTypes, nullBits) else t.rows(picks(p))(slot))
+          Some(if (itemsAsNumbers) new KeptFields(t.numbers, slot * numberColumns, layouts(picks(p)), fieldTypes, t.keyNumber)
+            else t.rows(picks(p))(slot))
       }
       case AllOf(of) => of.map(resultOf).toArray[Any]
     }
@@ -297,6 +320,19 @@ private[spark] object ColumnarFrames {
   case object Count extends Part
   /** `min_by`/`max_by`: the least/greatest value (read at `ordinal` of the projected row) and its row. */
   final case class Pick(ordinal: Int, read: LongField, greatest: Boolean) extends Part
+
+  /** How a pick keeps an item whose fields are all numbers, in the columns of a frame's slot: field `i` is
+    * `sources(i)`, which is [[FromKey]] (the key's own number, held once per key), [[FromValue]] (the
+    * pick's value, in column `value`) or `j`, the field stored in column `first + j` (`stored(j)` is `i`).
+    * A word of null bits (bit `j` for stored field `j`) follows the stored fields where one may be null.
+    * A field stands for the key or the value only where it is that very column, so the frame need not
+    * hold it again: a pick by a field of a row of three keeps one number of the row, not three.
+    */
+  final case class ItemLayout(value: Int, first: Int, stored: Array[Int], sources: Array[Int], nullBits: Boolean) {
+    def width: Int = stored.length + (if (nullBits) 1 else 0)
+  }
+  val FromKey: Int = -1
+  val FromValue: Int = -2
 
   /** How the leaf parts' results make the operation's result. */
   sealed trait Shape extends Serializable
@@ -360,9 +396,15 @@ private[spark] object ColumnarFrames {
         case _ => None
       }
     }
-    val itemFields = window.itemOrdinals.zip(window.row.toSeq.flatMap(_.fields))
-    shapeOf(PythonAggregations.slotted(op)._1).map(
-      new ColumnarFrames(parts.result(), _, window.keys, window.checked, itemFields, window.rowItemsAt(itemFields.indices)))
+    // A projected row's timestamp and values are never null (checked fails the stage on a null).
+    val neverNull = 1 until 2 + window.values.length
+    val itemFields = window.itemOrdinals.zip(window.row.toSeq.flatMap(_.fields)).map { case (ordinal, f) =>
+      ordinal -> f.copy(nullable = f.nullable && !neverNull.contains(ordinal))
+    }
+    // Every row of an integer key holds the same number there; of a float key, 0.0 and -0.0 are one key.
+    val keyField = if (window.key.exists(k => TypedWindow.integral(k._2).isDefined)) itemFields.indexWhere(_._1 == 0) else -1
+    shapeOf(PythonAggregations.slotted(op)._1).map(new ColumnarFrames(parts.result(), _, window.keys, window.checked, itemFields,
+      keyField, window.rowItemsAt(itemFields.indices)))
   }
 
   private def beats(value: Long, kept: Long, greatest: Boolean): Boolean = if (greatest) value > kept else value < kept
@@ -378,15 +420,23 @@ private[spark] object ColumnarFrames {
     case integral => TypedWindow.integral(integral).getOrElse(throw new IllegalArgumentException(s"no number for ${t.simpleString}"))
   }
 
-  /** A kept item's fields, read where they are held: a frame table's numbers from `first` on, followed by
-    * their null bits where a field may be null. Made for a window's result and read at once.
+  /** A kept item's fields, read where they are held: the numbers of a frame table's slot at `at`, laid out
+    * by `layout`, and the key's number (null: the key is null). Made for a window's result and read at once.
     */
-  private final class KeptFields(numbers: Array[Long], first: Int, types: Array[DataType], nullBits: Boolean)
+  private final class KeptFields(numbers: Array[Long], at: Int, layout: ItemLayout, types: Array[DataType], key: java.lang.Long)
       extends BaseGenericInternalRow {
     override def numFields: Int = types.length
-    override def isNullAt(i: Int): Boolean = nullBits && (numbers(first + types.length) & (1L << i)) != 0
+    override def isNullAt(i: Int): Boolean = layout.sources(i) match {
+      case FromKey => key == null
+      case FromValue => false
+      case j => layout.nullBits && (numbers(at + layout.first + layout.stored.length) & (1L << j)) != 0
+    }
     override protected def genericGet(i: Int): Any = if (isNullAt(i)) null else {
-      val bits = numbers(first + i)
+      val bits = layout.sources(i) match {
+        case FromKey => key.longValue
+        case FromValue => numbers(at + layout.value)
+        case j => numbers(at + layout.first + j)
+      }
       types(i) match {
         case ByteType => bits.toByte
         case ShortType => bits.toShort
@@ -417,6 +467,8 @@ private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColu
   import FrameTable._
 
   var size = 0
+  /** Where a kept item's field is the key: the key's number, null for a null key (see [[ColumnarFrames.ItemLayout]]). */
+  var keyNumber: java.lang.Long = null
   var frames = new Array[Long](8)
   var numbers = new Array[Long](8 * columns)
   val rows: Array[Array[InternalRow]] = Array.fill(rowColumns)(new Array[InternalRow](8))
