@@ -121,6 +121,31 @@ def test_columnar_frames_over_several_partitions_equal_the_reference(jet, data, 
     assert metrics["vertices"]["dataframe-source"]["items_out"] == metrics["vertices"]["addTimestamps"]["items_out"] == len(data)
 
 
+@pytest.mark.parametrize("source", ["cached", "parquet"])
+def test_columnar_frames_read_a_columnar_scan_in_place(jet, tmp_path, source):
+    # A cached DataFrame or a Parquet file is read from its scan's column batches, not row by row: null
+    # keys and null fields, and the fields a pick keeps, come out as the reference's. v is unique: no ties.
+    data = [(None if i % 11 == 0 else i % 4, (i * 37) % 97, i * 7 - 50, None if i % 3 == 0 else i / 4) for i in range(300)]
+    df = jet.spark.createDataFrame(data, SCHEMA)
+    if source == "parquet":
+        df.repartition(3).write.parquet(str(tmp_path / "t"))
+        df = jet.spark.read.parquet(str(tmp_path / "t"))
+    else:
+        df = df.repartition(3).cache()
+    op = lambda: ops.all_of(ops.max_by("v"), ops.min_by("v"), ops.counting())  # noqa: E731
+    try:
+        p = Pipeline.create()
+        windowed(p.read_from(Sources.dataframe(df)), "k", WindowDefinition.sliding(12, 4), op()).write_to(Sinks.list("out"))
+        job, (got,) = run_job(jet, p, "out")
+        reference = Pipeline.create()
+        windowed(reference.read_from(Sources.items(df.collect())), lambda r: r.k, WindowDefinition.sliding(12, 4), op()).write_to(
+            Sinks.list("out"))
+        assert as_multiset(got) == as_multiset(run_reference(reference)["out"])
+        assert job.metrics()["columnar_windows"]
+    finally:
+        df.unpersist()
+
+
 def test_picks_of_fields_that_cannot_be_null_equal_the_reference(jet):
     # These columns of spark.range cannot be null (a modulo could), so a pick keeps its item's fields
     # without null bits. v is unique: no ties.

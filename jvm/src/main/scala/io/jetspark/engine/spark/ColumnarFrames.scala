@@ -80,7 +80,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     */
   def accumulate(policy: SlidingWindowPolicy, rows: DataFrame, counters: Seq[LongAccumulator]): DataFrame = {
     val (slide, fields) = (policy.slide, itemFields)
-    val produced = rows.queryExecution.toRdd.mapPartitions { partition =>
+    val produced = ScanBatches.rows(rows).mapPartitions { partition =>
       lazy val item = UnsafeProjection.create(fields.map { case (ordinal, f) => BoundReference(ordinal, f.dataType, f.nullable) })
       val encode = if (itemsAsNumbers) fieldTypes.map(encoder) else Array.empty[LongField]
       val tables = ArrayBuffer.empty[FrameTable]
