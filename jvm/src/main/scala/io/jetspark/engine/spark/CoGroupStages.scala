@@ -20,7 +20,7 @@ object CoGroupStages {
     * reading both inputs round-robin (one priority group: neither must be complete before the other).
     */
   def run(stage: ProcessorStage, first: DataFrame, second: DataFrame): DataFrame = {
-    val (left, right) = (first.queryExecution.toRdd, second.queryExecution.toRdd)
+    val (left, right) = (InPlaceRows.of(first), InPlaceRows.of(second))
     if (left.getNumPartitions != right.getNumPartitions)
       throw new IllegalStateException(s"vertex '${stage.vertexName}': its inputs have ${left.getNumPartitions} and " +
         s"${right.getNumPartitions} partitions; co-aggregation reads them partition by partition")

@@ -80,7 +80,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     */
   def accumulate(policy: SlidingWindowPolicy, rows: DataFrame, counters: Seq[LongAccumulator]): DataFrame = {
     val (slide, fields) = (policy.slide, itemFields)
-    val produced = ScanBatches.rows(rows).mapPartitions { partition =>
+    val produced = InPlaceRows.of(rows).mapPartitions { partition =>
       lazy val item = UnsafeProjection.create(fields.map { case (ordinal, f) => BoundReference(ordinal, f.dataType, f.nullable) })
       val encode = if (itemsAsNumbers) fieldTypes.map(encoder) else Array.empty[LongField]
       val tables = ArrayBuffer.empty[FrameTable]
@@ -119,7 +119,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
   /** Stage 2: the frames of each key combined over the partitions they came from, and its windows. */
   def combine(policy: SlidingWindowPolicy, keyed: Boolean, frames: DataFrame,
       resultRow: Any => InternalRow, resultSchema: StructType): DataFrame = {
-    val produced = frames.queryExecution.toRdd.mapPartitions { partition =>
+    val produced = InPlaceRows.of(frames).mapPartitions { partition =>
       val keys = new java.util.LinkedHashMap[PickledKey, FrameTable]()
       val budget = new FrameTable.Budget
       partition.foreach { row =>

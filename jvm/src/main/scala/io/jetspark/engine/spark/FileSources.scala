@@ -35,7 +35,7 @@ object FileSources {
       try spark.read.format(format).options(options).load(path)
       catch { case NonFatal(e) => throw new StageFailedException(stage, s"$what: ${StageFailedException.firstLine(e)}", e) }
     // Files that turn out unreadable only when scanned (a corrupt file) fail naming the stage as well.
-    val rows = df.queryExecution.toRdd.mapPartitions(StageFailedException.namingReadErrors(stage, what, _))
+    val rows = InPlaceRows.of(df).mapPartitions(StageFailedException.namingReadErrors(stage, what, _))
     SqlBridge.internalCreateDataFrame(spark, rows, df.schema)
   }
 }

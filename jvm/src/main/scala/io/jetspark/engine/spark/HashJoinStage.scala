@@ -34,7 +34,7 @@ object HashJoinStage {
 
   def run(spark: SparkSession, vertexName: String, streamed: DataFrame, enriching: Seq[DataFrame], inner: Boolean): DataFrame = {
     val tables = enriching.map(side =>
-      spark.sparkContext.broadcast(side.queryExecution.toRdd.map(r => (r.getBinary(0), r.getBinary(2))).collect()))
+      spark.sparkContext.broadcast(InPlaceRows.of(side).map(r => (r.getBinary(0), r.getBinary(2))).collect()))
     val sides = enriching.size
     val toExtracted = SparkBatchEngine.extracted
     val carried = SparkBatchEngine.carriedColumns(streamed)
@@ -43,8 +43,8 @@ object HashJoinStage {
     val fanOut = carried.indexOf(SequenceStages.FanOut) // -1: no ids carried
     val copyCarried = ProcessorStage.copyOf(streamed.schema, carried)
     val toItem: InternalRow => Streamed = row => new Streamed(toExtracted(row), copyCarried(row))
-    val total = streamed.queryExecution.toRdd.getNumPartitions
-    val rows = streamed.queryExecution.toRdd.mapPartitionsWithIndex { (index, partition) =>
+    val total = InPlaceRows.of(streamed).getNumPartitions
+    val rows = InPlaceRows.of(streamed).mapPartitionsWithIndex { (index, partition) =>
       val builds = tables.map(_.value.iterator.map { case (key, item) =>
         new Extracted(new PickledKey(key), new PickledItem(item), Array.empty, Array.empty): Any
       })

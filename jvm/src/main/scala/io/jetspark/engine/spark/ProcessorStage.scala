@@ -35,7 +35,7 @@ final case class ProcessorStage(
     else {
       val copyCarried = ProcessorStage.copyOf(input.schema, carried)
       val (name, create, in, out) = (vertexName, newProcessor, toItem, toRow)
-      val rows = input.queryExecution.toRdd
+      val rows = InPlaceRows.of(input)
       val total = rows.getNumPartitions
       val produced = rows.mapPartitionsWithIndex { (index, partition) =>
         val pending = new java.util.ArrayDeque[InternalRow]()
@@ -67,7 +67,7 @@ object ProcessorStage {
     */
   def runPacked(vertexName: String, newProcessor: () => Processor, input: DataFrame, outputSchema: StructType)(
       toItems: Iterator[InternalRow] => Iterator[Any], toRows: Iterator[Any] => Iterator[InternalRow]): DataFrame = {
-    val rows = input.queryExecution.toRdd
+    val rows = InPlaceRows.of(input)
     val total = rows.getNumPartitions
     val (name, create) = (vertexName, newProcessor)
     val produced = rows.mapPartitionsWithIndex { (index, partition) =>

@@ -62,7 +62,7 @@ object RowDelegation {
       // The sorted runs, read run after run in one partition: the rows are counted here, not on the
       // way in, where the sampling of the range partitioning reads them once more.
       val described = e.describe // the task takes this, not the Extractor (a Column does not serialize)
-      val inOrder = sorted.queryExecution.toRdd.coalesce(1, shuffle = false, Some(InOrder)).mapPartitions { partition =>
+      val inOrder = InPlaceRows.of(sorted).coalesce(1, shuffle = false, Some(InOrder)).mapPartitions { partition =>
         val rows = partition.map { row => read.foreach(_.add(1)); row }.buffered
         // Null keys sort first: a null key and any other item make a comparison that Python fails.
         if (rows.hasNext && rows.head.isNullAt(0)) {

@@ -55,7 +55,7 @@ private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag)
     else {
       val types = df.schema.fields.map(_.dataType)
       val width = types.length
-      val rows = df.queryExecution.toRdd.mapPartitionsWithIndex { (substream, partition) =>
+      val rows = InPlaceRows.of(df).mapPartitionsWithIndex { (substream, partition) =>
         var offset = -1L
         partition.map { reused =>
           val row = reused.copy() // Spark reuses the row its values point into
@@ -100,7 +100,7 @@ private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag)
     val toItem = sequencedRow(schema)
     val types = schema.fields.map(_.dataType)
     val ties = schema.fieldIndex(Ties)
-    val rdds = branches.map(_.queryExecution.toRdd)
+    val rdds = branches.map(InPlaceRows.of)
     val (name, lanes, partitions) = (v.name, branches.size, rdds.head.getNumPartitions)
     // The lane goes in front of a row's ties before the merge compares ids, not after: of copies of one
     // record (equal paths), those of an earlier branch come first, whatever ties they brought from merges

@@ -287,7 +287,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   /** `rows` moved to `target` partitions as `edge`'s kind says (a partitioned edge by the column `key`). */
   private def moved(rows: DataFrame, edge: Edge, target: Int): DataFrame = edge.kind match {
     case EdgeKind.Isolated => rows
-    case EdgeKind.Local => if (rows.queryExecution.toRdd.getNumPartitions == target) rows else rows.repartition(target)
+    case EdgeKind.Local => if (InPlaceRows.of(rows).getNumPartitions == target) rows else rows.repartition(target)
     case EdgeKind.RoundRobin => rows.repartition(target)
     case EdgeKind.AllToOne => rows.repartition(1)
     case EdgeKind.Partitioned(_, _) => rows.repartition(target, col(Key))
@@ -329,7 +329,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       // Every row computed and dropped, through the rows' own query execution (planned once, and
       // the plan recorded below is the one that ran).
       case "noop" =>
-        val rows = items.queryExecution.toRdd
+        val rows = InPlaceRows.of(items)
         spark.sparkContext.runJob(rows, DrainRows, rows.partitions.indices, (_: Int, _: Unit) => ())
       case "files" | "foreachBatch" => rowSinks.write(v, items)
       case other => throw new UnsupportedOperationException(s"sink '${v.name}': $other sinks are not run yet")
@@ -345,7 +345,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
 
   /** Numbers each row of a local sort's output by its run (the partition) and its position in it. */
   private def numberedRuns(sorted: DataFrame): DataFrame = {
-    val rows = sorted.queryExecution.toRdd.mapPartitionsWithIndex { (run, partition) =>
+    val rows = InPlaceRows.of(sorted).mapPartitionsWithIndex { (run, partition) =>
       partition.zipWithIndex.map { case (r, position) => InternalRow(run, position.toLong, r.getBinary(0), r.getArray(1), r.getBinary(2)) }
     }
     SqlBridge.internalCreateDataFrame(spark, rows, RunSchema)
@@ -366,7 +366,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     val perStage =
       if (hasFailures) dag.edgesFrom(vertex).flatMap(_.errorsOf).map(stage => stage -> counter(deadLettersOf(vertex, stage))).toMap
       else Map.empty[String, LongAccumulator]
-    val rows = df.queryExecution.toRdd.mapPartitions(_.map { row =>
+    val rows = InPlaceRows.of(df).mapPartitions(_.map { row =>
       if (hasFailures && !row.isNullAt(failure)) {
         errors.add(1)
         perStage.get(row.getUTF8String(failure).toString).foreach(_.add(1))

@@ -322,7 +322,7 @@ final class TypedStages(plan: TypedPlan, dag: PhysicalDag, pythonUdfs: Map[Strin
       val mapped = SqlBridge.mapInArrow(output, pythonUdfs(plan.itemsUdf(vertex)))
       // Like every opaque output, over an RDD made once: the engine's next steps (partition counts,
       // processors) must not plan and run the typed query again.
-      val converted = SqlBridge.internalCreateDataFrame(mapped.sparkSession, mapped.queryExecution.toRdd, mapped.schema)
+      val converted = SqlBridge.internalCreateDataFrame(mapped.sparkSession, InPlaceRows.of(mapped), mapped.schema)
       // Read by several edges: converted once.
       if (plan.opaqueReaders(vertex) > 1) converted.persist(StorageLevel.MEMORY_AND_DISK) else converted
     })

@@ -5,34 +5,43 @@ import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, NamedExpression}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec
-import org.apache.spark.sql.execution.{ColumnarToRowExec, InputAdapter, ProjectExec, SQLExecutionRDD, SparkPlan, WholeStageCodegenExec}
+import org.apache.spark.sql.execution.{ColumnarToRowExec, InputAdapter, LogicalRDD, ProjectExec, SQLExecutionRDD, SparkPlan, WholeStageCodegenExec}
 import org.apache.spark.sql.vectorized.ColumnarBatchRow
 
-/** The rows of a DataFrame whose plan is a columnar scan (a cached DataFrame's, a Parquet file's) under a
-  * projection of its columns, renamed or not, read in place from the column vectors of the scan's
-  * batches: one row object per partition, pointed at row after row.
+/** The rows of a DataFrame read where they already are, not copied row by row into UnsafeRows as Spark's
+  * plan of it would:
   *
-  * Why: Spark makes such rows one by one, writing every field into an UnsafeRow (and, reading a cache, a
-  * second time to project it), which is a fifth of a keyed window's first stage where the rest of that
-  * stage costs little per row ([[ColumnarFrames]]). A reader of these rows must not keep them: copy what
-  * it keeps, as it would of Spark's own rows.
+  *  - a DataFrame made of an RDD of rows (`SqlBridge.internalCreateDataFrame`, how every stage of the
+  *    engine hands its output on): that RDD's rows. Spark would scan it, copying each row, so a chain of
+  *    stages (a window, its counting, a sink) copied every row once per link;
+  *  - a columnar scan (a cached DataFrame's, a Parquet file's) under a projection of its columns, renamed
+  *    or not: the column vectors of the scan's batches, through one row object per partition pointed at
+  *    row after row. Spark would write every field into an UnsafeRow (and, reading a cache, a second
+  *    time to project it), a fifth of a keyed window's first stage where the rest of it costs little
+  *    per row ([[ColumnarFrames]]).
+  *
+  * Either way a reader of these rows must not keep them: copy what it keeps, as it would of Spark's own
+  * rows. Nor may it assume they are UnsafeRows: it reads them through [[InternalRow]]'s getters.
   */
-private[spark] object ScanBatches {
-  /** The rows of `df`, read from its scan's batches where it has such a plan, else as Spark makes them. */
-  def rows(df: DataFrame): RDD[InternalRow] = batchesOf(df.queryExecution.executedPlan).fold(df.queryExecution.toRdd) {
-    case (scan, ordinals) =>
-      val read = scan.executeColumnar().mapPartitions { batches =>
-        batches.flatMap { batch =>
-          val row = new ColumnarBatchRow(ordinals.map(batch.column))
-          row.rowId = -1
-          val last = batch.numRows - 1
-          new Iterator[InternalRow] { // (not Iterator.tabulate, which boxes every row number)
-            def hasNext: Boolean = row.rowId < last
-            def next(): InternalRow = { row.rowId += 1; row }
+private[spark] object InPlaceRows {
+  /** The rows of `df`, read in place where its plan allows, else as Spark makes them. */
+  def of(df: DataFrame): RDD[InternalRow] = df.queryExecution.analyzed match {
+    case made: LogicalRDD => made.rdd
+    case _ => batchesOf(df.queryExecution.executedPlan).fold(df.queryExecution.toRdd) {
+      case (scan, ordinals) =>
+        val read = scan.executeColumnar().mapPartitions { batches =>
+          batches.flatMap { batch =>
+            val row = new ColumnarBatchRow(ordinals.map(batch.column))
+            row.rowId = -1
+            val last = batch.numRows - 1
+            new Iterator[InternalRow] { // (not Iterator.tabulate, which boxes every row number)
+              def hasNext: Boolean = row.rowId < last
+              def next(): InternalRow = { row.rowId += 1; row }
+            }
           }
         }
-      }
-      new SQLExecutionRDD(read, df.sparkSession.sessionState.conf)
+        new SQLExecutionRDD(read, df.sparkSession.sessionState.conf)
+    }
   }
 
   /** The columnar scan of `plan` and, per column of the plan's rows, the ordinal of the scan's column it

@@ -6,13 +6,13 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import java.nio.file.Files
 
-/** Rows read in place from a columnar scan's batches are the rows Spark makes of the same plan, in the
-  * same partitions and order; plans that are not a projection of such a scan are read as Spark reads them.
+/** Rows read in place, from the RDD a DataFrame was made of or from a columnar scan's batches, are the rows
+  * Spark makes of the same plan, in the same partitions and order; other plans are read as Spark reads them.
   */
-class ScanBatchesTest extends AnyFunSuite {
+class InPlaceRowsTest extends AnyFunSuite {
   private lazy val spark = SharedSparkSession.spark
 
-  /** Each partition's rows as Scala values: through ScanBatches, and through Spark's own rows. */
+  /** Each partition's rows as Scala values: through InPlaceRows, and through Spark's own rows. */
   private def bothWays(df: DataFrame): (Seq[Seq[Seq[Any]]], Seq[Seq[Seq[Any]]]) = {
     val schema = df.schema
     def values(rdd: org.apache.spark.rdd.RDD[org.apache.spark.sql.catalyst.InternalRow]) =
@@ -20,17 +20,26 @@ class ScanBatchesTest extends AnyFunSuite {
         case s: org.apache.spark.unsafe.types.UTF8String => s.toString
         case other => other
       }).toSeq)).collect().toSeq
-    (values(ScanBatches.rows(df)), values(df.queryExecution.toRdd))
+    (values(InPlaceRows.of(df)), values(df.queryExecution.toRdd))
   }
 
   private def numbers = spark.range(0, 25000, 1, 3).selectExpr("cast(id % 7 as int) as a",
     "if(id % 5 = 0, null, id * 3) as b", "cast(id as double) * 0.5 as c")
 
+  test("a DataFrame made of an RDD of rows is read from that RDD, not from Spark's copies of its rows") {
+    val made = numbers.queryExecution.toRdd.map(_.copy())
+    val df = org.apache.spark.sql.jetspark.SqlBridge.internalCreateDataFrame(spark, made, numbers.schema)
+    assert(InPlaceRows.of(df) eq made)
+    val (rdd, rows) = bothWays(df)
+    assert(rdd == rows && rdd.flatten.size == 25000)
+    assert(!(InPlaceRows.of(df.select(col("b"))) eq made))
+  }
+
   test("a cached DataFrame's columns, renamed and reordered, are read from its batches as Spark reads them") {
     val cached = numbers.cache()
     try {
       val projected = cached.select(col("c").as("x"), col("a"), col("b").as("y"))
-      assert(ScanBatches.batchesOf(projected.queryExecution.executedPlan).map(_._2.toSeq).contains(Seq(2, 0, 1)),
+      assert(InPlaceRows.batchesOf(projected.queryExecution.executedPlan).map(_._2.toSeq).contains(Seq(2, 0, 1)),
         projected.queryExecution.executedPlan)
       val (batches, rows) = bothWays(projected)
       assert(batches.size == 3 && batches.map(_.size).sum == 25000)
@@ -44,7 +53,7 @@ class ScanBatchesTest extends AnyFunSuite {
     try {
       val projected = cached.select(col("b"), col("a"))
       assert(projected.queryExecution.executedPlan.isInstanceOf[org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec])
-      assert(ScanBatches.batchesOf(projected.queryExecution.executedPlan).isDefined, projected.queryExecution.executedPlan)
+      assert(InPlaceRows.batchesOf(projected.queryExecution.executedPlan).isDefined, projected.queryExecution.executedPlan)
       val (batches, rows) = bothWays(projected)
       assert(batches.size == 4 && batches.map(_.size).sum == 25000)
       assert(batches == rows)
@@ -57,7 +66,7 @@ class ScanBatchesTest extends AnyFunSuite {
       val dir = top.resolve("t").toString
       numbers.selectExpr("a", "b", "c", "if(a = 3, null, concat('s', b)) as s").write.parquet(dir)
       val projected = spark.read.parquet(dir).select(col("s"), col("b").as("k"))
-      assert(ScanBatches.batchesOf(projected.queryExecution.executedPlan).isDefined)
+      assert(InPlaceRows.batchesOf(projected.queryExecution.executedPlan).isDefined)
       val (batches, rows) = bothWays(projected)
       assert(batches == rows)
       assert(batches.flatten.size == 25000 && batches.flatten.exists(_.head == null))
@@ -68,7 +77,7 @@ class ScanBatchesTest extends AnyFunSuite {
     val cached = numbers.cache()
     try {
       for (df <- Seq(cached.select((col("a") + 1).as("a1")), cached.where(col("a") > 2), spark.range(0, 100, 1, 3).toDF())) {
-        assert(ScanBatches.batchesOf(df.queryExecution.executedPlan).isEmpty, df.queryExecution.executedPlan)
+        assert(InPlaceRows.batchesOf(df.queryExecution.executedPlan).isEmpty, df.queryExecution.executedPlan)
         val (batches, rows) = bothWays(df)
         assert(batches == rows)
       }
