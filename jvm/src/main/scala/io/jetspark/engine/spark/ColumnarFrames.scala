@@ -166,11 +166,14 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
       if (t.keyNumber != null) out.put(t.keyNumber)
     }
     var previous = 0L
-    for (slot <- order) {
+    var i = 0
+    while (i < n) { // (a loop: a closure over `previous` boxed every slot)
+      val slot = order(i)
       out.put(t.frames(slot) - previous)
       previous = t.frames(slot)
       var c = 0
       while (c < numberColumns) { out.put(t.numbers(slot * numberColumns + c)); c += 1 }
+      i += 1
     }
     val kept = t.rows // stage 1's: UnsafeRows of the item's fields
     var bytes = 0
