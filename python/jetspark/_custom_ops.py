@@ -77,6 +77,20 @@ class StageCalls:
         return True, commit()
 
 
+class _Group:
+    """The group a call of the operation is about, put into words only when the call fails: a combine
+    runs once per partial of a group, and unpickling the group's key for each would cost more than the
+    call (as a window's, see ``_custom_windows._About``)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: bytes | None) -> None:
+        self.key = key
+
+    def __str__(self) -> str:
+        return f"<group of key {loads_key(self.key)!r}>" if self.key is not None else "<the whole input>"
+
+
 class Output:
     """The rows of one Arrow batch a UDF gives: ``item`` (a pickle), then ``failure`` (None, or the stage
     whose dead letter ``item`` is) where the UDF gives dead letters, then ``key`` where its rows cross a
@@ -132,8 +146,8 @@ def custom_aggregation_function(operations: Sequence[Any], mode: str, keyed: boo
     ops = list(operations)
     calls = StageCalls(stage, dead_letter)
 
-    def about_group(group: bytes) -> str:
-        return f"<group of key {loads_key(group)!r}>" if keyed else "<the whole input>"
+    def about_group(group: bytes) -> _Group:
+        return _Group(group if keyed else None)
 
     def create(record: str) -> list[Any]:
         return calls.of_group("create", record, lambda: [op.create() for op in ops])
