@@ -67,6 +67,14 @@ object PythonVertices {
     LocalVertices.requireNoSequenceOrdering(dag)
     val vertices = dag.vertices.map(v => vertex(dag, v, python))
     val extractedKey: Any => Any = _.asInstanceOf[Extracted].key
+    // A dead-letter sink's inputs from extractions come after its own, numbered across all of them: the
+    // extractions of two inputs of one receiver send their failures to the same sink.
+    val nextInput = scala.collection.mutable.Map.empty[String, Int]
+    def newInput(sink: String): Int = {
+      val ordinal = nextInput.getOrElse(sink, dag.edgesInto(sink).map(_.toOrdinal).max + 1)
+      nextInput(sink) = ordinal + 1
+      ordinal
+    }
     val (extractionVertices, edges) = dag.edges.map { e =>
       val edge = LocalVertices.edge(dag, e, (_, _) => extractedKey)
       extraction(dag, e) match {
@@ -78,7 +86,7 @@ object PythonVertices {
           // A record whose key or value fails goes where its stage's failures go, from the extraction.
           val deadLetters = x.errorEdges.zipWithIndex.map { case (d, i) =>
             LocalVertices.edge(dag, d, (_, _) => extractedKey)
-              .copy(from = x.vertex, fromOrdinal = 1 + i, toOrdinal = dag.edgesInto(d.to).map(_.toOrdinal).max + 1 + i)
+              .copy(from = x.vertex, fromOrdinal = 1 + i, toOrdinal = newInput(d.to))
           }
           (Some(extract), Seq(LocalEdge(e.from, e.fromOrdinal, x.vertex, 0, Routing.Isolated, errorsOf = e.errorsOf),
             edge.copy(from = x.vertex, fromOrdinal = 0, errorsOf = None)) ++ deadLetters)
