@@ -87,6 +87,21 @@ def test_metrics_count_items_in_and_out_of_every_vertex(jet):
     assert job.status is JobStatus.COMPLETED
 
 
+def test_a_stage_read_by_two_edges_runs_once(jet):
+    # The aggregation's results go to a sink and to a map: computed once and kept for both readers, so
+    # every vertex counts each of its items once, and the user's functions run once per item.
+    keys = {x % 5 for x in range(50)}
+    p = Pipeline.create()
+    totals = p.read_from(Sources.items(range(50))).grouping_key(lambda x: x % 5).aggregate(ops.counting()).set_name("totals")
+    totals.write_to(Sinks.list("fan-totals"))
+    totals.map(lambda kv: kv[1]).set_name("counts").write_to(Sinks.list("fan-counts"))
+    job, (got_totals, got_counts) = run_job(jet, p, "fan-totals", "fan-counts")
+    assert sorted(got_totals) == sorted((k, 10) for k in keys) and sorted(got_counts) == [10] * len(keys)
+    vertices = job.metrics()["vertices"]
+    assert vertices["totals-combine"]["items_out"] == len(keys)
+    assert vertices["counts"]["items_in"] == vertices["counts"]["items_out"] == len(keys)
+
+
 def test_the_console_sink_prints_items_on_the_driver(run, capsys):
     p = Pipeline.create(preserve_order=True)
     p.read_from(Sources.items(["a", "b"])).map(str.upper).write_to(Sinks.console())

@@ -7,16 +7,19 @@ import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, NamedExpress
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec
 import org.apache.spark.sql.execution.{ColumnarToRowExec, InputAdapter, LogicalRDD, ProjectExec, SQLExecutionRDD, SparkPlan, WholeStageCodegenExec}
 import org.apache.spark.sql.vectorized.ColumnarBatchRow
+import org.apache.spark.storage.StorageLevel
 
 /** The rows of a DataFrame read where they already are, not copied row by row into UnsafeRows as Spark's
   * plan of it would:
   *
   *  - a DataFrame made of an RDD of rows (`SqlBridge.internalCreateDataFrame`, how every stage of the
-  *    engine hands its output on): that RDD's rows. Spark would scan it, copying each row, so a chain of
-  *    stages (a window, its counting, a sink) copied every row once per link;
+  *    engine hands its output on), unless it is cached: that RDD's rows. Spark would scan it, copying
+  *    each row, so a chain of stages (a window, its counting, a sink) copied every row once per link. A
+  *    cached one is read from its cache (the analyzed plan does not show the cache, and its readers must
+  *    not compute it again: a stage read by several edges, a user's source);
   *  - a columnar scan (a cached DataFrame's, a Parquet file's) under a projection of its columns, renamed
-  *    or not: the column vectors of the scan's batches, through one row object per partition pointed at
-  *    row after row. Spark would write every field into an UnsafeRow (and, reading a cache, a second
+  *    or not: the column vectors of the scan's batches, through one row object per batch pointed at row
+  *    after row. Spark would write every field into an UnsafeRow (and, reading a cache, a second
   *    time to project it), a fifth of a keyed window's first stage where the rest of it costs little
   *    per row ([[ColumnarFrames]]).
   *
@@ -26,7 +29,7 @@ import org.apache.spark.sql.vectorized.ColumnarBatchRow
 private[spark] object InPlaceRows {
   /** The rows of `df`, read in place where its plan allows, else as Spark makes them. */
   def of(df: DataFrame): RDD[InternalRow] = df.queryExecution.analyzed match {
-    case made: LogicalRDD => made.rdd
+    case made: LogicalRDD if df.storageLevel == StorageLevel.NONE => made.rdd
     case _ => batchesOf(df.queryExecution.executedPlan).fold(df.queryExecution.toRdd) {
       case (scan, ordinals) =>
         val read = scan.executeColumnar().mapPartitions { batches =>
@@ -50,19 +53,16 @@ private[spark] object InPlaceRows {
   private[spark] def batchesOf(plan: SparkPlan): Option[(SparkPlan, Array[Int])] = {
     // Adaptive execution wraps a plan that reads a cache holding a shuffle's output; a projection of a
     // scan has no stage of its own to adapt, so its prepared plan is the one to run.
-    def columnar(p: SparkPlan): Option[SparkPlan] = p match {
-      case a: AdaptiveSparkPlanExec => columnar(a.executedPlan)
-      case w: WholeStageCodegenExec => columnar(w.child)
-      case i: InputAdapter => columnar(i.child)
-      case c: ColumnarToRowExec => Some(c.child)
-      case scan if scan.supportsColumnar && scan.children.isEmpty => Some(scan)
-      case _ => None
-    }
     def unwrapped(p: SparkPlan): SparkPlan = p match {
       case a: AdaptiveSparkPlanExec => unwrapped(a.executedPlan)
       case w: WholeStageCodegenExec => unwrapped(w.child)
       case i: InputAdapter => unwrapped(i.child)
       case other => other
+    }
+    def columnar(p: SparkPlan): Option[SparkPlan] = unwrapped(p) match {
+      case c: ColumnarToRowExec => Some(c.child)
+      case scan if scan.supportsColumnar && scan.children.isEmpty => Some(scan)
+      case _ => None
     }
     def column(e: NamedExpression): Option[Attribute] = e match {
       case a: Attribute => Some(a)

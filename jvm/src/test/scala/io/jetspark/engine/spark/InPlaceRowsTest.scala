@@ -35,6 +35,18 @@ class InPlaceRowsTest extends AnyFunSuite {
     assert(!(InPlaceRows.of(df.select(col("b"))) eq made))
   }
 
+  test("a cached DataFrame made of an RDD is read from its cache: its RDD is not computed again") {
+    val computed = spark.sparkContext.longAccumulator("rows computed")
+    val made = numbers.queryExecution.toRdd.map { r => computed.add(1); r.copy() }
+    val df = org.apache.spark.sql.jetspark.SqlBridge.internalCreateDataFrame(spark, made, numbers.schema).cache()
+    try {
+      val (cached, rows) = bothWays(df)
+      assert(cached == rows && cached.flatten.size == 25000)
+      assert(computed.sum == 25000) // the first read filled the cache, the second read it
+      assert(!(InPlaceRows.of(df) eq made))
+    } finally df.unpersist()
+  }
+
   test("a cached DataFrame's columns, renamed and reordered, are read from its batches as Spark reads them") {
     val cached = numbers.cache()
     try {
