@@ -149,7 +149,7 @@ def custom_aggregation_function(operations: Sequence[Any], mode: str, keyed: boo
     def about_group(group: bytes) -> _Group:
         return _Group(group if keyed else None)
 
-    def create(record: str) -> list[Any]:
+    def create(record: object) -> list[Any]:
         return calls.of_group("create", record, lambda: [op.create() for op in ops])
 
     def results(group: bytes, accs: list[Any], final: bool) -> bytes:

@@ -43,8 +43,9 @@ object HashJoinStage {
     val fanOut = carried.indexOf(SequenceStages.FanOut) // -1: no ids carried
     val copyCarried = ProcessorStage.copyOf(streamed.schema, carried)
     val toItem: InternalRow => Streamed = row => new Streamed(toExtracted(row), copyCarried(row))
-    val total = InPlaceRows.of(streamed).getNumPartitions
-    val rows = InPlaceRows.of(streamed).mapPartitionsWithIndex { (index, partition) =>
+    val input = InPlaceRows.of(streamed)
+    val total = input.getNumPartitions
+    val rows = input.mapPartitionsWithIndex { (index, partition) =>
       val builds = tables.map(_.value.iterator.map { case (key, item) =>
         new Extracted(new PickledKey(key), new PickledItem(item), Array.empty, Array.empty): Any
       })

@@ -326,8 +326,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case "list" | "deadLetter" =>
         ListSinkRegistry.append(sink.parameters("name").toString, items.collect().map(_.getAs[Array[Byte]](0)).toSeq)
       case "console" => ListSinkRegistry.append(consoleList(jobId, v.name), items.collect().map(_.getAs[Array[Byte]](0)).toSeq)
-      // Every row computed and dropped, through the rows' own query execution (planned once, and
-      // the plan recorded below is the one that ran).
+      // Every row computed and dropped, read in place where InPlaceRows can: the plan recorded below
+      // is Spark's plan of those rows, whose last scan that reading stands in for.
       case "noop" =>
         val rows = InPlaceRows.of(items)
         spark.sparkContext.runJob(rows, DrainRows, rows.partitions.indices, (_: Int, _: Unit) => ())
