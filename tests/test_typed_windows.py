@@ -132,16 +132,8 @@ def test_columnar_frames_read_a_columnar_scan_in_place(jet, tmp_path, source):
         df = jet.spark.read.parquet(str(tmp_path / "t"))
     else:
         df = df.repartition(3).cache()
-    op = lambda: ops.all_of(ops.max_by("v"), ops.min_by("v"), ops.counting())  # noqa: E731
     try:
-        p = Pipeline.create()
-        windowed(p.read_from(Sources.dataframe(df)), "k", WindowDefinition.sliding(12, 4), op()).write_to(Sinks.list("out"))
-        job, (got,) = run_job(jet, p, "out")
-        reference = Pipeline.create()
-        windowed(reference.read_from(Sources.items(df.collect())), lambda r: r.k, WindowDefinition.sliding(12, 4), op()).write_to(
-            Sinks.list("out"))
-        assert as_multiset(got) == as_multiset(run_reference(reference)["out"])
-        assert job.metrics()["columnar_windows"]
+        assert_picks_as_columns_equal_the_reference(jet, df, WindowDefinition.sliding(12, 4))
     finally:
         df.unpersist()
 
@@ -154,13 +146,18 @@ def test_picks_of_fields_that_cannot_be_null_equal_the_reference(jet):
         (F.lit(1000) - F.col("id") * 3).alias("v"), (F.col("id") * 0.25).alias("x"),
         (F.col("id").bitwiseAND(1) == 0).alias("even"))
     assert not any(f.nullable for f in df.schema.fields)
+    assert_picks_as_columns_equal_the_reference(jet, df, WindowDefinition.sliding(10, 5))
+
+
+def assert_picks_as_columns_equal_the_reference(jet, df, window) -> None:
+    """``all_of(max_by("v"), min_by("v"), counting())`` by ``k`` of ``df``'s rows in ``window`` runs as
+    columns of frames and gives the reference's results over the same rows as Python items."""
     op = lambda: ops.all_of(ops.max_by("v"), ops.min_by("v"), ops.counting())  # noqa: E731
     p = Pipeline.create()
-    windowed(p.read_from(Sources.dataframe(df)), "k", WindowDefinition.sliding(10, 5), op()).write_to(Sinks.list("out"))
+    windowed(p.read_from(Sources.dataframe(df)), "k", window, op()).write_to(Sinks.list("out"))
     job, (got,) = run_job(jet, p, "out")
     reference = Pipeline.create()
-    windowed(reference.read_from(Sources.items(df.collect())), lambda r: r.k, WindowDefinition.sliding(10, 5), op()).write_to(
-        Sinks.list("out"))
+    windowed(reference.read_from(Sources.items(df.collect())), lambda r: r.k, window, op()).write_to(Sinks.list("out"))
     assert as_multiset(got) == as_multiset(run_reference(reference)["out"])
     assert job.metrics()["columnar_windows"]
 
