@@ -30,7 +30,7 @@ from typing import Any
 from reference import as_sequence, run_reference
 
 from jetspark import AggregateOperations as ops
-from jetspark import JoinClause, Pipeline, Sinks, Sources, WindowDefinition
+from jetspark import AggregateOperation, JoinClause, Pipeline, Sinks, Sources, WindowDefinition
 
 PARTITIONS = 3
 #: An enriching side: several matches for k = 0 and 1, one for 2, none for 3.
@@ -130,6 +130,19 @@ def _flat_map_then_rebalance(spark: Any) -> Pipeline:
      .rebalance(lambda x: x % 4).filter(lambda x: x != 0)
      .map_stateful(lambda: (), lambda last3, x: ((last3 + (x,))[-3:], (last3 + (x,))[-3:]))
      .write_to(Sinks.list("windows")))
+    return p
+
+
+def _custom_rolling_then_restore(spark: Any) -> Pipeline:
+    # df(3) -> map ~~partitioned by x%2~~> rollingAggregate(custom, 2) [restore] ~~partitioned~~> map(2) [restore]
+    #   ~~all-to-one~~> mapStateful(1) [restore] ==> list   (ids carried through the user-defined operation,
+    #   which runs in Python)
+    running = AggregateOperation.of(lambda: 0, lambda a, x: a + 60 // (x % 7 + 1))
+    p = Pipeline.create(preserve_order=True)
+    (p.read_from(Sources.dataframe(numbers(spark))).map(lambda r: r.id)
+     .grouping_key(lambda x: x % 2).rolling_aggregate(running)
+     .rebalance(lambda kv: kv[1] % 3).map(lambda kv: kv)
+     .map_stateful(lambda: 0, lambda n, x: (n + 1, (n, x))).write_to(Sinks.list("numbered")))
     return p
 
 
@@ -254,6 +267,7 @@ CASES = [
     Case("flat_map before and inside a diamond", _flat_map_around_a_diamond),
     Case("flat_map then rebalance(key)", _flat_map_then_rebalance),
     Case("stateful stages, then rebalance(key), then a global stage", _state_then_rebalance),
+    Case("a rolling aggregate of AggregateOperation.of between restore points", _custom_rolling_then_restore),
     Case("a diamond's copies split by a keyed rebalance, then gathered", _diamond_copies_split_then_gathered),
     Case("diamonds nested: copies that passed an inner merge meet again", _nested_diamonds),
     Case("a timestamped chain into a keyed stateful stage, a keyed window and a stage after it",

@@ -258,6 +258,28 @@ def test_a_custom_window_after_a_map_reads_the_time_the_item_had(run):
     assert (by_end[-10], by_end[0], by_end[10]) == (10, 70, 70)
 
 
+def test_a_window_after_a_rolling_aggregate_of_a_user_defined_operation_reads_its_items_times(run):
+    # Each running total keeps the time of the item it was emitted for, as Jet's rolling aggregation keeps
+    # its item's timestamp, also where the operation runs in Python; the record that fails (v == 0, at
+    # t 29) is a dead letter and emits nothing. Running totals depend on each key's order (preserve_order);
+    # the window's sums and counts do not depend on the order within a window.
+    def add(total: int, e: dict) -> int:
+        if e["v"] == 0:
+            raise ValueError("zero")
+        return total + e["v"]
+
+    p = Pipeline.create(preserve_order=True)
+    (p.read_from(Sources.items(EVENTS)).add_timestamps("t").grouping_key("k")
+     .rolling_aggregate(AggregateOperation.of(lambda: 0, add)).set_name("running").on_error(Sinks.dead_letter("zeros"))
+     .window(WindowDefinition.tumbling(10)).aggregate(ops.all_of(ops.counting(), ops.summing(lambda kv: kv[1])))
+     .write_to(Sinks.list("w")))
+    got = run(p, "w", "zeros")
+    assert as_multiset(got["w"]) == as_multiset(run_reference(p)["w"])
+    assert [(d.record, d.stage) for d in got["zeros"]] == [({"k": "a", "t": 29, "v": 0}, "running")]
+    #  [0, 10): the running totals of a at t 0 and 4 (1 + 2, then -5: 3, -2) and of c at t 9 (3)
+    assert WindowResult(0, 10, (3, 4)) in got["w"]
+
+
 def test_a_rebalanced_keyed_window_runs_in_one_stage_and_still_matches(run):
     p = Pipeline.create()
     stage = p.read_from(Sources.items(EVENTS)).add_timestamps("t")

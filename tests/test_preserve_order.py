@@ -75,25 +75,12 @@ def _order_sensitive_window_before_a_restore_point(p: Pipeline, df: Any) -> None
      .map_stateful(lambda: 0, lambda n, w: (n + 1, (n, w))).write_to(Sinks.list("never")))
 
 
-def _custom_rolling_aggregate_before_a_restore_point(p: Pipeline, df: Any) -> None:
-    #  df(2) -> map ~~partitioned by x%2~~> rollingAggregate(custom, 2) [restore] ~~partitioned~~> map(2) [restore]
-    #    ~~all-to-one~~> mapStateful(1) [restore]
-    #  the user-defined operation runs in Python over whole partitions, which carries no ids
-    from jetspark import AggregateOperation
-
-    (p.read_from(Sources.dataframe(df)).map(lambda r: r.id)
-     .grouping_key(lambda x: x % 2).rolling_aggregate(AggregateOperation.of(lambda: 0, lambda a, x: a + x))
-     .rebalance(lambda kv: kv[1] % 3).map(lambda kv: kv)
-     .map_stateful(lambda: 0, lambda n, x: (n + 1, (n, x))).write_to(Sinks.list("never")))
-
-
 @pytest.mark.parametrize("build, message", [
     (_diamond_reshuffled_in_one_branch, "'merge'.*partition by partition"),
     (_keyed_distinct_before_a_restore_point, "'distinct'.*sequence ids carried through it"),
     (_order_sensitive_window_before_a_restore_point,
      "'windowAggregate'.*no meaning for an aggregation: each result is made of many"),
-    (_custom_rolling_aggregate_before_a_restore_point, "'rollingAggregate'.*AggregateOperation.of part"),
-], ids=["diamond reshuffled", "keyed distinct", "order-sensitive window", "custom rolling aggregate"])
+], ids=["diamond reshuffled", "keyed distinct", "order-sensitive window"])
 def test_what_preserve_order_cannot_carry_fails_before_running_naming_the_stage(jet, build, message):
     from jetspark import JobFailedError
 

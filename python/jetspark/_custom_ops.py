@@ -11,6 +11,8 @@ for them (the ``values`` column):
   ``finish`` (default ``export``, default the accumulator itself);
 - ``single``: one stage, after the shuffle by key (or to one partition): accumulate, then finish;
 - ``rolling``: ``rolling_aggregate``: accumulate, and emit ``export`` of the accumulator after each item.
+  What the item carries beside it (its time, its sequence id: :mod:`jetspark._carried`) goes with what
+  is emitted for it, result or dead letter, as Jet's rolling aggregation keeps its item's timestamp.
 
 Windows (groups of a key and a frame or session) are :mod:`jetspark._custom_windows`'s; both build on the
 calls and outputs here (:class:`StageCalls`, :class:`Output`), so a record fails and a group is named
@@ -35,6 +37,7 @@ import pickle
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from jetspark._carried import carried_for, carried_schema
 from jetspark._items import loads_key
 from jetspark._operations import operation_of
 from jetspark._python_steps import (CHAIN_SCHEMA, FAILURE, ITEM, OPAQUE_SCHEMA, PICKLE_PROTOCOL, StepFailedError, _arrow_udf,
@@ -65,14 +68,16 @@ class StageCalls:
         except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
             raise StepFailedError(f"stage '{self.stage}' failed on record {about} in {name}: {type(e).__name__}: {e}") from e
 
-    def accumulated(self, op: Any, acc: Any, item: Any, values: Sequence[bytes], out: Output, group: bytes) -> tuple[bool, Any]:
+    def accumulated(self, op: Any, acc: Any, item: Any, values: Sequence[bytes], out: Output, group: bytes,
+                    row: int = -1) -> tuple[bool, Any]:
         """``(True, the new accumulator)`` of ``acc`` with ``item`` (and its extracted ``values``' pickles),
-        or ``(False, acc)`` where the record failed and went to ``out`` as a dead letter of ``group``."""
+        or ``(False, acc)`` where the record failed and went to ``out`` as a dead letter of ``group``
+        (for input ``row``, where ``out`` carries columns)."""
         try:
             commit = op.prepare(acc, item, [pickle.loads(v) for v in values])
         except Exception as e:  # noqa: BLE001 - any user error is the record's failure
             out.add(pickle.dumps(record_failure(self.stage, self.dead_letter, item, e), protocol=PICKLE_PROTOCOL),
-                    self.stage, group)
+                    self.stage, group, row)
             return False, acc
         return True, commit()
 
@@ -94,24 +99,28 @@ class _Group:
 class Output:
     """The rows of one Arrow batch a UDF gives: ``item`` (a pickle), then ``failure`` (None, or the stage
     whose dead letter ``item`` is) where the UDF gives dead letters, then ``key`` where its rows cross a
-    shuffle by group (a first stage's partial results)."""
+    shuffle by group (a first stage's partial results), then the ``carried`` columns, copied from the
+    input row each output was made for (the last columns of the input batch)."""
 
-    def __init__(self, failures: bool, keys: bool) -> None:
-        self.failures, self.keys = failures, keys
+    def __init__(self, failures: bool, keys: bool, carried: Sequence[str] = ()) -> None:
+        self.failures, self.keys, self.carried = failures, keys, list(carried)
         self._items: list[bytes] = []
         self._failures: list[str | None] = []
         self._keys: list[bytes] = []
+        self._rows: list[int] = []
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def add(self, item: bytes, failure: str | None = None, key: bytes = b"") -> None:
+    def add(self, item: bytes, failure: str | None = None, key: bytes = b"", row: int = -1) -> None:
         self._items.append(item)
         self._failures.append(failure)
         self._keys.append(key)
+        self._rows.append(row)
 
-    def batch(self) -> Any:
-        """The rows added so far as a batch; the output is empty again."""
+    def batch(self, source: Any = None) -> Any:
+        """The rows added so far as a batch, their carried columns taken from the input batch ``source``
+        that the rows were made from; the output is empty again."""
         import pyarrow as pa
 
         columns, names = [pa.array(self._items, pa.binary())], [ITEM]
@@ -121,7 +130,10 @@ class Output:
         if self.keys:
             columns.append(pa.array(self._keys, pa.binary()))
             names.append("key")
-        self._items, self._failures, self._keys = [], [], []
+        if self.carried:
+            columns.extend(carried_for(source, self._rows, start=source.num_columns - len(self.carried)))
+            names.extend(self.carried)
+        self._items, self._failures, self._keys, self._rows = [], [], [], []
         return pa.RecordBatch.from_arrays(columns, names=names)
 
 
@@ -131,7 +143,7 @@ def column(batch: Any, name: str, default: Any = None) -> list[Any]:
 
 
 def custom_aggregation_function(operations: Sequence[Any], mode: str, keyed: bool, stage: str,
-                                dead_letter: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
+                                dead_letter: bool, carried: Sequence[str] = ()) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The Arrow map function of one vertex of an aggregation with one operation per input
     (``operations``: as :func:`~jetspark._operations.operation_of` gives them), over the columns ``key``
     (canonical key bytes), ``item`` (a pickled item; in ``combine`` mode a pickled partial accumulator),
@@ -140,9 +152,12 @@ def custom_aggregation_function(operations: Sequence[Any], mode: str, keyed: boo
     given. A group keeps one accumulator per input; its result is that of the one operation, or the tuple
     of the results (``aggregate2``). See the module docstring for the modes and the failure rules
     (``dead_letter``: the stage has a dead-letter sink, and ``operations`` leave an accumulator as it
-    was where a record fails)."""
+    was where a record fails). In ``rolling`` mode the ``carried`` columns, the last of each row, go with
+    what is emitted for it."""
     if mode not in SCHEMAS:
         raise ValueError(f"unknown custom aggregation mode {mode!r}")
+    if carried and mode != "rolling":
+        raise ValueError(f"carried columns {list(carried)} beside the results of {mode!r}: each is made of many items")
     ops = list(operations)
     calls = StageCalls(stage, dead_letter)
 
@@ -161,11 +176,11 @@ def custom_aggregation_function(operations: Sequence[Any], mode: str, keyed: boo
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         table: dict[bytes, list[Any]] = {}  # per group, in first-seen order: one accumulator per input
-        out = Output(failures=mode != "combine", keys=mode == "accumulate")
+        out = Output(failures=mode != "combine", keys=mode == "accumulate", carried=carried)
         for batch in batches:
             keys, raws = batch.column("key").to_pylist(), batch.column(ITEM).to_pylist()
             ordinals, extracted = column(batch, ORDINAL, 0), column(batch, VALUES, ())
-            for key, raw, ordinal, raw_values in zip(keys, raws, ordinals, extracted):
+            for row, (key, raw, ordinal, raw_values) in enumerate(zip(keys, raws, ordinals, extracted)):
                 group = key if keyed else _GLOBAL
                 if mode == "combine":
                     partial = pickle.loads(raw)
@@ -180,10 +195,10 @@ def custom_aggregation_function(operations: Sequence[Any], mode: str, keyed: boo
                 if group not in table:  # a group has a result also where every one of its records failed
                     table[group] = create(repr(item))
                 accs = table[group]
-                ok, accs[ordinal] = calls.accumulated(ops[ordinal], accs[ordinal], item, raw_values, out, group)
+                ok, accs[ordinal] = calls.accumulated(ops[ordinal], accs[ordinal], item, raw_values, out, group, row)
                 if ok and mode == "rolling":
-                    out.add(results(group, accs, final=False), None, group)
-            yield out.batch()
+                    out.add(results(group, accs, final=False), None, group, row)
+            yield out.batch(batch)
         if mode == "rolling":
             return
         if mode == "accumulate":
@@ -201,10 +216,11 @@ def custom_aggregation_function(operations: Sequence[Any], mode: str, keyed: boo
 
 
 def custom_aggregation_udf_column(specs: Sequence[Mapping[str, Any]], objects: Sequence[Any], mode: str, keyed: bool,
-                                  stage: str, dead_letter: bool) -> Any:
+                                  stage: str, dead_letter: bool, carried: Sequence[str] = ()) -> Any:
     """The Spark Column of one vertex of an aggregation with a user-defined part (``custom:<vertex>``), one
     operation ``spec`` per input as the JVM sends it (``CustomAggregations.Work``), its functions among
-    ``objects``; ``dead_letter``: the stage has a dead-letter sink."""
+    ``objects``; ``dead_letter``: the stage has a dead-letter sink; ``carried``: the columns (the items'
+    ``ts``, their sequence id) a rolling aggregation's outputs keep from their items."""
     operations = [operation_of(spec, objects, atomic=dead_letter) for spec in specs]
-    return _arrow_udf(custom_aggregation_function(operations, mode, keyed, stage, dead_letter), SCHEMAS[mode],
-                      ["key", ITEM])
+    return _arrow_udf(custom_aggregation_function(operations, mode, keyed, stage, dead_letter, carried),
+                      SCHEMAS[mode] + carried_schema(carried), ["key", ITEM, *carried])

@@ -209,7 +209,8 @@ def _python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], l
                                                                      c["keyed"], c["stage"], c["dead_letter"])
         else:
             udfs[f"custom:{c['vertex']}"] = custom_aggregation_udf_column(c["operations"], objects, c["mode"],
-                                                                          c["keyed"], c["stage"], c["dead_letter"])
+                                                                          c["keyed"], c["stage"], c["dead_letter"],
+                                                                          carried(c))
     for j in work["joins"]:
         mapper = ref(j["mapper_ref"])
         pair_mapper = _pair_mapper(mapper)

@@ -87,7 +87,9 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregations.work(dag).map { w =>
       Map[String, Any]("vertex" -> w.vertex.name, "stage" -> w.vertex.fusedChain.head, "mode" -> w.mode,
         "operations" -> w.operations.asJava, "keyed" -> w.keyed, "dead_letter" -> w.deadLetter,
-        "window" -> w.window.orNull).asJava
+        "window" -> w.window.orNull,
+        // Only a rolling aggregation gives its outputs what their items carry (one output per item).
+        "sequenced" -> SequenceStages.keepsSequenceIn(dag, w.vertex), "timed" -> timestamps.emits(w.vertex.name)).asJava
     }.asJava))
     work.set[JsonNode]("typed_results", mapper.valueToTree[JsonNode](typedPlan.pythonResults.map {
       case (vertex, schema, shape) =>

@@ -18,7 +18,8 @@ import scala.collection.mutable
   *    ([[Extractor.WindowResultTime]]) where they enter a vertex that reads their time.
   *  - Carrying: a fused Python chain gives each output the time of the record it ran on
   *    (`python/jetspark/_python_steps.py`); so does `map_stateful`'s Python UDF, a rolling aggregation
-  *    (one output per item, [[ProcessorStage.runCarrying]]) and a hash join, whose outputs for a streamed
+  *    (one output per item: [[ProcessorStage.runCarrying]], or the Python UDF of one with a user-defined
+  *    part, `python/jetspark/_custom_ops.py`) and a hash join, whose outputs for a streamed
   *    item get that item's time ([[HashJoinStage]]; the enriching sides arrive without theirs); a merge
   *    unions its inputs' rows, time and all; edges move the time with the item. Dead letters leave
   *    without it (their sink takes the items only). Under preserve_order the same vertices carry each
@@ -84,12 +85,9 @@ final class CarriedTimestamps(dag: PhysicalDag, typed: TypedPlan) {
     }
   }
 
-  /** Whether `v` gives what it emits for an item that item's time (the engine runs a rolling aggregation
-    * with a user-defined part in Python, over whole partitions, which does not).
-    */
+  /** Whether `v` gives what it emits for an item that item's time. */
   private def carries(v: Vertex): Boolean = v.description match {
-    case StatelessChain(_) | Merge(_, _) | MapStateful(_, _, _) | HashJoin(_, _, _) => true
-    case RollingAggregate(_, _) => !CustomAggregations.runsInPython(v)
+    case StatelessChain(_) | Merge(_, _) | MapStateful(_, _, _) | HashJoin(_, _, _) | RollingAggregate(_, _) => true
     case _ => false
   }
 

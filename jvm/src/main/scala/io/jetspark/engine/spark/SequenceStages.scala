@@ -41,8 +41,8 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   *    the whole partition in id order.
   *  - Edges that carry no ids get none: without preserve_order nothing here runs.
   *
-  * Vertices that would have to carry ids through them other than these (distinct, a rolling aggregation
-  * the engine runs in Python, aggregations and windows feeding a later restore point), and ordered
+  * Vertices that would have to carry ids through them other than these (distinct, aggregations and
+  * windows feeding a later restore point), and ordered
   * merges whose branches are re-partitioned between fork and merge, fail before any Spark job starts,
   * naming the vertex.
   */
@@ -184,9 +184,6 @@ object SequenceStages {
     v.description match {
       case Merge(_, true) => requireAligned(dag, v)
       case _ if !carriesThrough => ()
-      case RollingAggregate(_, _) if CustomAggregations.runsInPython(v) =>
-        refuse("which the Spark batch engine does not do yet for a rolling aggregation with an AggregateOperation.of part " +
-          "(it runs in Python over whole partitions)")
       case StatelessChain(_) | MapStateful(_, _, _) | RollingAggregate(_, _) | HashJoin(_, _, _) | AddTimestamps(_, _) |
            Merge(_, false) => ()
       // An order-sensitive aggregation (to_list) keeps its input in order, and so the planner walks the ids up
