@@ -146,6 +146,21 @@ def _custom_rolling_then_restore(spark: Any) -> Pipeline:
     return p
 
 
+def _distinct_then_restore(spark: Any) -> Pipeline:
+    # df(3) -> map ~~partitioned by x%4~~> distinct(2) ~~partitioned by x%3~~> map(2) [restore]
+    #   ~~all-to-one~~> mapStateful(1) [restore] ==> list   (each key's first item keeps its id)
+    # df(3) ~~partitioned by k~~> distinct(2) of rows ~~partitioned by v%3~~> map(2) [restore] ==> list
+    p = Pipeline.create(preserve_order=True)
+    (p.read_from(Sources.dataframe(numbers(spark))).map(lambda r: r.id * 7 % 40)
+     .grouping_key(lambda x: x % 4).distinct()
+     .rebalance(lambda x: x % 3).map(lambda x: x)
+     .map_stateful(lambda: 0, lambda n, x: (n + 1, (n, x))).write_to(Sinks.list("firsts")))
+    (p.read_from(Sources.dataframe(numbers(spark))).grouping_key("k").distinct()
+     .rebalance(lambda r: r.v % 3).map(lambda r: (r.id, r.k))
+     .map_stateful(lambda: 0, lambda n, x: (n + 1, (n, x))).write_to(Sinks.list("first_rows")))
+    return p
+
+
 def _state_then_rebalance(spark: Any) -> Pipeline:
     # df(3) ~~partitioned by k~~> mapStateful(2) [restore] ~~partitioned by x%3~~> map(2) [restore]
     #   ~~all-to-one~~> rollingAggregate(1) [restore] ==> list     (ids carried through the keyed state)
@@ -268,6 +283,7 @@ CASES = [
     Case("flat_map then rebalance(key)", _flat_map_then_rebalance),
     Case("stateful stages, then rebalance(key), then a global stage", _state_then_rebalance),
     Case("a rolling aggregate of AggregateOperation.of between restore points", _custom_rolling_then_restore),
+    Case("keyed distincts, of items and of rows, between restore points", _distinct_then_restore),
     Case("a diamond's copies split by a keyed rebalance, then gathered", _diamond_copies_split_then_gathered),
     Case("diamonds nested: copies that passed an inner merge meet again", _nested_diamonds),
     Case("a timestamped chain into a keyed stateful stage, a keyed window and a stage after it",

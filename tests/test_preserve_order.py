@@ -58,14 +58,6 @@ def _diamond_reshuffled_in_one_branch(p: Pipeline, df: Any) -> None:
     a.rebalance(lambda x: x % 2).map(lambda x: x + 1).merge(a.map(lambda x: x - 1)).write_to(Sinks.list("never"))
 
 
-def _keyed_distinct_before_a_restore_point(p: Pipeline, df: Any) -> None:
-    #  df(2) ~~partitioned by x%2~~> distinct(2) ~~partitioned by x%3~~> map(2) [restore] ==> list
-    #  the restore at map needs ids carried through the distinct, which this engine does not do yet
-    (p.read_from(Sources.dataframe(df)).map(lambda r: r.id)
-     .grouping_key(lambda x: x % 4).distinct()
-     .rebalance(lambda x: x % 3).map(lambda x: x).write_to(Sinks.list("never")))
-
-
 def _order_sensitive_window_before_a_restore_point(p: Pipeline, df: Any) -> None:
     #  df(2) -> addTimestamps -> map ~~partitioned by x%2~~> window to_list(2) ~~all-to-one~~> mapStateful(1) [restore]
     #  to_list keeps the window's input in order, so the ids would have to pass the window to the restore
@@ -77,10 +69,9 @@ def _order_sensitive_window_before_a_restore_point(p: Pipeline, df: Any) -> None
 
 @pytest.mark.parametrize("build, message", [
     (_diamond_reshuffled_in_one_branch, "'merge'.*partition by partition"),
-    (_keyed_distinct_before_a_restore_point, "'distinct'.*sequence ids carried through it"),
     (_order_sensitive_window_before_a_restore_point,
      "'windowAggregate'.*no meaning for an aggregation: each result is made of many"),
-], ids=["diamond reshuffled", "keyed distinct", "order-sensitive window"])
+], ids=["diamond reshuffled", "order-sensitive window"])
 def test_what_preserve_order_cannot_carry_fails_before_running_naming_the_stage(jet, build, message):
     from jetspark import JobFailedError
 

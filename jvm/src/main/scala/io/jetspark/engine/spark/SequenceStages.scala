@@ -3,7 +3,7 @@ package io.jetspark.engine.spark
 import io.jetspark.core.ProcessorContext
 import io.jetspark.core.execution.ProcessorTasklet
 import io.jetspark.core.processor.{OrderedMergeProcessor, SequenceId, SequenceRestoreProcessor, Sequenced}
-import io.jetspark.plan.VertexDescription.{AddTimestamps, Aggregate, HashJoin, MapStateful, Merge, RollingAggregate, StatelessChain, WindowAggregate}
+import io.jetspark.plan.VertexDescription.{AddTimestamps, Aggregate, Distinct, HashJoin, MapStateful, Merge, RollingAggregate, StatelessChain, WindowAggregate}
 import io.jetspark.plan.{Edge, EdgeKind, PhysicalDag, Vertex}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
@@ -22,7 +22,8 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   *    `j` to the path for the j-th output of each flat_map step (`python/jetspark/_carried.py`); an
   *    extraction of keys and values keeps the ids beside the extracted columns (and so `addTimestamps`,
   *    whose items come out as they went in, keeps them); through `map_stateful` (Python) and a rolling
-  *    aggregation (one output per item) each output keeps its item's id; a hash join, a map over its
+  *    aggregation (one output per item) each output keeps its item's id, and so does the first item of
+  *    a key that a distinct passes on; a hash join, a map over its
   *    streamed side, gives the j-th output for a streamed item that item's id with `j` appended to the
   *    path ([[HashJoinStage]]). Ids ride beside the items' time where both are carried: time first
   *    ([[SparkBatchEngine.carriedColumns]]).
@@ -41,8 +42,8 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   *    the whole partition in id order.
   *  - Edges that carry no ids get none: without preserve_order nothing here runs.
   *
-  * Vertices that would have to carry ids through them other than these (distinct, aggregations and
-  * windows feeding a later restore point), and ordered
+  * Vertices that would have to carry ids through them other than these (aggregations and windows
+  * feeding a later restore point), and ordered
   * merges whose branches are re-partitioned between fork and merge, fail before any Spark job starts,
   * naming the vertex.
   */
@@ -185,7 +186,7 @@ object SequenceStages {
       case Merge(_, true) => requireAligned(dag, v)
       case _ if !carriesThrough => ()
       case StatelessChain(_) | MapStateful(_, _, _) | RollingAggregate(_, _) | HashJoin(_, _, _) | AddTimestamps(_, _) |
-           Merge(_, false) => ()
+           Merge(_, false) | Distinct(_) => ()
       // An order-sensitive aggregation (to_list) keeps its input in order, and so the planner walks the ids up
       // through it; but each result is made of many items, and no one item's id can stand for it.
       case Aggregate(_, _, _) | WindowAggregate(_, _, _, _) =>

@@ -15,6 +15,7 @@ import io.jetspark.plan.VertexDescription.SortPhase
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.JoinedRow
 import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.types.{ArrayType, BinaryType, IntegerType, LongType, StructField, StructType}
@@ -180,8 +181,17 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
             unread = typedPlan.onlyNoopSinksRead(v.name), columnar = columnar)
       }
       case AddTimestamps(_, _) => singleInput(v) // the items with their time beside them, read on the way in
-      case Distinct(_) => ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[Extracted].key), extracted,
-        e => InternalRow(e.asInstanceOf[Extracted].pickled), ItemSchema).run(singleInput(v))
+      case Distinct(_) =>
+        // The first item of each key, with what its row carries: under preserve_order its sequence id, which
+        // it keeps, as a filter's items do (the first to arrive is the first in order: the planner restores
+        // the order on the way in where several senders could mix it).
+        val in = singleInput(v)
+        val carried = carriedColumns(in)
+        val copyCarried = ProcessorStage.copyOf(in.schema, carried)
+        ProcessorStage(v.name, () => new DistinctProcessor(_.asInstanceOf[(Extracted, InternalRow)]._1.key),
+          row => (extracted(row), copyCarried(row)),
+          { case (e: Extracted, beside: InternalRow) => new JoinedRow(InternalRow(e.pickled), beside).copy(): InternalRow },
+          StructType(ItemSchema.fields ++ carried.map(in.schema.apply))).run(in)
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
     })))
     // Read by several edges: computed once.
