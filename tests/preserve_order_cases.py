@@ -149,7 +149,8 @@ def _custom_rolling_then_restore(spark: Any) -> Pipeline:
 def _distinct_then_restore(spark: Any) -> Pipeline:
     # df(3) -> map ~~partitioned by x%4~~> distinct(2) ~~partitioned by x%3~~> map(2) [restore]
     #   ~~all-to-one~~> mapStateful(1) [restore] ==> list   (each key's first item keeps its id)
-    # df(3) ~~partitioned by k~~> distinct(2) of rows ~~partitioned by v%3~~> map(2) [restore] ==> list
+    # df(3) ~~partitioned by k~~> distinct(2) of rows ~~partitioned by v%3~~> map(2) [restore]
+    #   ~~all-to-one~~> mapStateful(1) [restore] ==> list
     p = Pipeline.create(preserve_order=True)
     (p.read_from(Sources.dataframe(numbers(spark))).map(lambda r: r.id * 7 % 40)
      .grouping_key(lambda x: x % 4).distinct()

@@ -67,11 +67,23 @@ def _order_sensitive_window_before_a_restore_point(p: Pipeline, df: Any) -> None
      .map_stateful(lambda: 0, lambda n, w: (n + 1, (n, w))).write_to(Sinks.list("never")))
 
 
+def _order_sensitive_custom_aggregation_before_a_restore_point(p: Pipeline, df: Any) -> None:
+    #  df(2) -> map ~~partitioned by x%2~~> aggregate(to_list and a user-defined part, 2) ~~all-to-one~~>
+    #    mapStateful(1) [restore]: as for the window, no item's id stands for a result; the operation runs
+    #    in Python, which must not be asked to carry ids either
+    from jetspark import AggregateOperation
+
+    (p.read_from(Sources.dataframe(df)).map(lambda r: r.id)
+     .grouping_key(lambda x: x % 2).aggregate(ops.all_of(ops.to_list(), AggregateOperation.of(lambda: 0, lambda a, x: a + x)))
+     .map_stateful(lambda: 0, lambda n, x: (n + 1, (n, x))).write_to(Sinks.list("never")))
+
+
 @pytest.mark.parametrize("build, message", [
     (_diamond_reshuffled_in_one_branch, "'merge'.*partition by partition"),
     (_order_sensitive_window_before_a_restore_point,
      "'windowAggregate'.*no meaning for an aggregation: each result is made of many"),
-], ids=["diamond reshuffled", "order-sensitive window"])
+    (_order_sensitive_custom_aggregation_before_a_restore_point, "'aggregate.*no meaning for an aggregation"),
+], ids=["diamond reshuffled", "order-sensitive window", "order-sensitive custom aggregation"])
 def test_what_preserve_order_cannot_carry_fails_before_running_naming_the_stage(jet, build, message):
     from jetspark import JobFailedError
 

@@ -131,7 +131,9 @@ class Output:
             columns.append(pa.array(self._keys, pa.binary()))
             names.append("key")
         if self.carried:
-            columns.extend(carried_for(source, self._rows, start=source.num_columns - len(self.carried)))
+            start = source.num_columns - len(self.carried)
+            assert source.schema.names[start:] == self.carried, f"carried columns {self.carried} not last in {source.schema.names}"
+            columns.extend(carried_for(source, self._rows, start=start))
             names.extend(self.carried)
         self._items, self._failures, self._keys, self._rows = [], [], [], []
         return pa.RecordBatch.from_arrays(columns, names=names)

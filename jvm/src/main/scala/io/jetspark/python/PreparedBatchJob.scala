@@ -30,7 +30,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     *  "stateful": [{"vertex", "stage", "create_ref", "fn_ref", "keyed", "dead_letter", "sequenced", "timed"}], // map_stateful
     *  "joins": [{"vertex", "stage", "mapper_ref", "dead_letter", "sequenced", "timed"}], // hash join mappers
     *  "custom_aggregations": [{"vertex", "stage", "mode", "operations", "keyed", "dead_letter",  // with AggregateOperation.of
-    *                          "window" (a window's definition, or null)}],
+    *                          "window" (a window's definition, or null), "sequenced", "timed" (rolling only)}],
     *  "typed_results": [{"vertex", "schema", "shape"}]}                            // Catalyst results to items
     * }}}
     * `ref`s number the Python callables of the pipeline's spec (null: a `peek()` without one). Python
@@ -88,8 +88,10 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       Map[String, Any]("vertex" -> w.vertex.name, "stage" -> w.vertex.fusedChain.head, "mode" -> w.mode,
         "operations" -> w.operations.asJava, "keyed" -> w.keyed, "dead_letter" -> w.deadLetter,
         "window" -> w.window.orNull,
-        // Only a rolling aggregation gives its outputs what their items carry (one output per item).
-        "sequenced" -> SequenceStages.keepsSequenceIn(dag, w.vertex), "timed" -> timestamps.emits(w.vertex.name)).asJava
+        // Only a rolling aggregation gives its outputs what their items carry (one output per item); other
+        // vertices that would have to carry ids are refused by name when the job runs (SequenceStages).
+        "sequenced" -> (w.mode == "rolling" && SequenceStages.keepsSequenceIn(dag, w.vertex)),
+        "timed" -> (w.mode == "rolling" && timestamps.emits(w.vertex.name))).asJava
     }.asJava))
     work.set[JsonNode]("typed_results", mapper.valueToTree[JsonNode](typedPlan.pythonResults.map {
       case (vertex, schema, shape) =>

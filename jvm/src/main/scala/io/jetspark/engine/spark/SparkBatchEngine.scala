@@ -183,8 +183,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case AddTimestamps(_, _) => singleInput(v) // the items with their time beside them, read on the way in
       case Distinct(_) =>
         // The first item of each key, with what its row carries: under preserve_order its sequence id, which
-        // it keeps, as a filter's items do (the first to arrive is the first in order: the planner restores
-        // the order on the way in where several senders could mix it).
+        // it keeps, as a filter's items do (the first to arrive is the first in order where the planner
+        // restores the order on the way in, that is where it plans several senders).
         val in = singleInput(v)
         val carried = carriedColumns(in)
         val copyCarried = ProcessorStage.copyOf(in.schema, carried)

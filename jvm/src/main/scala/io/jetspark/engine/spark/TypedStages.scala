@@ -222,10 +222,8 @@ final class TypedPlan private (dag: PhysicalDag) {
         if (!noDeadLetters(merge)) None
         else RowDelegation.sort(stageOf(v), key, reverse, rowSources(input.from)).toOption
           .map(RowDelegation(merge, Some(v.name), input.from, _))
-      // (Not readsRows: the edge into a distinct is partitioned by its own key, which the group-by replaces.
-      // Not where its items carry their sequence ids on: the group-by keeps no column beside the rows'.)
-      case Distinct(key) if rowSources.contains(input.from) && input.errorsOf.isEmpty && noDeadLetters(v.name) &&
-          !SequenceStages.keepsSequenceIn(dag, v) =>
+      // (Not readsRows: the edge into a distinct is partitioned by its own key, which the group-by replaces.)
+      case Distinct(key) if rowSources.contains(input.from) && input.errorsOf.isEmpty && noDeadLetters(v.name) =>
         RowDelegation.distinct(key, rowSources(input.from)).toOption.map(RowDelegation(v.name, None, input.from, _))
       case _ => None
     }
