@@ -162,6 +162,22 @@ def _distinct_then_restore(spark: Any) -> Pipeline:
     return p
 
 
+def _unrelated_sources_merged(spark: Any) -> Pipeline:
+    # items(1) ─┐
+    #           merge ~~partitioned by x%4~~> distinct(2) ~~all-to-one~~> mapStateful(1) [restore] ==> list
+    # items(1) ─┘      (two sources, each its own stream of ids: merged, the earlier source's items come
+    #                   first, as the reference orders unrelated streams by origin)
+    p = Pipeline.create(preserve_order=True)
+    # keys (x % 4) 0 and 1 only in the first source, 2 and 3 only in the second: which source's item of a
+    # key reaches the distinct first is then moot (the merge is planned as one sender, but its union has
+    # one partition per source, so nothing restores their order on the way into the distinct)
+    first = p.read_from(Sources.items([0, 4, 1, 5, 8, 9, 13, 12])).map(lambda x: ("first", x))
+    second = p.read_from(Sources.items([2, 3, 6, 7, 10, 11])).map(lambda x: ("second", x))
+    (first.merge(second).grouping_key(lambda t: t[1] % 4).distinct()
+     .map_stateful(lambda: 0, lambda n, t: (n + 1, (n, t))).write_to(Sinks.list("merged_firsts")))
+    return p
+
+
 def _state_then_rebalance(spark: Any) -> Pipeline:
     # df(3) ~~partitioned by k~~> mapStateful(2) [restore] ~~partitioned by x%3~~> map(2) [restore]
     #   ~~all-to-one~~> rollingAggregate(1) [restore] ==> list     (ids carried through the keyed state)
@@ -285,6 +301,7 @@ CASES = [
     Case("stateful stages, then rebalance(key), then a global stage", _state_then_rebalance),
     Case("a rolling aggregate of AggregateOperation.of between restore points", _custom_rolling_then_restore),
     Case("keyed distincts, of items and of rows, between restore points", _distinct_then_restore),
+    Case("two sources merged, then a keyed distinct and a global restore point", _unrelated_sources_merged),
     Case("a diamond's copies split by a keyed rebalance, then gathered", _diamond_copies_split_then_gathered),
     Case("diamonds nested: copies that passed an inner merge meet again", _nested_diamonds),
     Case("a timestamped chain into a keyed stateful stage, a keyed window and a stage after it",

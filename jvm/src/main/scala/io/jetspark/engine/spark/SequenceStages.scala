@@ -17,8 +17,10 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   *
   *  - Ids: a vertex that `assignsSequence` appends to each output row its id, four columns
   *    ([[SequenceStages.Columns]]): the substream (its partition: a source's partition, or an order
-  *    producer's processor), the offset (the row's position in that partition), an empty fan-out path
-  *    and empty ties. A fused Python chain on the way keeps the id of the record it ran on and appends
+  *    producer's processor, above those of the vertices that assign ids before it in the plan, so that
+  *    two streams never share one: merged, the earlier vertex's items come first, as the brute-force
+  *    reference orders unrelated streams by origin), the offset (the row's position in that partition),
+  *    an empty fan-out path and empty ties. A fused Python chain on the way keeps the id of the record it ran on and appends
   *    `j` to the path for the j-th output of each flat_map step (`python/jetspark/_carried.py`); an
   *    extraction of keys and values keeps the ids beside the extracted columns (and so `addTimestamps`,
   *    whose items come out as they went in, keeps them); through `map_stateful` (Python) and a rolling
@@ -56,7 +58,13 @@ private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag)
     else {
       val types = df.schema.fields.map(_.dataType)
       val width = types.length
-      val rows = InPlaceRows.of(df).mapPartitionsWithIndex { (substream, partition) =>
+      val first = dag.vertices.filter(_.assignsSequence).indexWhere(_.name == v.name) << SubstreamBits
+      val input = InPlaceRows.of(df)
+      if (input.getNumPartitions > (1 << SubstreamBits))
+        throw new UnsupportedOperationException(s"vertex '${v.name}' (${v.description.describe}): preserve_order numbers " +
+          s"the items of at most ${1 << SubstreamBits} partitions, here ${input.getNumPartitions}")
+      val rows = input.mapPartitionsWithIndex { (index, partition) =>
+        val substream = first + index
         var offset = -1L
         partition.map { reused =>
           val row = reused.copy() // Spark reuses the row its values point into
@@ -134,6 +142,8 @@ object SequenceStages {
   val FanOut = "seq_fan_out"
   val Ties = "seq_ties"
   val Columns: Seq[String] = Seq(Substream, Offset, FanOut, Ties)
+  /** How many substreams (partitions) one vertex's ids may have: the bits below a vertex's first one. */
+  private val SubstreamBits = 20
   private val Fields = Seq(StructField(Substream, IntegerType, nullable = false), StructField(Offset, LongType, nullable = false),
     StructField(FanOut, ArrayType(IntegerType, containsNull = false), nullable = false),
     StructField(Ties, ArrayType(IntegerType, containsNull = false), nullable = false))
