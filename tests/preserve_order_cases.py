@@ -164,15 +164,13 @@ def _distinct_then_restore(spark: Any) -> Pipeline:
 
 def _unrelated_sources_merged(spark: Any) -> Pipeline:
     # items(1) ─┐
-    #           merge ~~partitioned by x%4~~> distinct(2) ~~all-to-one~~> mapStateful(1) [restore] ==> list
+    #           merge(1) ~~partitioned by x%4~~> distinct(2) ~~all-to-one~~> mapStateful(1) [restore] ==> list
     # items(1) ─┘      (two sources, each its own stream of ids: merged, the earlier source's items come
-    #                   first, as the reference orders unrelated streams by origin)
+    #                   first, as the reference orders unrelated streams by origin; keys 0 and 2 are in both,
+    #                   so the distinct must see the first source's items of a key before the second's)
     p = Pipeline.create(preserve_order=True)
-    # keys (x % 4) 0 and 1 only in the first source, 2 and 3 only in the second: which source's item of a
-    # key reaches the distinct first is then moot (the merge is planned as one sender, but its union has
-    # one partition per source, so nothing restores their order on the way into the distinct)
-    first = p.read_from(Sources.items([0, 4, 1, 5, 8, 9, 13, 12])).map(lambda x: ("first", x))
-    second = p.read_from(Sources.items([2, 3, 6, 7, 10, 11])).map(lambda x: ("second", x))
+    first = p.read_from(Sources.items([0, 4, 1, 5, 8, 9, 13, 12, 2])).map(lambda x: ("first", x))
+    second = p.read_from(Sources.items([2, 3, 6, 7, 10, 11, 0])).map(lambda x: ("second", x))
     (first.merge(second).grouping_key(lambda t: t[1] % 4).distinct()
      .map_stateful(lambda: 0, lambda n, t: (n + 1, (n, t))).write_to(Sinks.list("merged_firsts")))
     return p

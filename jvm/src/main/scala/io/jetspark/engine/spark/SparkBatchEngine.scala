@@ -131,7 +131,15 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case Source(source, _) => itemsFrame(source.parameters("items").asInstanceOf[Seq[Any]], v)
       case StatelessChain(_) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"chain:${v.name}"))
       case Merge(_, true) => sequences.orderedMerge(v, dag.edgesInto(v.name).map(input))
-      case Merge(_, _) => dag.edgesInto(v.name).map(input).reduce(_ union _)
+      case Merge(_, _) =>
+        // A union's partitions add up, but the planner counts the merge as `localParallelism` senders and
+        // restores order after it only where those are several: where its items carry their ids on, no
+        // more partitions than that, each holding its inputs' partitions in input order (the earlier
+        // stream first, as the brute-force reference merges unrelated streams).
+        val union = dag.edgesInto(v.name).map(input).reduce(_ union _)
+        val planned = v.localParallelism
+        if (dag.edgesFrom(v.name).exists(_.carriesSequence) && InPlaceRows.of(union).getNumPartitions > planned) union.coalesce(planned)
+        else union
       case Sink(sink) if sink.takesRows => rowSinks.rows(v, singleInput(v))
       case Sink(_) => singleInput(v)
       case _ if CustomAggregations.runsInPython(v) =>
