@@ -132,7 +132,8 @@ class Output:
             names.append("key")
         if self.carried:
             start = source.num_columns - len(self.carried)
-            assert source.schema.names[start:] == self.carried, f"carried columns {self.carried} not last in {source.schema.names}"
+            assert source.schema.names[start:] == self.carried, \
+                f"carried columns {self.carried} not last in {source.schema.names}"
             columns.extend(carried_for(source, self._rows, start=start))
             names.extend(self.carried)
         self._items, self._failures, self._keys, self._rows = [], [], [], []

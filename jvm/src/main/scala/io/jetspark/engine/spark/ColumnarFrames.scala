@@ -65,9 +65,9 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
   private val layouts: Array[ItemLayout] = {
     var first = parts.length
     parts.toSeq.zipWithIndex.collect { case (Pick(valueOrdinal, _, _), p) if itemsAsNumbers =>
-      val sources = itemFields.indices.map(i => if (i == fromKey) FromKey else if (fieldOrdinals(i) == valueOrdinal) FromValue else 0).toArray
-      val stored = sources.indices.filter(sources(_) == 0).toArray
-      stored.indices.foreach(j => sources(stored(j)) = j)
+      val stored = itemFields.indices.filter(i => i != fromKey && fieldOrdinals(i) != valueOrdinal).toArray
+      val sources = itemFields.indices.map(i =>
+        if (i == fromKey) FromKey else if (fieldOrdinals(i) == valueOrdinal) FromValue else stored.indexOf(i)).toArray
       val layout = ItemLayout(p, first, stored, sources, stored.exists(itemFields(_)._2.nullable))
       first += layout.width
       layout

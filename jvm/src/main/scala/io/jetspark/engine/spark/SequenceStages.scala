@@ -20,12 +20,12 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   *    producer's processor, above those of the vertices that assign ids before it in the plan, so that
   *    two streams never share one: merged, the earlier vertex's items come first, as the brute-force
   *    reference orders unrelated streams by origin), the offset (the row's position in that partition),
-  *    an empty fan-out path and empty ties. A fused Python chain on the way keeps the id of the record it ran on and appends
-  *    `j` to the path for the j-th output of each flat_map step (`python/jetspark/_carried.py`); an
-  *    extraction of keys and values keeps the ids beside the extracted columns (and so `addTimestamps`,
-  *    whose items come out as they went in, keeps them); through `map_stateful` (Python) and a rolling
-  *    aggregation (one output per item) each output keeps its item's id, and so does the first item of
-  *    a key that a distinct passes on; a hash join, a map over its
+  *    an empty fan-out path and empty ties. A fused Python chain on the way keeps the id of the record it
+  *    ran on and appends `j` to the path for the j-th output of each flat_map step
+  *    (`python/jetspark/_carried.py`); an extraction of keys and values keeps the ids beside the extracted
+  *    columns (and so `addTimestamps`, whose items come out as they went in, keeps them); through
+  *    `map_stateful` (Python) and a rolling aggregation (one output per item) each output keeps its item's
+  *    id, and so does the first item of a key that a distinct passes on; a hash join, a map over its
   *    streamed side, gives the j-th output for a streamed item that item's id with `j` appended to the
   *    path ([[HashJoinStage]]). Ids ride beside the items' time where both are carried: time first
   *    ([[SparkBatchEngine.carriedColumns]]).
