@@ -45,10 +45,11 @@ import scala.jdk.CollectionConverters._
   * @param keyField the index in `itemFields` of a field that is the key itself, of an integer type, which
   *                every row of a key holds alike (-1: none)
   * @param resultItems a result's kept rows as the [[RowItem]]s Python reads ([[TypedWindow.rowItemsAt]])
+  * @param budget  a task's budget for its frame tables
   */
 private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], shape: ColumnarFrames.Shape,
     keys: KeyReader, checked: InternalRow => Unit, itemFields: Seq[(Int, StructField)], keyField: Int,
-    val resultItems: Any => Any) extends Serializable {
+    val resultItems: Any => Any, budget: () => FrameTable.Budget) extends Serializable {
   import ColumnarFrames._
 
   private val picks: Array[Int] = { var n = -1; parts.map { case _: Pick => n += 1; n; case Count => -1 } }
@@ -77,6 +78,13 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
 
   /** Stage 1: a partition's projected rows accumulated into frames per key, one [[Schema]] row per key.
     * The number of rows read adds to each of `counters` (the items of the vertices before it).
+    *
+    * Rows are added as they come until the task's tables outgrow a core's cache
+    * ([[FrameTable.CacheBytes]]); from then on, in two passes: each row's frame and numbers are first appended to its key's table
+    * ([[FrameTable.defer]]), and then each table adds its own in turn ([[flush]]). Added as they come,
+    * the events of a hundred keys at small slides touch frame indexes and numbers larger than the cache
+    * at random, a miss or two per event; a key's own fit, and the appends are sequential. (While the
+    * tables fit, the appends are only extra work.)
     */
   def accumulate(policy: SlidingWindowPolicy, rows: DataFrame, counters: Seq[LongAccumulator]): DataFrame = {
     val (slide, fields) = (policy.slide, itemFields)
@@ -84,54 +92,75 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
       lazy val item = UnsafeProjection.create(fields.map { case (ordinal, f) => BoundReference(ordinal, f.dataType, f.nullable) })
       val encode = if (itemsAsNumbers) fieldTypes.map(encoder) else Array.empty[LongField]
       val tables = ArrayBuffer.empty[FrameTable]
-      val budget = new FrameTable.Budget
-      val tableOf = keys { key => val t = newTable(key, budget); tables += t; t }
+      val tasks = budget()
+      val tableOf = keys { key => val t = newTable(key, tasks); tables += t; t }
       var count = 0L
       partition.foreach { row =>
         count += 1
         checked(row)
         val frames = tableOf(row)
-        val held = frames.size
-        val slot = frames.slotOf(Math.floorDiv(row.getLong(1), slide) + 1)
-        val isNew = frames.size > held
-        if (held == 0 && fromKey >= 0) frames.keyNumber = if (row.isNullAt(0)) null else Long.box(encode(fromKey)(row, 0))
-        var p = 0
-        while (p < parts.length) {
-          parts(p) match {
-            case Count => frames.numbers(slot * numberColumns + p) += 1
-            case Pick(ordinal, read, greatest) =>
-              val value = read(row, ordinal)
-              if (isNew || beats(value, frames.numbers(slot * numberColumns + p), greatest)) {
-                frames.numbers(slot * numberColumns + p) = value
-                if (itemsAsNumbers) keep(layouts(picks(p)), encode, row, frames.numbers, slot * numberColumns)
-                else frames.rows(picks(p))(slot) = item(row).copy()
-              }
+        if (fromKey >= 0 && frames.isEmpty) frames.keyNumber = if (row.isNullAt(0)) null else Long.box(encode(fromKey)(row, 0))
+        val frame = Math.floorDiv(row.getLong(1), slide) + 1
+        if (tasks.tableBytes <= tasks.cacheBytes) {
+          val held = frames.size
+          val slot = frames.slotOf(frame)
+          val isNew = frames.size > held
+          var p = 0
+          while (p < parts.length) {
+            parts(p) match {
+              case Count => frames.numbers(slot * numberColumns + p) += 1
+              case Pick(ordinal, read, greatest) =>
+                val value = read(row, ordinal)
+                if (isNew || beats(value, frames.numbers(slot * numberColumns + p), greatest)) {
+                  frames.numbers(slot * numberColumns + p) = value
+                  if (itemsAsNumbers) keep(layouts(picks(p)), encode, row, frames.numbers, slot * numberColumns)
+                  else frames.rows(picks(p))(slot) = item(row).copy()
+                }
+            }
+            p += 1
           }
-          p += 1
+        } else {
+          val at = frames.defer(frame, if (rowColumns > 0) item(row).copy() else null)
+          var p = 0
+          while (p < parts.length) {
+            parts(p) match {
+              case Count => frames.deferred(at + p) = 1
+              case Pick(ordinal, read, _) =>
+                frames.deferred(at + p) = read(row, ordinal)
+                if (itemsAsNumbers) keep(layouts(picks(p)), encode, row, frames.deferred, at)
+            }
+            p += 1
+          }
+          if (tasks.deferredLeft <= 0) tables.foreach(flush)
         }
       }
       counters.foreach(_.add(count))
-      tables.iterator.map(packed)
+      tables.iterator.map { t => flush(t); packed(t) }
     }
     SqlBridge.internalCreateDataFrame(rows.sparkSession, produced, Schema)
   }
 
-  /** Stage 2: the frames of each key combined over the partitions they came from, and its windows. */
+  /** Stage 2: the frames of each key combined over the partitions they came from, and its windows. A key's
+    * frames from each partition arrive in frame order ([[packed]]); they are merged as sorted runs, in the
+    * order they arrived (which is the order in which a pick's ties are settled), not through a table.
+    * A window's result becomes a row by `resultRow`; without one (no reader takes the results: noop
+    * sinks only) each window is an empty row, its result computed in the sums and queues of its frames
+    * but never made an object.
+    */
   def combine(policy: SlidingWindowPolicy, keyed: Boolean, frames: DataFrame,
-      resultRow: Any => InternalRow, resultSchema: StructType): DataFrame = {
+      resultRow: Option[Any => InternalRow], resultSchema: StructType): DataFrame = {
     val produced = InPlaceRows.of(frames).mapPartitions { partition =>
-      val keys = new java.util.LinkedHashMap[PickledKey, FrameTable]()
-      val budget = new FrameTable.Budget
+      val keys = new java.util.LinkedHashMap[PickledKey, ArrayBuffer[InternalRow]]()
       partition.foreach { row =>
         val key = new PickledKey(row.getBinary(0))
-        var table = keys.get(key)
-        if (table == null) { table = newTable(key, budget); keys.put(key, table) }
-        combineInto(table, row)
+        var runs = keys.get(key)
+        if (runs == null) { runs = ArrayBuffer.empty; keys.put(key, runs) }
+        runs += InternalRow(null, row.getBinary(1), row.getBinary(2)) // (Spark reuses the row; its binaries are copies)
       }
       keys.entrySet().iterator().asScala.flatMap { e =>
-        windows(e.getValue, policy) { (end, result) =>
-          resultRow(if (keyed) KeyedWindowResult(end - policy.size, end, e.getKey, result) else WindowResult(end - policy.size, end, result))
-        }
+        val runs = e.getValue.map(unpacked)
+        windows(merged(runs, 0, runs.length), policy, resultRow.map(toRow => (end: Long, result: Any) =>
+          toRow(if (keyed) KeyedWindowResult(end - policy.size, end, e.getKey, result) else WindowResult(end - policy.size, end, result))))
       }
     }
     SqlBridge.internalCreateDataFrame(frames.sparkSession, produced, resultSchema)
@@ -149,6 +178,52 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
       j += 1
     }
     if (layout.nullBits) numbers(at + layout.first + layout.stored.length) = bits
+  }
+
+  /** Adds the numbers of one frame (`from`, at `fromAt`) into those of another (`into`, at `at`; holding
+    * nothing yet if `isNew`): counts add up, a pick takes the incoming value and item unless the one it
+    * holds beats or ties it. Returns the picks that took the incoming item, a bit each (by pick index).
+    */
+  private def mergeInto(into: Array[Long], at: Int, isNew: Boolean, from: Array[Long], fromAt: Int): Long = {
+    var won = 0L
+    var p = 0
+    while (p < parts.length) {
+      parts(p) match {
+        case Count => into(at + p) = if (isNew) from(fromAt + p) else Math.addExact(into(at + p), from(fromAt + p))
+        case Pick(_, _, greatest) =>
+          if (isNew || beats(from(fromAt + p), into(at + p), greatest)) {
+            into(at + p) = from(fromAt + p)
+            if (itemsAsNumbers) {
+              val layout = layouts(picks(p))
+              System.arraycopy(from, fromAt + layout.first, into, at + layout.first, layout.width)
+            }
+            won |= 1L << picks(p)
+          }
+      }
+      p += 1
+    }
+    won
+  }
+
+  /** Adds the events `t` deferred into its frames, in the order they came. */
+  private def flush(t: FrameTable): Unit = {
+    t.reserveForDeferred()
+    val width = numberColumns + 1
+    var e = 0
+    while (e < t.deferredEvents) {
+      val held = t.size
+      val slot = t.slotOf(t.deferred(e * width))
+      val won = mergeInto(t.numbers, slot * numberColumns, t.size > held, t.deferred, e * width + 1)
+      if (rowColumns > 0) { val row = t.deferredRows(e); takeRows(won, t.rows, slot, _ => row) }
+      e += 1
+    }
+    t.clearDeferred()
+  }
+
+  /** Where a pick keeps its item as a row: sets the row at `slot` to `row` for each pick that `won`. */
+  private def takeRows(won: Long, rows: Array[Array[InternalRow]], slot: Int, row: Int => InternalRow): Unit = {
+    var c = 0
+    while (c < rowColumns) { if ((won & (1L << c)) != 0) rows(c)(slot) = row(c); c += 1 }
   }
 
   /** A key's frames as a [[Schema]] row: the frames in order with their numbers, as [[Varints]] (how many;
@@ -189,96 +264,94 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     InternalRow(t.key.bytes, out.result, rows.array())
   }
 
-  /** Adds a [[Schema]] row's frames into `t`: counts add up, a pick keeps the item it holds unless the
-    * incoming one beats it. Rows point into the row's bytes, which Spark gives each row anew.
-    */
-  private def combineInto(t: FrameTable, row: InternalRow): Unit = {
+  /** The frames of a [[Schema]] row (its frames and rows) as a run. Rows point into the row's bytes. */
+  private def unpacked(row: InternalRow): FrameRun = {
     val in = new Varints.Reader(row.getBinary(1))
     val bytes = ByteBuffer.wrap(row.getBinary(2))
     val n = in.next().toInt
-    if (fromKey >= 0) t.keyNumber = if (in.next() == 0) null else Long.box(in.next())
-    val incoming = Array.fill(rowColumns) {
-      val rows = new Array[InternalRow](n)
-      var i = 0
-      while (i < n) {
-        val size = bytes.getInt()
-        val r = new UnsafeRow(itemFields.length)
-        r.pointTo(bytes.array(), Platform.BYTE_ARRAY_OFFSET + bytes.position(), size)
-        bytes.position(bytes.position() + size)
-        rows(i) = r
-        i += 1
-      }
-      rows
-    }
-    val numbers = new Array[Long](numberColumns)
+    val keyNumber = if (fromKey >= 0 && in.next() != 0) Long.box(in.next()) else null
+    val run = new FrameRun(n, numberColumns, rowColumns, keyNumber)
     var frame = 0L
     var i = 0
     while (i < n) {
       frame += in.next()
+      run.frames(i) = frame
       var c = 0
-      while (c < numberColumns) { numbers(c) = in.next(); c += 1 }
-      val held = t.size
-      val slot = t.slotOf(frame)
-      val isNew = t.size > held
-      var p = 0
-      while (p < parts.length) {
-        val value = numbers(p)
-        parts(p) match {
-          case Count => t.numbers(slot * numberColumns + p) = Math.addExact(t.numbers(slot * numberColumns + p), value)
-          case Pick(_, _, greatest) =>
-            if (isNew || beats(value, t.numbers(slot * numberColumns + p), greatest)) {
-              t.numbers(slot * numberColumns + p) = value
-              if (itemsAsNumbers) {
-                val layout = layouts(picks(p))
-                System.arraycopy(numbers, layout.first, t.numbers, slot * numberColumns + layout.first, layout.width)
-              } else t.rows(picks(p))(slot) = incoming(picks(p))(i)
-            }
-        }
-        p += 1
-      }
+      while (c < numberColumns) { run.numbers(i * numberColumns + c) = in.next(); c += 1 }
       i += 1
     }
+    run.size = n
+    for (c <- 0 until rowColumns; i <- 0 until n) {
+      val size = bytes.getInt()
+      val r = new UnsafeRow(itemFields.length)
+      r.pointTo(bytes.array(), Platform.BYTE_ARRAY_OFFSET + bytes.position(), size)
+      bytes.position(bytes.position() + size)
+      run.rows(c)(i) = r
+    }
+    run
   }
 
-  /** What `emit` makes of each of a key's non-empty windows (its end and its result), in end order.
-    * Windows are counted in slides as frames are: window `w` ends at `w * slide` and holds frames
-    * `w - size / slide + 1` to `w`.
+  /** `runs(from until until)` merged into one run, each frame's numbers combined in the runs' order. */
+  private def merged(runs: collection.IndexedSeq[FrameRun], from: Int, until: Int): FrameRun =
+    if (until - from == 1) runs(from)
+    else {
+      val middle = (from + until) / 2
+      val (a, b) = (merged(runs, from, middle), merged(runs, middle, until))
+      val out = new FrameRun(a.size + b.size, numberColumns, rowColumns, a.keyNumber)
+      def take(run: FrameRun, i: Int, isNew: Boolean): Unit = {
+        val won = mergeInto(out.numbers, out.size * numberColumns, isNew, run.numbers, i * numberColumns)
+        if (rowColumns > 0) takeRows(won, out.rows, out.size, c => run.rows(c)(i))
+      }
+      var (i, j) = (0, 0)
+      while (i < a.size || j < b.size) {
+        val fromA = j == b.size || (i < a.size && a.frames(i) <= b.frames(j))
+        out.frames(out.size) = if (fromA) a.frames(i) else b.frames(j)
+        if (fromA) {
+          take(a, i, isNew = true)
+          if (j < b.size && b.frames(j) == a.frames(i)) { take(b, j, isNew = false); j += 1 }
+          i += 1
+        } else { take(b, j, isNew = true); j += 1 }
+        out.size += 1
+      }
+      out
+    }
+
+  /** What `emit` makes of each of a key's non-empty windows (its end and its result), in end order; without
+    * `emit`, an empty row for each. Windows are counted in slides as frames are: window `w` ends at
+    * `w * slide` and holds frames `w - size / slide + 1` to `w`.
     */
-  private def windows(t: FrameTable, policy: SlidingWindowPolicy)(emit: (Long, Any) => InternalRow): Iterator[InternalRow] = {
-    val order = t.slotsInOrder
-    val n = order.length
-    val (frames, framesPerWindow) = (t.frames, policy.size / policy.slide)
+  private def windows(run: FrameRun, policy: SlidingWindowPolicy, emit: Option[(Long, Any) => InternalRow]): Iterator[InternalRow] = {
+    val made = emit.orNull
+    val (n, frames, numbers, framesPerWindow) = (run.size, run.frames, run.numbers, policy.size / policy.slide)
     val sums = new Array[Long](parts.length)
-    // Per pick, positions in `order` of the frames that may still win a window, best first: a frame
-    // enters at the back once every frame it beats has left from there (ties stay: the earlier wins).
+    // Per pick, the frames that may still win a window, best first: a frame enters at the back once every
+    // frame it beats has left from there (ties stay: the earlier wins).
     val queues = Array.fill(parts.length)(new Array[Int](n))
     val heads = new Array[Int](parts.length)
     val tails = new Array[Int](parts.length)
-    var entered = 0 // the window's frames are order(left until entered)
+    var entered = 0 // the window's frames are left until entered
     var left = 0
-    var w = if (n == 0) 0L else frames(order(0))
-    def enter(position: Int): Unit = {
-      val slot = order(position)
+    var w = if (n == 0) 0L else frames(0)
+    def enter(frame: Int): Unit = {
       var p = 0
       while (p < parts.length) {
         parts(p) match {
-          case Count => sums(p) += t.numbers(slot * numberColumns + p)
+          case Count => sums(p) += numbers(frame * numberColumns + p)
           case Pick(_, _, greatest) =>
-            val values = t.numbers
             while (tails(p) > heads(p) &&
-              beats(values(slot * numberColumns + p), values(order(queues(p)(tails(p) - 1)) * numberColumns + p), greatest)) tails(p) -= 1
-            queues(p)(tails(p)) = position
+              beats(numbers(frame * numberColumns + p), numbers(queues(p)(tails(p) - 1) * numberColumns + p), greatest)) tails(p) -= 1
+            queues(p)(tails(p)) = frame
             tails(p) += 1
         }
         p += 1
       }
     }
-    def leave(position: Int): Unit = {
+    def leave(frame: Int): Unit = {
       var p = 0
       while (p < parts.length) {
         parts(p) match {
-          case Count => sums(p) -= t.numbers(order(position) * numberColumns + p)
-          case _: Pick => if (queues(p)(heads(p)) == position) heads(p) += 1
+          case Count => sums(p) -= numbers(frame * numberColumns + p)
+          case _: Pick => if (queues(p)(heads(p)) == frame) heads(p) += 1
         }
         p += 1
       }
@@ -287,9 +360,9 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
       case Leaf(p) => parts(p) match {
         case Count => Long.box(sums(p))
         case _: Pick =>
-          val slot = order(queues(p)(heads(p)))
-          Some(if (itemsAsNumbers) new KeptFields(t.numbers, slot * numberColumns, layouts(picks(p)), fieldTypes, t.keyNumber)
-            else t.rows(picks(p))(slot))
+          val frame = queues(p)(heads(p))
+          Some(if (itemsAsNumbers) new KeptFields(numbers, frame * numberColumns, layouts(picks(p)), fieldTypes, run.keyNumber)
+            else run.rows(picks(p))(frame))
       }
       case AllOf(of) => of.map(resultOf).toArray[Any]
     }
@@ -301,19 +374,29 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
 
       private def advance(): InternalRow = {
         while (left < n) {
-          while (entered < n && frames(order(entered)) <= w) { enter(entered); entered += 1 }
-          while (left < entered && frames(order(left)) <= w - framesPerWindow) { leave(left); left += 1 }
+          while (entered < n && frames(entered) <= w) { enter(entered); entered += 1 }
+          while (left < entered && frames(left) <= w - framesPerWindow) { leave(left); left += 1 }
           if (left < entered) {
-            val result = emit(w * policy.slide, resultOf(shape))
+            val result = if (made == null) InternalRow.empty else made(w * policy.slide, resultOf(shape))
             w += 1
             return result
           }
-          if (entered < n) w = frames(order(entered)) // no frame in this window: on to the next that has one
+          if (entered < n) w = frames(entered) // no frame in this window: on to the next that has one
         }
         null
       }
     }
   }
+}
+
+/** A key's frames in frame order, in stage 2: frame `i` is `frames(i)`, with its numbers from
+  * `i * columns` and, per row column, its row. `capacity` frames fit; `size` are held.
+  */
+private[spark] final class FrameRun(capacity: Int, columns: Int, rowColumns: Int, val keyNumber: java.lang.Long) {
+  var size = 0
+  val frames = new Array[Long](capacity)
+  val numbers = new Array[Long](capacity * columns)
+  val rows: Array[Array[InternalRow]] = Array.fill(rowColumns)(new Array[InternalRow](capacity))
 }
 
 private[spark] object ColumnarFrames {
@@ -383,7 +466,7 @@ private[spark] object ColumnarFrames {
     * reads a value that is not an integer (floats compare as Python compares them, NaN included, in the
     * core's operations).
     */
-  def plan(window: TypedWindow, op: PythonAggregateSpec): Option[ColumnarFrames] = {
+  def plan(window: TypedWindow, op: PythonAggregateSpec, budget: () => FrameTable.Budget = () => new FrameTable.Budget()): Option[ColumnarFrames] = {
     val parts = Array.newBuilder[Part]
     var count = 0
     def shapeOf(spec: JsonNode): Option[Shape] = {
@@ -407,7 +490,7 @@ private[spark] object ColumnarFrames {
     // Every row of an integer key holds the same number there; of a float key, 0.0 and -0.0 are one key.
     val keyField = if (window.key.exists(k => TypedWindow.integral(k._2).isDefined)) itemFields.indexWhere(_._1 == 0) else -1
     shapeOf(PythonAggregations.slotted(op)._1).map(new ColumnarFrames(parts.result(), _, window.keys, window.checked, itemFields,
-      keyField, window.rowItemsAt(itemFields.indices)))
+      keyField, window.rowItemsAt(itemFields.indices), budget))
   }
 
   private def beats(value: Long, kept: Long, greatest: Boolean): Boolean = if (greatest) value > kept else value < kept
@@ -462,9 +545,13 @@ private[spark] object ColumnarFrames {
   * frame has one). Slots are found through an index of the frames: a direct one (the slot of frame `f`
   * at position `f - base`), which costs one look-up and no hashing per event, while the frames fill a
   * quarter of its span (plus some slack) or the task's `budget` of direct positions lasts; else an
-  * open-addressing hash table. (A key's first frames in random time order are sparse over the span they
-  * will fill; the budget keeps them from starting out hashed, the density rule bounds the memory of
-  * an index once the budget is spent.)
+  * open-addressing hash table. (A key's frames are sparse over their span until most have come; the
+  * budget keeps a key's first frames from starting out hashed, the density rule bounds the memory of an
+  * index once the budget is spent.)
+  *
+  * Events may be deferred ([[defer]]): held in arrival order, each as its frame and numbers (and its
+  * item's row, where picks keep rows), until the table's owner adds them all at once. The task's budget
+  * bounds what its tables defer.
   */
 private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColumns: Int, budget: FrameTable.Budget) {
   import FrameTable._
@@ -479,10 +566,66 @@ private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColu
   private var base = 0L // direct: the frame at position 0
   private var lowest = 0L // the least and the greatest frame held
   private var highest = 0L
-  private var index = { budget.left -= 64; free(64) }
+  private var index = { budget.left -= 64; budget.tableBytes += 8 * 8 + 8 * 8 * columns + 64 * 4; free(64) }
+
+  /** The deferred events: per event, its frame and then `columns` numbers. */
+  var deferred = new Array[Long](2 * (columns + 1))
+  /** The deferred events' rows, where picks keep rows. */
+  var deferredRows: Array[InternalRow] = if (rowColumns > 0) new Array[InternalRow](2) else null
+  var deferredEvents = 0
+  private var deferredLowest = 0L
+  private var deferredHighest = 0L
+  private var deferredCost = 0L // what the deferred events took from the budget
+
+  /** Whether the table holds no frame and no deferred event. */
+  def isEmpty: Boolean = size == 0 && deferredEvents == 0
 
   /** The slot of frame `f`, added if it is not held. */
   def slotOf(f: Long): Int = if (direct) directSlot(f) else hashedSlot(f)
+
+  /** Defers an event of frame `f` (with its item's `row`, where picks keep rows): returns where its
+    * numbers go in [[deferred]].
+    */
+  def defer(f: Long, row: InternalRow): Int = {
+    val width = columns + 1
+    val at = deferredEvents * width
+    if (at + width > deferred.length) deferred = java.util.Arrays.copyOf(deferred, deferred.length * 2)
+    deferred(at) = f
+    if (deferredEvents == 0) { deferredLowest = f; deferredHighest = f }
+    else if (f < deferredLowest) deferredLowest = f
+    else if (f > deferredHighest) deferredHighest = f
+    var cost = width.toLong
+    if (row != null) {
+      if (deferredEvents == deferredRows.length) deferredRows = java.util.Arrays.copyOf(deferredRows, deferredEvents * 2)
+      deferredRows(deferredEvents) = row
+      cost += 2 + row.asInstanceOf[UnsafeRow].getSizeInBytes / 8
+    }
+    deferredCost += cost
+    budget.deferredLeft -= cost
+    deferredEvents += 1
+    at + 1
+  }
+
+  /** Makes room for the deferred events' frames, so that adding them grows nothing. */
+  def reserveForDeferred(): Unit = if (deferredEvents > 0) {
+    val (low, high) = if (size == 0) (deferredLowest, deferredHighest)
+      else (math.min(lowest, deferredLowest), math.max(highest, deferredHighest))
+    val spread = deferredHighest - deferredLowest // (negative where it overflows)
+    val most = size + (if (spread >= 0 && spread < deferredEvents) spread.toInt + 1 else deferredEvents)
+    if (most > frames.length) grow(most)
+    val covered =
+      if (direct) size > 0 && covers(low) && covers(high)
+      else most * 2 <= index.length
+    if (!covered) reindex(low, high, most, spare = false, growLeft = false)
+  }
+
+  /** Forgets the deferred events, once they are added. */
+  def clearDeferred(): Unit = {
+    budget.deferredLeft += deferredCost
+    deferredCost = 0
+    if (deferredRows != null) java.util.Arrays.fill(deferredRows.asInstanceOf[Array[AnyRef]], 0, deferredEvents, null)
+    deferredEvents = 0
+  }
 
   /** The slots in frame order. */
   def slotsInOrder: Array[Int] =
@@ -499,16 +642,19 @@ private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColu
     }
 
   private def directSlot(f: Long): Int = {
-    if (size == 0) base = f - index.length / 2
-    val at = f - base
-    if (at >= 0 && at < index.length) {
-      val held = index(at.toInt)
-      if (held >= 0) held else { val s = add(f); index(at.toInt) = s; s }
+    if (size == 0 && !covers(f)) base = if (f < Long.MinValue + index.length / 2) Long.MinValue else f - index.length / 2
+    if (covers(f)) {
+      val at = (f - base).toInt
+      val held = index(at)
+      if (held >= 0) held else { val s = add(f); index(at) = s; s }
     } else {
-      reindex(math.min(lowest, f), math.max(highest, f), growLeft = f < lowest)
+      reindex(math.min(lowest, f), math.max(highest, f), size + 1, spare = true, growLeft = f < lowest)
       slotOf(f)
     }
   }
+
+  /** Whether a direct index has a position for frame `f` (as longs do not overflow). */
+  private def covers(f: Long): Boolean = f >= base && f - base >= 0 && f - base < index.length
 
   private def hashedSlot(f: Long): Int = {
     var i = position(f)
@@ -517,32 +663,32 @@ private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColu
       i = (i + 1) & (index.length - 1)
     }
     if ((size + 1) * 2 > index.length) {
-      reindex(math.min(lowest, f), math.max(highest, f), growLeft = false)
+      reindex(math.min(lowest, f), math.max(highest, f), size + 1, spare = true, growLeft = false)
       return slotOf(f)
     }
     index(i) = add(f)
     index(i)
   }
 
-  /** A new index for frames from `low` to `high`: direct where they are dense enough (which a key's
-    * frames in random order become only as more arrive, so a hashed index is reconsidered each time it
-    * grows), else hashed.
+  /** A new index for frames from `low` to `high`, `most` of them held at most: direct where they are
+    * dense enough (which a key's frames in random order become only as more arrive, so a hashed index is
+    * reconsidered each time it grows), else hashed. With `spare`, a direct index has room for as much
+    * again on the side it grew to, so that frames arriving in time order grow it O(log n) times.
     */
-  private def reindex(low: Long, high: Long, growLeft: Boolean): Unit = {
-    val span = high - low + 1
-    // Room for as much again on the side it grew to, so that frames arriving in time order grow it
-    // O(log n) times.
-    val capacity = math.min(Int.MaxValue - 8L, span * 2)
+  private def reindex(low: Long, high: Long, most: Int, spare: Boolean, growLeft: Boolean): Unit = {
+    val before = index.length
+    val span = if (high - low >= 0 && high - low < Long.MaxValue) high - low + 1 else Long.MaxValue // (overflows to negative)
+    val capacity = math.min(Int.MaxValue - 8L, if (spare) math.min(span, Int.MaxValue) * 2 else span)
     val held = if (direct) index.length else 0
-    direct = span <= 4L * size + Slack || capacity - held <= budget.left
+    direct = span <= 4L * most + Slack || capacity - held <= budget.left
     budget.left -= (if (direct) capacity else 0) - held
     if (direct) {
-      base = if (growLeft) high - capacity + 1 else low
+      base = if (!growLeft) low else if (high - capacity + 1 > high) Long.MinValue else high - capacity + 1 // (> high: overflowed)
       index = free(capacity.toInt)
       var s = 0
       while (s < size) { index((frames(s) - base).toInt) = s; s += 1 }
     } else {
-      index = free(math.max(64, Integer.highestOneBit(size + 1) * 4))
+      index = free(math.max(64, Integer.highestOneBit(most) * 4))
       var s = 0
       while (s < size) {
         var i = position(frames(s))
@@ -551,14 +697,18 @@ private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColu
         s += 1
       }
     }
+    budget.tableBytes += (index.length - before) * 4L
+  }
+
+  private def grow(capacity: Int): Unit = {
+    budget.tableBytes += (capacity - frames.length) * 8L * (1 + columns)
+    frames = java.util.Arrays.copyOf(frames, capacity)
+    numbers = java.util.Arrays.copyOf(numbers, capacity * columns)
+    for (c <- rows.indices) rows(c) = java.util.Arrays.copyOf(rows(c), capacity)
   }
 
   private def add(f: Long): Int = {
-    if (size == frames.length) {
-      frames = java.util.Arrays.copyOf(frames, size * 2)
-      numbers = java.util.Arrays.copyOf(numbers, size * 2 * columns)
-      for (c <- rows.indices) rows(c) = java.util.Arrays.copyOf(rows(c), size * 2)
-    }
+    if (size == frames.length) grow(size * 2)
     frames(size) = f
     if (size == 0) { lowest = f; highest = f } else if (f < lowest) lowest = f else if (f > highest) highest = f
     size += 1
@@ -573,11 +723,21 @@ private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColu
 }
 
 private[spark] object FrameTable {
+  /** About what one core's cache holds besides the rest of a task's work: tables beyond it are slower to
+    * add to at random than through deferred events.
+    */
+  val CacheBytes: Long = 2L << 20
+
   /** How many positions a direct index may have beyond four per frame held. */
   private val Slack = 4096
 
-  /** Direct index positions that one task's tables may still hold beyond the density rule. */
-  final class Budget(var left: Long = 4L << 20)
+  /** What one task's tables may still hold: direct index positions beyond the density rule, and deferred
+    * events (in longs: an event's frame and numbers, and a row's bytes over eight).
+    */
+  final class Budget(var left: Long = 4L << 20, var deferredLeft: Long = 4L << 20, val cacheBytes: Long = CacheBytes) {
+    /** The bytes of the tables' frames, numbers and indexes. */
+    var tableBytes = 0L
+  }
 
   /** An index with no slot in it. */
   private def free(capacity: Int): Array[Int] = { val index = new Array[Int](capacity); java.util.Arrays.fill(index, -1); index }

@@ -74,7 +74,7 @@ object WindowStages {
       case (s: SlidingWindowDefinition, AggregationStage.Accumulate) if columnar.isDefined =>
         columnar.get.accumulate(SlidingWindowPolicy(s.sizeMs, s.slideMs), input, countedByColumnar)
       case (s: SlidingWindowDefinition, AggregationStage.Combine) if columnar.isDefined =>
-        columnar.get.combine(SlidingWindowPolicy(s.sizeMs, s.slideMs), keyed, input, resultRow, resultSchema)
+        columnar.get.combine(SlidingWindowPolicy(s.sizeMs, s.slideMs), keyed, input, Some(resultRow).filterNot(_ => unread), resultSchema)
       case (s: SlidingWindowDefinition, AggregationStage.SingleStage) =>
         val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
         ProcessorStage.runPacked(vertex, () =>
