@@ -25,8 +25,9 @@ import scala.jdk.CollectionConverters._
   * 400k frames per partition). Through the core's processors each frame is an accumulator object in a
   * table, written by Kryo across the shuffle and combined through the operation's functions; here a
   * frame is a slot of numbers in a table per key ([[FrameTable]]), a key's frames cross the shuffle
-  * together as varints, and the windows slide over them in O(1) per window: a running count, and for a
-  * pick a queue of the frames that can still win (a frame leaves it once a later frame beats it).
+  * together as varints, in frame order, a key's runs of frames from each partition are merged
+  * ([[FrameRun]]), and the windows slide over them in O(1) per window: a running count, and for a pick
+  * a queue of the frames that can still win (a frame leaves it once a later frame beats it).
   *
   * The results are those of the core's window processors (see [[io.jetspark.core.window.SlidingWindowProcessor]]
   * for the contract): every non-empty window once, `[end - size, end)`, per key in end order; of equal
@@ -80,11 +81,14 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     * The number of rows read adds to each of `counters` (the items of the vertices before it).
     *
     * Rows are added as they come until the task's tables outgrow a core's cache
-    * ([[FrameTable.CacheBytes]]); from then on, in two passes: each row's frame and numbers are first appended to its key's table
+    * ([[FrameTable.CacheBytes]]) while its keys have many events each; from then on, where items are
+    * numbers, in two passes: each row's frame and numbers are first appended to its key's table
     * ([[FrameTable.defer]]), and then each table adds its own in turn ([[flush]]). Added as they come,
     * the events of a hundred keys at small slides touch frame indexes and numbers larger than the cache
     * at random, a miss or two per event; a key's own fit, and the appends are sequential. (While the
-    * tables fit, the appends are only extra work.)
+    * tables fit, the appends are only extra work; so they are where keys have few events each, whose
+    * appends are as scattered as their tables; and where items are rows, every deferred event would be
+    * a copy of its row, where adding at once copies only those that win.)
     */
   def accumulate(policy: SlidingWindowPolicy, rows: DataFrame, counters: Seq[LongAccumulator]): DataFrame = {
     val (slide, fields) = (policy.slide, itemFields)
@@ -94,6 +98,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
       val tables = ArrayBuffer.empty[FrameTable]
       val tasks = budget()
       val tableOf = keys { key => val t = newTable(key, tasks); tables += t; t }
+      var deferring = false // (once deferring, always: an event added at once must not overtake deferred ones)
       var count = 0L
       partition.foreach { row =>
         count += 1
@@ -101,7 +106,8 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
         val frames = tableOf(row)
         if (fromKey >= 0 && frames.isEmpty) frames.keyNumber = if (row.isNullAt(0)) null else Long.box(encode(fromKey)(row, 0))
         val frame = Math.floorDiv(row.getLong(1), slide) + 1
-        if (tasks.tableBytes <= tasks.cacheBytes) {
+        deferring ||= rowColumns == 0 && tasks.tableBytes > tasks.cacheBytes && count >= tasks.eventsPerKey * tables.length
+        if (!deferring) {
           val held = frames.size
           val slot = frames.slotOf(frame)
           val isNew = frames.size > held
@@ -120,7 +126,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
             p += 1
           }
         } else {
-          val at = frames.defer(frame, if (rowColumns > 0) item(row).copy() else null)
+          val at = frames.defer(frame)
           var p = 0
           while (p < parts.length) {
             parts(p) match {
@@ -150,15 +156,17 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
   def combine(policy: SlidingWindowPolicy, keyed: Boolean, frames: DataFrame,
       resultRow: Option[Any => InternalRow], resultSchema: StructType): DataFrame = {
     val produced = InPlaceRows.of(frames).mapPartitions { partition =>
-      val keys = new java.util.LinkedHashMap[PickledKey, ArrayBuffer[InternalRow]]()
+      val keys = new java.util.LinkedHashMap[PickledKey, ArrayBuffer[(Array[Byte], Array[Byte])]]()
       partition.foreach { row =>
         val key = new PickledKey(row.getBinary(0))
         var runs = keys.get(key)
         if (runs == null) { runs = ArrayBuffer.empty; keys.put(key, runs) }
-        runs += InternalRow(null, row.getBinary(1), row.getBinary(2)) // (Spark reuses the row; its binaries are copies)
+        runs += row.getBinary(1) -> row.getBinary(2) // (Spark reuses the row; its binaries are copies)
       }
-      keys.entrySet().iterator().asScala.flatMap { e =>
-        val runs = e.getValue.map(unpacked)
+      val done = keys.entrySet().iterator()
+      done.asScala.flatMap { e =>
+        done.remove() // (its bytes go once its run is made)
+        val runs = e.getValue
         windows(merged(runs, 0, runs.length), policy, resultRow.map(toRow => (end: Long, result: Any) =>
           toRow(if (keyed) KeyedWindowResult(end - policy.size, end, e.getKey, result) else WindowResult(end - policy.size, end, result))))
       }
@@ -166,7 +174,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     SqlBridge.internalCreateDataFrame(frames.sparkSession, produced, resultSchema)
   }
 
-  private def newTable(key: PickledKey, budget: FrameTable.Budget) = new FrameTable(key, numberColumns, rowColumns, budget)
+  private def newTable(key: PickledKey, tasks: FrameTable.Budget) = new FrameTable(key, numberColumns, rowColumns, tasks)
 
   /** Keeps the stored fields of `row`'s item as `layout` says, in the numbers of the slot at `at`. */
   private def keep(layout: ItemLayout, encode: Array[LongField], row: InternalRow, numbers: Array[Long], at: Int): Unit = {
@@ -205,7 +213,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     won
   }
 
-  /** Adds the events `t` deferred into its frames, in the order they came. */
+  /** Adds the events `t` deferred into its frames, in the order they came (items are numbers: see [[accumulate]]). */
   private def flush(t: FrameTable): Unit = {
     t.reserveForDeferred()
     val width = numberColumns + 1
@@ -213,18 +221,12 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     while (e < t.deferredEvents) {
       val held = t.size
       val slot = t.slotOf(t.deferred(e * width))
-      val won = mergeInto(t.numbers, slot * numberColumns, t.size > held, t.deferred, e * width + 1)
-      if (rowColumns > 0) { val row = t.deferredRows(e); takeRows(won, t.rows, slot, _ => row) }
+      mergeInto(t.numbers, slot * numberColumns, t.size > held, t.deferred, e * width + 1)
       e += 1
     }
     t.clearDeferred()
   }
 
-  /** Where a pick keeps its item as a row: sets the row at `slot` to `row` for each pick that `won`. */
-  private def takeRows(won: Long, rows: Array[Array[InternalRow]], slot: Int, row: Int => InternalRow): Unit = {
-    var c = 0
-    while (c < rowColumns) { if ((won & (1L << c)) != 0) rows(c)(slot) = row(c); c += 1 }
-  }
 
   /** A key's frames as a [[Schema]] row: the frames in order with their numbers, as [[Varints]] (how many;
     * the key's number where an item's field is the key: 0 for null, else 1 and the number; then per frame
@@ -264,10 +266,10 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     InternalRow(t.key.bytes, out.result, rows.array())
   }
 
-  /** The frames of a [[Schema]] row (its frames and rows) as a run. Rows point into the row's bytes. */
-  private def unpacked(row: InternalRow): FrameRun = {
-    val in = new Varints.Reader(row.getBinary(1))
-    val bytes = ByteBuffer.wrap(row.getBinary(2))
+  /** The frames of a [[Schema]] row (its frames' and rows' bytes) as a run. Rows point into those bytes. */
+  private def unpacked(packed: (Array[Byte], Array[Byte])): FrameRun = {
+    val in = new Varints.Reader(packed._1)
+    val bytes = ByteBuffer.wrap(packed._2)
     val n = in.next().toInt
     val keyNumber = if (fromKey >= 0 && in.next() != 0) Long.box(in.next()) else null
     val run = new FrameRun(n, numberColumns, rowColumns, keyNumber)
@@ -291,16 +293,20 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     run
   }
 
-  /** `runs(from until until)` merged into one run, each frame's numbers combined in the runs' order. */
-  private def merged(runs: collection.IndexedSeq[FrameRun], from: Int, until: Int): FrameRun =
-    if (until - from == 1) runs(from)
+  /** The packed runs `runs(from until until)` as one run, each frame's numbers combined in the runs' order.
+    * Runs are made from their bytes as they are merged, so that the longs of all a key's runs are not
+    * held at once.
+    */
+  private def merged(runs: collection.IndexedSeq[(Array[Byte], Array[Byte])], from: Int, until: Int): FrameRun =
+    if (until - from == 1) unpacked(runs(from))
     else {
       val middle = (from + until) / 2
       val (a, b) = (merged(runs, from, middle), merged(runs, middle, until))
       val out = new FrameRun(a.size + b.size, numberColumns, rowColumns, a.keyNumber)
       def take(run: FrameRun, i: Int, isNew: Boolean): Unit = {
         val won = mergeInto(out.numbers, out.size * numberColumns, isNew, run.numbers, i * numberColumns)
-        if (rowColumns > 0) takeRows(won, out.rows, out.size, c => run.rows(c)(i))
+        var c = 0
+        while (c < rowColumns) { if ((won & (1L << c)) != 0) out.rows(c)(out.size) = run.rows(c)(i); c += 1 }
       }
       var (i, j) = (0, 0)
       while (i < a.size || j < b.size) {
@@ -313,7 +319,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
         } else { take(b, j, isNew = true); j += 1 }
         out.size += 1
       }
-      out
+      out.trimmed
     }
 
   /** What `emit` makes of each of a key's non-empty windows (its end and its result), in end order; without
@@ -397,6 +403,18 @@ private[spark] final class FrameRun(capacity: Int, columns: Int, rowColumns: Int
   val frames = new Array[Long](capacity)
   val numbers = new Array[Long](capacity * columns)
   val rows: Array[Array[InternalRow]] = Array.fill(rowColumns)(new Array[InternalRow](capacity))
+
+  /** This run, or a copy of it without the room it does not use where that is most of it (merged runs
+    * that share most of their frames).
+    */
+  def trimmed: FrameRun = if (size * 2 >= capacity) this else {
+    val out = new FrameRun(size, columns, rowColumns, keyNumber)
+    out.size = size
+    System.arraycopy(frames, 0, out.frames, 0, size)
+    System.arraycopy(numbers, 0, out.numbers, 0, size * columns)
+    for (c <- rows.indices) System.arraycopy(rows(c), 0, out.rows(c), 0, size)
+    out
+  }
 }
 
 private[spark] object ColumnarFrames {
@@ -489,8 +507,11 @@ private[spark] object ColumnarFrames {
     }
     // Every row of an integer key holds the same number there; of a float key, 0.0 and -0.0 are one key.
     val keyField = if (window.key.exists(k => TypedWindow.integral(k._2).isDefined)) itemFields.indexWhere(_._1 == 0) else -1
-    shapeOf(PythonAggregations.slotted(op)._1).map(new ColumnarFrames(parts.result(), _, window.keys, window.checked, itemFields,
-      keyField, window.rowItemsAt(itemFields.indices), budget))
+    val shape = shapeOf(PythonAggregations.slotted(op)._1)
+    val leaves = parts.result()
+    // (A frame's merge tells which picks took the incoming item in the bits of a Long.)
+    shape.filter(_ => leaves.count(_.isInstanceOf[Pick]) <= 64).map(new ColumnarFrames(leaves, _, window.keys, window.checked,
+      itemFields, keyField, window.rowItemsAt(itemFields.indices), budget))
   }
 
   private def beats(value: Long, kept: Long, greatest: Boolean): Boolean = if (greatest) value > kept else value < kept
@@ -506,7 +527,7 @@ private[spark] object ColumnarFrames {
     case integral => TypedWindow.integral(integral).getOrElse(throw new IllegalArgumentException(s"no number for ${t.simpleString}"))
   }
 
-  /** A kept item's fields, read where they are held: the numbers of a frame table's slot at `at`, laid out
+  /** A kept item's fields, read where they are held: the numbers of a run's frame at `at`, laid out
     * by `layout`, and the key's number (null: the key is null). Made for a window's result and read at once.
     */
   private final class KeptFields(numbers: Array[Long], at: Int, layout: ItemLayout, types: Array[DataType], key: java.lang.Long)
@@ -549,9 +570,8 @@ private[spark] object ColumnarFrames {
   * budget keeps a key's first frames from starting out hashed, the density rule bounds the memory of an
   * index once the budget is spent.)
   *
-  * Events may be deferred ([[defer]]): held in arrival order, each as its frame and numbers (and its
-  * item's row, where picks keep rows), until the table's owner adds them all at once. The task's budget
-  * bounds what its tables defer.
+  * Events may be deferred ([[defer]]): held in arrival order, each as its frame and numbers, until the
+  * table's owner adds them all at once. The task's budget bounds what its tables defer.
   */
 private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColumns: Int, budget: FrameTable.Budget) {
   import FrameTable._
@@ -569,13 +589,10 @@ private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColu
   private var index = { budget.left -= 64; budget.tableBytes += 8 * 8 + 8 * 8 * columns + 64 * 4; free(64) }
 
   /** The deferred events: per event, its frame and then `columns` numbers. */
-  var deferred = new Array[Long](2 * (columns + 1))
-  /** The deferred events' rows, where picks keep rows. */
-  var deferredRows: Array[InternalRow] = if (rowColumns > 0) new Array[InternalRow](2) else null
+  var deferred: Array[Long] = noneDeferred
   var deferredEvents = 0
   private var deferredLowest = 0L
   private var deferredHighest = 0L
-  private var deferredCost = 0L // what the deferred events took from the budget
 
   /** Whether the table holds no frame and no deferred event. */
   def isEmpty: Boolean = size == 0 && deferredEvents == 0
@@ -583,25 +600,16 @@ private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColu
   /** The slot of frame `f`, added if it is not held. */
   def slotOf(f: Long): Int = if (direct) directSlot(f) else hashedSlot(f)
 
-  /** Defers an event of frame `f` (with its item's `row`, where picks keep rows): returns where its
-    * numbers go in [[deferred]].
-    */
-  def defer(f: Long, row: InternalRow): Int = {
+  /** Defers an event of frame `f`: returns where its numbers go in [[deferred]]. */
+  def defer(f: Long): Int = {
     val width = columns + 1
     val at = deferredEvents * width
-    if (at + width > deferred.length) deferred = java.util.Arrays.copyOf(deferred, deferred.length * 2)
+    if (at + width > deferred.length) deferred = java.util.Arrays.copyOf(deferred, math.max(deferred.length * 2, 8 * width))
     deferred(at) = f
     if (deferredEvents == 0) { deferredLowest = f; deferredHighest = f }
     else if (f < deferredLowest) deferredLowest = f
     else if (f > deferredHighest) deferredHighest = f
-    var cost = width.toLong
-    if (row != null) {
-      if (deferredEvents == deferredRows.length) deferredRows = java.util.Arrays.copyOf(deferredRows, deferredEvents * 2)
-      deferredRows(deferredEvents) = row
-      cost += 2 + row.asInstanceOf[UnsafeRow].getSizeInBytes / 8
-    }
-    deferredCost += cost
-    budget.deferredLeft -= cost
+    budget.deferredLeft -= width
     deferredEvents += 1
     at + 1
   }
@@ -612,19 +620,22 @@ private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColu
       else (math.min(lowest, deferredLowest), math.max(highest, deferredHighest))
     val spread = deferredHighest - deferredLowest // (negative where it overflows)
     val most = size + (if (spread >= 0 && spread < deferredEvents) spread.toInt + 1 else deferredEvents)
-    if (most > frames.length) grow(most)
+    // (Doubling, and a direct index with room beyond a range that grows: tables whose frames come in
+    // time order grow O(log n) times over a task's flushes, not at each.)
+    if (most > frames.length) grow(math.max(most, frames.length * 2))
     val covered =
       if (direct) size > 0 && covers(low) && covers(high)
       else most * 2 <= index.length
-    if (!covered) reindex(low, high, most, spare = false, growLeft = false)
+    if (!covered) reindex(low, high, most, spare = size > 0, growLeft = size > 0 && low < lowest)
   }
 
-  /** Forgets the deferred events, once they are added. */
+  /** Forgets the deferred events, once they are added; the room they took goes too, so that what a task's
+    * tables hold stays within the budget, not within the most that each of them ever deferred.
+    */
   def clearDeferred(): Unit = {
-    budget.deferredLeft += deferredCost
-    deferredCost = 0
-    if (deferredRows != null) java.util.Arrays.fill(deferredRows.asInstanceOf[Array[AnyRef]], 0, deferredEvents, null)
+    budget.deferredLeft += deferredEvents.toLong * (columns + 1)
     deferredEvents = 0
+    deferred = noneDeferred
   }
 
   /** The slots in frame order. */
@@ -728,16 +739,25 @@ private[spark] object FrameTable {
     */
   val CacheBytes: Long = 2L << 20
 
+  /** How many events a task's keys must have had on average before it defers events: the appends of keys
+    * with few events each are as scattered as their tables.
+    */
+  val EventsPerKey = 64
+
   /** How many positions a direct index may have beyond four per frame held. */
   private val Slack = 4096
 
   /** What one task's tables may still hold: direct index positions beyond the density rule, and deferred
-    * events (in longs: an event's frame and numbers, and a row's bytes over eight).
+    * events (in longs: an event's frame and numbers); and past how many bytes of tables (their frames,
+    * numbers and indexes) and events per key a task defers events.
     */
-  final class Budget(var left: Long = 4L << 20, var deferredLeft: Long = 4L << 20, val cacheBytes: Long = CacheBytes) {
+  final class Budget(var left: Long = 4L << 20, var deferredLeft: Long = 4L << 20, val cacheBytes: Long = CacheBytes,
+      val eventsPerKey: Int = EventsPerKey) {
     /** The bytes of the tables' frames, numbers and indexes. */
     var tableBytes = 0L
   }
+
+  private val noneDeferred = Array.emptyLongArray
 
   /** An index with no slot in it. */
   private def free(capacity: Int): Array[Int] = { val index = new Array[Int](capacity); java.util.Arrays.fill(index, -1); index }

@@ -11,10 +11,12 @@ import org.scalatest.funsuite.AnyFunSuite
 import scala.util.Random
 
 /** The two stages of columnar frames give each key's windows as a brute-force reference computes them
-  * from the rows: every non-empty window `[end - size, end)` once, its count, and its row of greatest `v`
-  * (of equal values, the earlier frame's, and within a frame the first in row order). However a task adds its events: as they come, all
-  * deferred with flushes every few events, or switching to deferring part way through; with direct or
-  * hashed frame indexes; its picks' items kept as numbers or (with a string field) as rows.
+  * from the rows: every non-empty window `[end - size, end)` once, per key in end order, its count, and
+  * its row of greatest `v` (of equal values, the earlier frame's, and within a frame the first in row
+  * order, where the partitions' frames meet in partition order). However a task adds its events: as they
+  * come, all deferred with flushes every few events, or switching to deferring part way through; with
+  * direct or hashed frame indexes; its picks' items kept as numbers or (with a string field, always
+  * added as they come) as rows. Without a reader, each window is still one (empty) row.
   */
 class ColumnarFramesTest extends AnyFunSuite {
   private lazy val spark = SharedSparkSession.spark
@@ -28,7 +30,7 @@ class ColumnarFramesTest extends AnyFunSuite {
 
   private def key(r: Row): Option[Int] = if (r.isNullAt(0)) None else Some(r.getInt(0))
 
-  private def reference(rows: Seq[Row], policy: SlidingWindowPolicy): Set[Result] =
+  private def reference(rows: Seq[Row], policy: SlidingWindowPolicy): Seq[Result] =
     rows.groupBy(key).flatMap { case (k, own) =>
       val ends = own.flatMap(r => (0L until policy.size / policy.slide).map(i => (Math.floorDiv(r.getLong(1), policy.slide) + 1 + i) * policy.slide))
       ends.distinct.map { end =>
@@ -38,10 +40,15 @@ class ColumnarFramesTest extends AnyFunSuite {
         (k, end - policy.size, end, in.size.toLong, key(best), best.getLong(1), best.getInt(2),
           if (best.length > 3) Option(best.getString(3)) else None)
       }
-    }.toSet
+    }.toSeq
 
+  private val ordered: Ordering[Result] = Ordering.by((r: Result) => (r._1.fold(Int.MinValue)(identity), r._3))
+
+  /** The windows of `rows` in `partitions`, whose frames meet by key or (`inOrder`) all in one partition in
+    * partition order; checked to come once and per key in end order, then sorted.
+    */
   private def run(rows: Seq[Row], schema: StructType, partitions: Int, policy: SlidingWindowPolicy,
-      budget: () => FrameTable.Budget): Set[Result] = {
+      budget: () => FrameTable.Budget, inOrder: Boolean = false): Seq[Result] = {
     val df = spark.createDataFrame(spark.sparkContext.parallelize(rows, partitions), schema)
     val typed = TypedWindow.plan("window", Some(Extractor.FieldName("k")), Extractor.FieldName("t"), countAndMax, df)
       .fold(why => fail(why), identity)
@@ -58,17 +65,25 @@ class ColumnarFramesTest extends AnyFunSuite {
           if (withString && !item.isNullAt(3)) item.getUTF8String(3).clone() else null)
     }
     val accumulated = frames.accumulate(policy, typed.project(df), Nil)
-    val byKey = accumulated.repartition(2, col(SparkBatchEngine.Key))
-    frames.combine(policy, keyed = true, byKey, Some(resultRow), resultSchema).collect().map { r =>
+    val byKey = if (inOrder) accumulated.coalesce(1) else accumulated.repartition(2, col(SparkBatchEngine.Key))
+    val got = frames.combine(policy, keyed = true, byKey, Some(resultRow), resultSchema).collect().map { r =>
       (if (r.getBoolean(0)) None else Some(r.getInt(1)), r.getLong(2), r.getLong(3), r.getLong(4),
         if (r.getBoolean(5)) None else Some(r.getInt(6)), r.getLong(7), r.getInt(8), Option(r.getString(9)))
-    }.toSet
+    }.toSeq
+    for ((key, windows) <- got.groupBy(_._1)) {
+      val ends = windows.map(_._3) // (groupBy keeps the order of each key's results)
+      assert(ends == ends.distinct.sorted, s"key $key: windows once each, in end order")
+    }
+    val unread = frames.combine(policy, keyed = true, byKey, None, StructType(Nil)).count()
+    assert(unread == got.size, "without a reader, one row per window")
+    got.sorted(ordered)
   }
 
   private val budgets: Seq[(String, () => FrameTable.Budget)] = Seq(
     "added as they come" -> (() => new FrameTable.Budget()),
-    "all deferred, flushed every few events, hashed" -> (() => new FrameTable.Budget(left = 0, deferredLeft = 40, cacheBytes = 0)),
-    "deferred part way through" -> (() => new FrameTable.Budget(deferredLeft = 300, cacheBytes = 6000)),
+    "all deferred, flushed every few events, hashed" ->
+      (() => new FrameTable.Budget(left = 0, deferredLeft = 40, cacheBytes = 0, eventsPerKey = 0)),
+    "deferred part way through" -> (() => new FrameTable.Budget(deferredLeft = 300, cacheBytes = 6000, eventsPerKey = 10)),
   )
 
   private def rows(random: Random, n: Int, withString: Boolean, ties: Boolean): Seq[Row] = Seq.tabulate(n) { i =>
@@ -89,7 +104,7 @@ class ColumnarFramesTest extends AnyFunSuite {
       val random = new Random(name.hashCode + items.hashCode)
       for (policy <- policies) {
         val data = rows(random, 300, withString, ties = true)
-        assert(run(data, schema, 1, policy, budget) == reference(data, policy), policy)
+        assert(run(data, schema, 1, policy, budget) == reference(data, policy).sorted(ordered), policy)
       }
     }
 
@@ -97,7 +112,15 @@ class ColumnarFramesTest extends AnyFunSuite {
       val random = new Random(name.hashCode - items.hashCode)
       for (policy <- policies) {
         val data = rows(random, 300, withString, ties = false)
-        assert(run(data, schema, 3, policy, budget) == reference(data, policy), policy)
+        assert(run(data, schema, 3, policy, budget) == reference(data, policy).sorted(ordered), policy)
+      }
+    }
+
+    test(s"three partitions met in order, ties by row order: $name, items as $items") {
+      val random = new Random(name.hashCode ^ items.hashCode)
+      for (policy <- policies) {
+        val data = rows(random, 300, withString, ties = true) // (parallelize slices the rows in order)
+        assert(run(data, schema, 3, policy, budget, inOrder = true) == reference(data, policy).sorted(ordered), policy)
       }
     }
   }

@@ -29,9 +29,11 @@ class FrameTableTest extends AnyFunSuite {
       case None => frames.foreach(found)
       case Some(batch) =>
         for (group <- frames.grouped(batch)) {
-          for (f <- group) { val at = t.defer(f, null); t.deferred(at - 1) should be (f) }
+          for (f <- group) { val at = t.defer(f); t.deferred(at - 1) should be (f) }
           t.reserveForDeferred()
+          val reserved = t.frames // the batch's frames fit: adding them grows nothing
           (0 until t.deferredEvents).foreach(e => found(t.deferred(e * 2)))
+          assert(t.frames eq reserved)
           t.clearDeferred()
         }
     }
