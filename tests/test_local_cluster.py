@@ -1,6 +1,6 @@
 """On a real two-executor cluster (`local-cluster[2,1,1024]`: two executor JVMs besides the driver), the
-jar reaches both executors, preserve_order still delivers the source order to the sink, and files written by
-one job are read by the next."""
+jar reaches both executors, preserve_order still delivers the source order to the sink, files written by
+one job are read by the next, and a window over a DataFrame's rows gives every window's count."""
 
 from __future__ import annotations
 
@@ -41,6 +41,17 @@ p.read_from(js.Sources.files(out)).map(lambda r: r.sq - r.n * r.n).write_to(js.S
 jet.new_job(p).join(timeout=600)
 print("FILES", sorted(r.n for r in jet.spark.read.parquet(out).collect()) == [x for x in items if x % 2 == 0],
       jet.get_list("zeros") == [0] * (len(items) // 2))
+# A window over a DataFrame's rows whose frames are columns of numbers, each stage's tasks on both executors.
+rows = [(i % 7, (i * 37) % 1000, i) for i in range(400)]
+df = jet.spark.createDataFrame(rows, "k INT, t BIGINT, v INT").repartition(4)
+p = js.Pipeline.create()
+p.read_from(js.Sources.dataframe(df)).add_timestamps("t").grouping_key("k") \
+    .window(js.WindowDefinition.sliding(100, 20)).aggregate(js.AggregateOperations.counting()).write_to(js.Sinks.list("windows"))
+job = jet.new_job(p)
+job.join(timeout=600)
+want = Counter((k, end) for k, t, _ in rows for end in range((t // 20 + 1) * 20, (t // 20 + 1) * 20 + 100, 20))
+got = {(r.key, r.end): r.result for r in jet.get_list("windows")}
+print("WINDOWS", got == dict(want), len(got) == len(jet.get_list("windows")), bool(job.metrics()["columnar_windows"]))
 # The block managers Spark knows, less the driver's: the executor JVMs (registered by now).
 print("EXECUTORS", jet.spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1)
 jet.stop()
@@ -55,3 +66,4 @@ def test_two_executor_jvms_run_pipelines_and_preserve_order_holds():
     assert "ORDERED True" in done.stdout, done.stdout
     assert "COMPLETE True" in done.stdout, done.stdout
     assert "FILES True True" in done.stdout, done.stdout
+    assert "WINDOWS True True True" in done.stdout, done.stdout
