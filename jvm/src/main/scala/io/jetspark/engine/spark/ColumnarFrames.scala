@@ -76,6 +76,15 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     }.toArray
   }
   private val numberColumns = layouts.lastOption.fold(parts.length)(l => l.first + l.width)
+  /** Where each of a frame's number columns is among a deferred event's numbers (-1: a count's, 1 for every
+    * event and not kept). Counts come first among the columns ([[layouts]] after the parts), so each kept
+    * column sits `countParts` or fewer places before its own.
+    */
+  private val deferredAt: Array[Int] = {
+    var kept = -1
+    Array.tabulate(numberColumns)(c => if (c < parts.length && parts(c) == Count) -1 else { kept += 1; kept })
+  }
+  private val countParts = parts.count(_ == Count)
 
   /** Stage 1: a partition's projected rows accumulated into frames per key, one [[Schema]] row per key.
     * The number of rows read adds to each of `counters` (the items of the vertices before it).
@@ -130,10 +139,10 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
           var p = 0
           while (p < parts.length) {
             parts(p) match {
-              case Count => frames.deferred(at + p) = 1
+              case Count =>
               case Pick(ordinal, read, _) =>
-                frames.deferred(at + p) = read(row, ordinal)
-                if (itemsAsNumbers) keep(layouts(picks(p)), encode, row, frames.deferred, at)
+                frames.deferred(at + deferredAt(p)) = read(row, ordinal)
+                if (itemsAsNumbers) keep(layouts(picks(p)), encode, row, frames.deferred, at - countParts)
             }
             p += 1
           }
@@ -174,7 +183,8 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     SqlBridge.internalCreateDataFrame(frames.sparkSession, produced, resultSchema)
   }
 
-  private def newTable(key: PickledKey, tasks: FrameTable.Budget) = new FrameTable(key, numberColumns, rowColumns, tasks)
+  private def newTable(key: PickledKey, tasks: FrameTable.Budget) =
+    new FrameTable(key, numberColumns, rowColumns, numberColumns - countParts, tasks)
 
   /** Keeps the stored fields of `row`'s item as `layout` says, in the numbers of the slot at `at`. */
   private def keep(layout: ItemLayout, encode: Array[LongField], row: InternalRow, numbers: Array[Long], at: Int): Unit = {
@@ -216,12 +226,15 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
   /** Adds the events `t` deferred into its frames, in the order they came (items are numbers: see [[accumulate]]). */
   private def flush(t: FrameTable): Unit = {
     t.reserveForDeferred()
-    val width = numberColumns + 1
+    val width = t.deferredWidth
+    val event = Array.tabulate(numberColumns)(c => if (deferredAt(c) < 0) 1L else 0L) // an event's numbers as a frame's
     var e = 0
     while (e < t.deferredEvents) {
+      var c = 0
+      while (c < numberColumns) { if (deferredAt(c) >= 0) event(c) = t.deferred(e * width + 1 + deferredAt(c)); c += 1 }
       val held = t.size
       val slot = t.slotOf(t.deferred(e * width))
-      mergeInto(t.numbers, slot * numberColumns, t.size > held, t.deferred, e * width + 1)
+      mergeInto(t.numbers, slot * numberColumns, t.size > held, event, 0)
       e += 1
     }
     t.clearDeferred()
@@ -570,10 +583,11 @@ private[spark] object ColumnarFrames {
   * budget keeps a key's first frames from starting out hashed, the density rule bounds the memory of an
   * index once the budget is spent.)
   *
-  * Events may be deferred ([[defer]]): held in arrival order, each as its frame and numbers, until the
-  * table's owner adds them all at once. The task's budget bounds what its tables defer.
+  * Events may be deferred ([[defer]]): held in arrival order, each as its frame and `deferredColumns`
+  * numbers, until the table's owner adds them all at once. The task's budget bounds what its tables defer.
   */
-private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColumns: Int, budget: FrameTable.Budget) {
+private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColumns: Int, deferredColumns: Int,
+    budget: FrameTable.Budget) {
   import FrameTable._
 
   var size = 0
@@ -588,8 +602,10 @@ private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColu
   private var highest = 0L
   private var index = { budget.left -= 64; budget.tableBytes += 8 * 8 + 8 * 8 * columns + 64 * 4; free(64) }
 
-  /** The deferred events: per event, its frame and then `columns` numbers. */
+  /** The deferred events: per event, its frame and then `deferredColumns` numbers. */
   var deferred: Array[Long] = noneDeferred
+  /** How many longs an event takes in [[deferred]]. */
+  val deferredWidth: Int = deferredColumns + 1
   var deferredEvents = 0
   private var deferredLowest = 0L
   private var deferredHighest = 0L
@@ -602,7 +618,7 @@ private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColu
 
   /** Defers an event of frame `f`: returns where its numbers go in [[deferred]]. */
   def defer(f: Long): Int = {
-    val width = columns + 1
+    val width = deferredWidth
     val at = deferredEvents * width
     if (at + width > deferred.length) deferred = java.util.Arrays.copyOf(deferred, math.max(deferred.length * 2, 8 * width))
     deferred(at) = f
@@ -633,7 +649,7 @@ private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColu
     * tables hold stays within the budget, not within the most that each of them ever deferred.
     */
   def clearDeferred(): Unit = {
-    budget.deferredLeft += deferredEvents.toLong * (columns + 1)
+    budget.deferredLeft += deferredEvents.toLong * deferredWidth
     deferredEvents = 0
     deferred = noneDeferred
   }

@@ -24,6 +24,8 @@ class ColumnarFramesTest extends AnyFunSuite {
   private val countAndMax = PythonAggregateSpec("op", """{"name": "all_of", "extractors": [], "parts": [
     {"name": "counting", "extractors": []}, {"name": "max_by", "extractors": [{"kind": "field", "name": "v"}]}]}""",
     canCombineSpec = true, canDeductSpec = false, orderSensitive = false)
+  private val counting = PythonAggregateSpec("op", """{"name": "counting", "extractors": []}""",
+    canCombineSpec = true, canDeductSpec = true, orderSensitive = false)
 
   /** (key, start, end, count, and the max row's k, t, v and s) */
   private type Result = (Option[Int], Long, Long, Long, Option[Int], Long, Int, Option[String])
@@ -48,21 +50,25 @@ class ColumnarFramesTest extends AnyFunSuite {
     * partition order; checked to come once and per key in end order, then sorted.
     */
   private def run(rows: Seq[Row], schema: StructType, partitions: Int, policy: SlidingWindowPolicy,
-      budget: () => FrameTable.Budget, inOrder: Boolean = false): Seq[Result] = {
+      budget: () => FrameTable.Budget, inOrder: Boolean = false, op: PythonAggregateSpec = countAndMax): Seq[Result] = {
     val df = spark.createDataFrame(spark.sparkContext.parallelize(rows, partitions), schema)
-    val typed = TypedWindow.plan("window", Some(Extractor.FieldName("k")), Extractor.FieldName("t"), countAndMax, df)
+    val typed = TypedWindow.plan("window", Some(Extractor.FieldName("k")), Extractor.FieldName("t"), op, df)
       .fold(why => fail(why), identity)
-    val frames = ColumnarFrames.plan(typed, countAndMax, budget).getOrElse(fail("no columnar frames"))
+    val frames = ColumnarFrames.plan(typed, op, budget).getOrElse(fail("no columnar frames"))
     val withString = schema.fieldNames.contains("s")
     val resultSchema = StructType(Seq("key_is_null" -> BooleanType, "key" -> IntegerType, "start" -> LongType, "end" -> LongType,
       "count" -> LongType, "k_is_null" -> BooleanType, "k" -> IntegerType, "t" -> LongType, "v" -> IntegerType, "s" -> StringType)
       .map { case (name, t) => StructField(name, t) })
+    def keyed(key: PickledKey, start: Long, end: Long, count: Long, item: Seq[Any]) = {
+      val k = PythonValues.loads(key.bytes)
+      InternalRow.fromSeq(Seq[Any](k == null, if (k == null) 0 else k.asInstanceOf[Number].intValue, start, end, count) ++ item)
+    }
     val resultRow: Any => InternalRow = {
       case KeyedWindowResult(start, end, key: PickledKey, Array(count: Long, Some(item: InternalRow)), _) =>
-        val k = PythonValues.loads(key.bytes)
-        InternalRow(k == null, if (k == null) 0 else k.asInstanceOf[Number].intValue, start, end, count, item.isNullAt(0),
-          if (item.isNullAt(0)) 0 else item.getInt(0), item.getLong(1), item.getInt(2),
-          if (withString && !item.isNullAt(3)) item.getUTF8String(3).clone() else null)
+        keyed(key, start, end, count, Seq[Any](item.isNullAt(0), if (item.isNullAt(0)) 0 else item.getInt(0), item.getLong(1), item.getInt(2),
+          if (withString && !item.isNullAt(3)) item.getUTF8String(3).clone() else null))
+      case KeyedWindowResult(start, end, key: PickledKey, count: Long, _) => keyed(key, start, end, count, Seq[Any](true, 0, 0L, 0, null))
+      case other => throw new AssertionError(s"not a result of these operations: $other")
     }
     val accumulated = frames.accumulate(policy, typed.project(df), Nil)
     val byKey = if (inOrder) accumulated.coalesce(1) else accumulated.repartition(2, col(SparkBatchEngine.Key))
@@ -91,6 +97,17 @@ class ColumnarFramesTest extends AnyFunSuite {
     val t = if (random.nextInt(6) == 0) (random.nextInt(60) - 20) * 1009L else random.nextInt(60) - 20L
     val v = if (ties) random.nextInt(4) else i * 7 - 50 // without ties: whichever partition comes first, one wins
     if (withString) Row(k, t, v, if (random.nextBoolean()) null else s"s$i") else Row(k, t, v)
+  }
+
+  test("counting alone, all deferred: its events keep no numbers") {
+    val random = new Random(7)
+    val schema = StructType(Seq(StructField("k", IntegerType), StructField("t", LongType, nullable = false),
+      StructField("v", IntegerType, nullable = false)))
+    for (policy <- policies) {
+      val data = rows(random, 300, withString = false, ties = false)
+      val want = reference(data, policy).map(r => (r._1, r._2, r._3, r._4, None, 0L, 0, None)).sorted(ordered)
+      assert(run(data, schema, 3, policy, budgets(1)._2, op = counting) == want, policy)
+    }
   }
 
   private val policies = Seq(SlidingWindowPolicy(6, 2), SlidingWindowPolicy(10, 1), SlidingWindowPolicy(9, 3), SlidingWindowPolicy(4, 4))

@@ -11,7 +11,8 @@ import scala.util.Random
   * frame order; checked against a map of the frames it was given.
   */
 class FrameTableTest extends AnyFunSuite {
-  private def table(budget: Long) = new FrameTable(new PickledKey(Array[Byte](1)), columns = 1, rowColumns = 0, new FrameTable.Budget(budget))
+  private def table(budget: Long) = new FrameTable(new PickledKey(Array[Byte](1)), columns = 1, rowColumns = 0, deferredColumns = 1,
+    new FrameTable.Budget(budget))
 
   /** Finds the slots of `frames` as they come or, with `deferred`, in batches of that many deferred events
     * (the table made room for each batch first).
