@@ -77,8 +77,8 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
   }
   private val numberColumns = layouts.lastOption.fold(parts.length)(l => l.first + l.width)
   /** Where each of a frame's number columns is among a deferred event's numbers (-1: a count's, 1 for every
-    * event and not kept). Counts come first among the columns ([[layouts]] after the parts), so each kept
-    * column sits `countParts` or fewer places before its own.
+    * event and not kept): the parts' columns but the counts', in order, then the columns of [[layouts]],
+    * each `countParts` places before its own.
     */
   private val deferredAt: Array[Int] = {
     var kept = -1
@@ -115,7 +115,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
         val frames = tableOf(row)
         if (fromKey >= 0 && frames.isEmpty) frames.keyNumber = if (row.isNullAt(0)) null else Long.box(encode(fromKey)(row, 0))
         val frame = Math.floorDiv(row.getLong(1), slide) + 1
-        deferring ||= rowColumns == 0 && tasks.tableBytes > tasks.cacheBytes && count >= tasks.eventsPerKey * tables.length
+        deferring ||= rowColumns == 0 && tasks.tableBytes > tasks.cacheBytes && count >= tasks.eventsPerKey.toLong * tables.length
         if (!deferring) {
           val held = frames.size
           val slot = frames.slotOf(frame)
@@ -174,10 +174,10 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
       }
       val done = keys.entrySet().iterator()
       done.asScala.flatMap { e =>
-        done.remove() // (its bytes go once its run is made)
-        val runs = e.getValue
+        done.remove() // (a key's bytes go with its windows, which are all a pick's rows point into)
+        val (key, runs) = (e.getKey, e.getValue)
         windows(merged(runs, 0, runs.length), policy, resultRow.map(toRow => (end: Long, result: Any) =>
-          toRow(if (keyed) KeyedWindowResult(end - policy.size, end, e.getKey, result) else WindowResult(end - policy.size, end, result))))
+          toRow(if (keyed) KeyedWindowResult(end - policy.size, end, key, result) else WindowResult(end - policy.size, end, result))))
       }
     }
     SqlBridge.internalCreateDataFrame(frames.sparkSession, produced, resultSchema)
@@ -224,7 +224,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
   }
 
   /** Adds the events `t` deferred into its frames, in the order they came (items are numbers: see [[accumulate]]). */
-  private def flush(t: FrameTable): Unit = {
+  private def flush(t: FrameTable): Unit = if (t.deferredEvents > 0) {
     t.reserveForDeferred()
     val width = t.deferredWidth
     val event = Array.tabulate(numberColumns)(c => if (deferredAt(c) < 0) 1L else 0L) // an event's numbers as a frame's
@@ -417,10 +417,10 @@ private[spark] final class FrameRun(capacity: Int, columns: Int, rowColumns: Int
   val numbers = new Array[Long](capacity * columns)
   val rows: Array[Array[InternalRow]] = Array.fill(rowColumns)(new Array[InternalRow](capacity))
 
-  /** This run, or a copy of it without the room it does not use where that is most of it (merged runs
-    * that share most of their frames).
+  /** This run, or a copy of it without the room it does not use where that is a quarter or more (a merge
+    * makes room for both runs' frames, and runs share frames).
     */
-  def trimmed: FrameRun = if (size * 2 >= capacity) this else {
+  def trimmed: FrameRun = if (size * 4 > capacity * 3) this else {
     val out = new FrameRun(size, columns, rowColumns, keyNumber)
     out.size = size
     System.arraycopy(frames, 0, out.frames, 0, size)
@@ -635,7 +635,10 @@ private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColu
     val (low, high) = if (size == 0) (deferredLowest, deferredHighest)
       else (math.min(lowest, deferredLowest), math.max(highest, deferredHighest))
     val spread = deferredHighest - deferredLowest // (negative where it overflows)
-    val most = size + (if (spread >= 0 && spread < deferredEvents) spread.toInt + 1 else deferredEvents)
+    val fresh = if (spread >= 0 && spread < deferredEvents) spread.toInt + 1 else deferredEvents
+    val range = high - low // (negative where it overflows)
+    val room = if (range >= 0 && range < Int.MaxValue) range + 1 - size else Long.MaxValue // the range's frames not held yet
+    val most = size + math.min(room, fresh.toLong).toInt
     // (Doubling, and a direct index with room beyond a range that grows: tables whose frames come in
     // time order grow O(log n) times over a task's flushes, not at each.)
     if (most > frames.length) grow(math.max(most, frames.length * 2))

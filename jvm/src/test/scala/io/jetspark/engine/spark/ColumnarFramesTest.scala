@@ -6,83 +6,78 @@ import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.UTF8String
 import org.scalatest.funsuite.AnyFunSuite
 
 import scala.util.Random
 
 /** The two stages of columnar frames give each key's windows as a brute-force reference computes them
-  * from the rows: every non-empty window `[end - size, end)` once, per key in end order, its count, and
-  * its row of greatest `v` (of equal values, the earlier frame's, and within a frame the first in row
-  * order, where the partitions' frames meet in partition order). However a task adds its events: as they
-  * come, all deferred with flushes every few events, or switching to deferring part way through; with
-  * direct or hashed frame indexes; its picks' items kept as numbers or (with a string field, always
-  * added as they come) as rows. Without a reader, each window is still one (empty) row.
+  * from the rows: every non-empty window `[end - size, end)` once, per key in end order, its counts, and
+  * for each pick its row of greatest (least) value (of equal values, the earlier frame's, and within a
+  * frame the first in row order, where the partitions' frames meet in partition order). However a task
+  * adds its events: as they come, all deferred with flushes every few events, or switching to deferring
+  * part way through; with direct or hashed frame indexes; its picks' items kept as numbers (with a word
+  * of null bits where a field may be null) or, with a string field, as rows (always added as they come).
+  * Without a reader, each window is still one (empty) row.
   */
 class ColumnarFramesTest extends AnyFunSuite {
+  import ColumnarFramesTest._
+
   private lazy val spark = SharedSparkSession.spark
 
-  private val countAndMax = PythonAggregateSpec("op", """{"name": "all_of", "extractors": [], "parts": [
-    {"name": "counting", "extractors": []}, {"name": "max_by", "extractors": [{"kind": "field", "name": "v"}]}]}""",
-    canCombineSpec = true, canDeductSpec = false, orderSensitive = false)
-  private val counting = PythonAggregateSpec("op", """{"name": "counting", "extractors": []}""",
-    canCombineSpec = true, canDeductSpec = true, orderSensitive = false)
+  private def spec(leaves: Seq[Leaf]): PythonAggregateSpec = {
+    val parts = leaves.map {
+      case Counting => """{"name": "counting", "extractors": []}"""
+      case Pick(field, greatest) =>
+        s"""{"name": "${if (greatest) "max_by" else "min_by"}", "extractors": [{"kind": "field", "name": "$field"}]}"""
+    }
+    val json = if (parts.size == 1) parts.head else s"""{"name": "all_of", "extractors": [], "parts": [${parts.mkString(", ")}]}"""
+    PythonAggregateSpec("op", json, canCombineSpec = true, canDeductSpec = false, orderSensitive = false)
+  }
 
-  /** (key, start, end, count, and the max row's k, t, v and s) */
-  private type Result = (Option[Int], Long, Long, Long, Option[Int], Long, Int, Option[String])
+  private val countAndMax = Seq(Counting, Pick("v", greatest = true))
 
-  private def key(r: Row): Option[Int] = if (r.isNullAt(0)) None else Some(r.getInt(0))
-
-  private def reference(rows: Seq[Row], policy: SlidingWindowPolicy): Seq[Result] =
-    rows.groupBy(key).flatMap { case (k, own) =>
+  /** Each window of `rows` as "key|end|part|part...", a count as its number and a pick as its row's fields. */
+  private def reference(rows: Seq[Row], schema: StructType, policy: SlidingWindowPolicy, leaves: Seq[Leaf]): Seq[String] =
+    rows.groupBy(r => described(r.get(0))).toSeq.flatMap { case (key, own) =>
       val ends = own.flatMap(r => (0L until policy.size / policy.slide).map(i => (Math.floorDiv(r.getLong(1), policy.slide) + 1 + i) * policy.slide))
       ends.distinct.map { end =>
         val in = own.filter(r => r.getLong(1) >= end - policy.size && r.getLong(1) < end)
-        // of the greatest, the one of the earliest frame, and of those the first (minBy keeps the first)
-        val best = in.filter(_.getInt(2) == in.map(_.getInt(2)).max).minBy(r => Math.floorDiv(r.getLong(1), policy.slide))
-        (k, end - policy.size, end, in.size.toLong, key(best), best.getLong(1), best.getInt(2),
-          if (best.length > 3) Option(best.getString(3)) else None)
+        val parts = leaves.map {
+          case Counting => in.size.toString
+          case Pick(field, greatest) =>
+            val at = schema.fieldIndex(field)
+            val best = if (greatest) in.map(_.getInt(at)).max else in.map(_.getInt(at)).min
+            // of the best, the one of the earliest frame, and of those the first (minBy keeps the first)
+            in.filter(_.getInt(at) == best).minBy(r => Math.floorDiv(r.getLong(1), policy.slide)).toSeq.map(described).mkString(",")
+        }
+        (key +: end.toString +: parts).mkString("|")
       }
-    }.toSeq
+    }.sorted
 
-  private val ordered: Ordering[Result] = Ordering.by((r: Result) => (r._1.fold(Int.MinValue)(identity), r._3))
-
-  /** The windows of `rows` in `partitions`, whose frames meet by key or (`inOrder`) all in one partition in
-    * partition order; checked to come once and per key in end order, then sorted.
+  /** The windows of `rows` in `partitions` as [[reference]] describes them, sorted: their frames meet by key
+    * or (`inOrder`) all in one partition in partition order. Checked to come once each and per key in end
+    * order, and without a reader to be one row each.
     */
   private def run(rows: Seq[Row], schema: StructType, partitions: Int, policy: SlidingWindowPolicy,
-      budget: () => FrameTable.Budget, inOrder: Boolean = false, op: PythonAggregateSpec = countAndMax): Seq[Result] = {
+      budget: () => FrameTable.Budget, leaves: Seq[Leaf], inOrder: Boolean = false): Seq[String] = {
     val df = spark.createDataFrame(spark.sparkContext.parallelize(rows, partitions), schema)
+    val op = spec(leaves)
     val typed = TypedWindow.plan("window", Some(Extractor.FieldName("k")), Extractor.FieldName("t"), op, df)
       .fold(why => fail(why), identity)
     val frames = ColumnarFrames.plan(typed, op, budget).getOrElse(fail("no columnar frames"))
-    val withString = schema.fieldNames.contains("s")
-    val resultSchema = StructType(Seq("key_is_null" -> BooleanType, "key" -> IntegerType, "start" -> LongType, "end" -> LongType,
-      "count" -> LongType, "k_is_null" -> BooleanType, "k" -> IntegerType, "t" -> LongType, "v" -> IntegerType, "s" -> StringType)
-      .map { case (name, t) => StructField(name, t) })
-    def keyed(key: PickledKey, start: Long, end: Long, count: Long, item: Seq[Any]) = {
-      val k = PythonValues.loads(key.bytes)
-      InternalRow.fromSeq(Seq[Any](k == null, if (k == null) 0 else k.asInstanceOf[Number].intValue, start, end, count) ++ item)
-    }
-    val resultRow: Any => InternalRow = {
-      case KeyedWindowResult(start, end, key: PickledKey, Array(count: Long, Some(item: InternalRow)), _) =>
-        keyed(key, start, end, count, Seq[Any](item.isNullAt(0), if (item.isNullAt(0)) 0 else item.getInt(0), item.getLong(1), item.getInt(2),
-          if (withString && !item.isNullAt(3)) item.getUTF8String(3).clone() else null))
-      case KeyedWindowResult(start, end, key: PickledKey, count: Long, _) => keyed(key, start, end, count, Seq[Any](true, 0, 0L, 0, null))
-      case other => throw new AssertionError(s"not a result of these operations: $other")
-    }
+    val resultRow = windowRow(schema.fields.map(_.dataType))
+    val resultSchema = StructType(Seq(StructField("key", StringType), StructField("end", LongType), StructField("window", StringType)))
     val accumulated = frames.accumulate(policy, typed.project(df), Nil)
     val byKey = if (inOrder) accumulated.coalesce(1) else accumulated.repartition(2, col(SparkBatchEngine.Key))
-    val got = frames.combine(policy, keyed = true, byKey, Some(resultRow), resultSchema).collect().map { r =>
-      (if (r.getBoolean(0)) None else Some(r.getInt(1)), r.getLong(2), r.getLong(3), r.getLong(4),
-        if (r.getBoolean(5)) None else Some(r.getInt(6)), r.getLong(7), r.getInt(8), Option(r.getString(9)))
-    }.toSeq
-    for ((key, windows) <- got.groupBy(_._1)) {
-      val ends = windows.map(_._3) // (groupBy keeps the order of each key's results)
+    val got = frames.combine(policy, keyed = true, byKey, Some(resultRow), resultSchema).collect().toSeq
+    for ((key, windows) <- got.groupBy(_.getString(0))) {
+      val ends = windows.map(_.getLong(1)) // (groupBy keeps the order of each key's results)
       assert(ends == ends.distinct.sorted, s"key $key: windows once each, in end order")
     }
     val unread = frames.combine(policy, keyed = true, byKey, None, StructType(Nil)).count()
     assert(unread == got.size, "without a reader, one row per window")
-    got.sorted(ordered)
+    got.map(_.getString(2)).sorted
   }
 
   private val budgets: Seq[(String, () => FrameTable.Budget)] = Seq(
@@ -92,53 +87,92 @@ class ColumnarFramesTest extends AnyFunSuite {
     "deferred part way through" -> (() => new FrameTable.Budget(deferredLeft = 300, cacheBytes = 6000, eventsPerKey = 10)),
   )
 
-  private def rows(random: Random, n: Int, withString: Boolean, ties: Boolean): Seq[Row] = Seq.tabulate(n) { i =>
-    val k: Integer = if (random.nextInt(8) == 0) null else random.nextInt(5)
-    val t = if (random.nextInt(6) == 0) (random.nextInt(60) - 20) * 1009L else random.nextInt(60) - 20L
-    val v = if (ties) random.nextInt(4) else i * 7 - 50 // without ties: whichever partition comes first, one wins
-    if (withString) Row(k, t, v, if (random.nextBoolean()) null else s"s$i") else Row(k, t, v)
+  private val policies = Seq(SlidingWindowPolicy(6, 2), SlidingWindowPolicy(10, 1), SlidingWindowPolicy(9, 3), SlidingWindowPolicy(4, 4))
+
+  private def field(name: String, t: DataType, nullable: Boolean) = StructField(name, t, nullable)
+
+  /** Rows of (k, t, v, then `extra` fields): k now and then null, t near 0 or now and then far from it; v and
+    * an extra int field (w) with ties, or (without `ties`) distinct; a nullable int (n) or string (s) field
+    * null half the time.
+    */
+  private def rows(random: Random, n: Int, extra: Seq[String], ties: Boolean): (Seq[Row], StructType) = {
+    val schema = StructType(Seq(field("k", IntegerType, nullable = true), field("t", LongType, nullable = false),
+      field("v", IntegerType, nullable = false)) ++ extra.map {
+      case "w" => field("w", IntegerType, nullable = false)
+      case "n" => field("n", IntegerType, nullable = true)
+      case "s" => field("s", StringType, nullable = true)
+    })
+    val data = Seq.tabulate(n) { i =>
+      val k: Integer = if (random.nextInt(8) == 0) null else random.nextInt(5)
+      val t = if (random.nextInt(6) == 0) (random.nextInt(60) - 20) * 1009L else random.nextInt(60) - 20L
+      val v = if (ties) random.nextInt(4) else i * 7 - 50 // without ties: whichever partition comes first, one wins
+      Row.fromSeq(Seq[Any](k, t, v) ++ extra.map {
+        case "w" => if (ties) random.nextInt(4) else 900 - i * 3
+        case "n" => if (random.nextBoolean()) null else random.nextInt(100)
+        case "s" => if (random.nextBoolean()) null else s"s$i"
+      })
+    }
+    (data, schema)
+  }
+
+  private def check(name: String, seed: Int, extra: Seq[String], leaves: Seq[Leaf], budget: () => FrameTable.Budget,
+      partitions: Int, ties: Boolean, inOrder: Boolean): Unit = {
+    val random = new Random(seed)
+    for (policy <- policies) {
+      val (data, schema) = rows(random, 300, extra, ties)
+      assert(run(data, schema, partitions, policy, budget, leaves, inOrder) == reference(data, schema, policy, leaves), (name, policy))
+    }
+  }
+
+  for (((name, budget), b) <- budgets.zipWithIndex; (extra, items) <- Seq(Nil -> "numbers", Seq("s") -> "rows")) {
+    test(s"one partition, ties by row order: $name, items as $items") {
+      check(name, 10 * b + items.length, extra, countAndMax, budget, partitions = 1, ties = true, inOrder = false)
+    }
+    test(s"three partitions, no ties: $name, items as $items") {
+      check(name, 20 * b + items.length, extra, countAndMax, budget, partitions = 3, ties = false, inOrder = false)
+    }
+    test(s"three partitions met in order, ties by row order: $name, items as $items") {
+      check(name, 30 * b + items.length, extra, countAndMax, budget, partitions = 3, ties = true, inOrder = true)
+    }
+  }
+
+  // Counts between picks, and items with a field that may be null: a deferred event keeps a pick's value,
+  // its item's stored fields and their null bits, and no count, each where its frame's columns expect it.
+  private val picksAroundCounts = Seq(Pick("v", greatest = true), Counting, Pick("w", greatest = false), Counting)
+  for (((name, budget), b) <- budgets.zipWithIndex) {
+    test(s"picks around counts, a field that may be null, ties: $name") {
+      check(name, 40 + b, Seq("w", "n"), picksAroundCounts, budget, partitions = 3, ties = true, inOrder = true)
+    }
   }
 
   test("counting alone, all deferred: its events keep no numbers") {
-    val random = new Random(7)
-    val schema = StructType(Seq(StructField("k", IntegerType), StructField("t", LongType, nullable = false),
-      StructField("v", IntegerType, nullable = false)))
-    for (policy <- policies) {
-      val data = rows(random, 300, withString = false, ties = false)
-      val want = reference(data, policy).map(r => (r._1, r._2, r._3, r._4, None, 0L, 0, None)).sorted(ordered)
-      assert(run(data, schema, 3, policy, budgets(1)._2, op = counting) == want, policy)
-    }
+    check("counting", 7, Nil, Seq(Counting), budgets(1)._2, partitions = 3, ties = false, inOrder = false)
   }
+}
 
-  private val policies = Seq(SlidingWindowPolicy(6, 2), SlidingWindowPolicy(10, 1), SlidingWindowPolicy(9, 3), SlidingWindowPolicy(4, 4))
+private object ColumnarFramesTest {
+  /** A leaf of the operation: `counting`, or `max_by`/`min_by` of an integer field. */
+  sealed trait Leaf
+  case object Counting extends Leaf
+  final case class Pick(field: String, greatest: Boolean) extends Leaf
 
-  for ((name, budget) <- budgets; withString <- Seq(false, true)) {
-    val items = if (withString) "rows" else "numbers"
-    val schema = StructType(Seq(StructField("k", IntegerType), StructField("t", LongType, nullable = false),
-      StructField("v", IntegerType, nullable = false)) ++ (if (withString) Seq(StructField("s", StringType)) else Nil))
+  def described(value: Any): String = Option(value).fold("null")(_.toString)
 
-    test(s"one partition, ties by row order: $name, items as $items") {
-      val random = new Random(name.hashCode + items.hashCode)
-      for (policy <- policies) {
-        val data = rows(random, 300, withString, ties = true)
-        assert(run(data, schema, 1, policy, budget) == reference(data, policy).sorted(ordered), policy)
-      }
+  /** A window's result as a row of its key, its end and "key|end|part|part..." as the reference describes
+    * it, of items whose fields are of `types`. (Made here, not in the suite: a task takes it.)
+    */
+  def windowRow(types: Array[DataType]): Any => InternalRow = {
+    def part(result: Any): String = result match {
+      case count: java.lang.Long => count.toString
+      case Some(item: InternalRow) => types.indices.map(i => described(if (item.isNullAt(i)) null else item.get(i, types(i)))).mkString(",")
+      case other => throw new AssertionError(s"not a result of these operations: $other")
     }
-
-    test(s"three partitions, no ties: $name, items as $items") {
-      val random = new Random(name.hashCode - items.hashCode)
-      for (policy <- policies) {
-        val data = rows(random, 300, withString, ties = false)
-        assert(run(data, schema, 3, policy, budget) == reference(data, policy).sorted(ordered), policy)
-      }
-    }
-
-    test(s"three partitions met in order, ties by row order: $name, items as $items") {
-      val random = new Random(name.hashCode ^ items.hashCode)
-      for (policy <- policies) {
-        val data = rows(random, 300, withString, ties = true) // (parallelize slices the rows in order)
-        assert(run(data, schema, 3, policy, budget, inOrder = true) == reference(data, policy).sorted(ordered), policy)
-      }
+    {
+      case KeyedWindowResult(_, end, key: PickledKey, result, _) =>
+        val parts = result match { case all: Array[Any] => all.toSeq.map(part); case one => Seq(part(one)) }
+        val k = described(PythonValues.loads(key.bytes))
+        InternalRow(UTF8String.fromString(k), end, UTF8String.fromString((k +: end.toString +: parts).mkString("|")))
+      case other => throw new AssertionError(s"not a keyed window's result: $other")
     }
   }
 }
