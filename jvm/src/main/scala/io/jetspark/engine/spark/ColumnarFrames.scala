@@ -117,6 +117,8 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
         val frame = Math.floorDiv(row.getLong(1), slide) + 1
         deferring ||= rowColumns == 0 && tasks.tableBytes > tasks.cacheBytes && count >= tasks.eventsPerKey.toLong * tables.length
         if (!deferring) {
+          // (Its own loop, not mergeInto of the event's numbers: a pick encodes its item only where it
+          // wins, which most events do not.)
           val held = frames.size
           val slot = frames.slotOf(frame)
           val isNew = frames.size > held
@@ -239,7 +241,6 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     }
     t.clearDeferred()
   }
-
 
   /** A key's frames as a [[Schema]] row: the frames in order with their numbers, as [[Varints]] (how many;
     * the key's number where an item's field is the key: 0 for null, else 1 and the number; then per frame
