@@ -68,6 +68,12 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private val extractedInputs = mutable.Map.empty[Edge, ExtractedInput]
   private val persisted = mutable.ArrayBuffer.empty[DataFrame]
   private val counters = mutable.LinkedHashMap.empty[String, LongAccumulator]
+  /** The vertices whose items are counted where they are made, not by a step of their own per row: a
+    * columnar window's second stage (its windows, see [[ColumnarFrames.combine]]) and a noop sink (the rows
+    * it drops, see [[DrainRows]]). At small slides a window makes as many rows as it reads events, and
+    * a step per row that counts them cost as much CPU as making them.
+    */
+  private val countedBySelf = mutable.Set.empty[String]
   private val fanOut: Map[String, Int] = dag.edges.groupBy(_.from).view.mapValues(_.size).toMap
   private lazy val rowSinks = new RowSinks(spark, dag, jobId)
   private val typedStages = new TypedStages(typedPlan, dag, pythonUdfs, counter)
@@ -124,7 +130,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
 
   /** The vertex's whole output: for a Python chain, with the `failure` column that routes dead letters. */
   private def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, {
-    val df = typedStages.output(v, () => singleInput(v)).getOrElse(sequences.assignedWhereNeeded(v, counted(v.name, v.description match {
+    val df = typedStages.output(v, () => singleInput(v)).getOrElse(sequences.assignedWhereNeeded(v, countedUnlessBySelf(v, v.description match {
       // A DataFrame source whose rows are not kept typed (see TypedPlan): its rows as Python items.
       case Source(source, _) if source.name == "dataframe" =>
         SqlBridge.mapInArrow(source.parameters("dataframe").asInstanceOf[DataFrame], pythonUdfs(s"rows:${v.name}"))
@@ -186,7 +192,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
           val columnar = typedPlan.columnarWindowCombinedBy(v.name)
           val rowItems = columnar.map(_.resultItems).orElse(typedPlan.typedWindowCombinedBy(v.name).map(_.rowItems))
           WindowStages.run(v.name, w, aggregations(v.name), singleInput(v), resultItems = rowItems.getOrElse(identity),
-            unread = typedPlan.onlyNoopSinksRead(v.name), columnar = columnar)
+            unread = typedPlan.onlyNoopSinksRead(v.name), columnar = columnar, countedByColumnar = columnar.map(_ => counter(v.name)).toSeq)
       }
       case AddTimestamps(_, _) => singleInput(v) // the items with their time beside them, read on the way in
       case Distinct(_) =>
@@ -348,7 +354,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       // is Spark's plan of those rows, whose last scan that reading stands in for.
       case "noop" =>
         val rows = InPlaceRows.of(items)
-        spark.sparkContext.runJob(rows, DrainRows, rows.partitions.indices, (_: Int, _: Unit) => ())
+        val drain = new DrainRows(if (countedBySelf(v.name)) counter(v.name) else null)
+        spark.sparkContext.runJob(rows, drain, rows.partitions.indices, (_: Int, _: Unit) => ())
       case "files" | "foreachBatch" => rowSinks.write(v, items)
       case other => throw new UnsupportedOperationException(s"sink '${v.name}': $other sinks are not run yet")
     }
@@ -376,6 +383,18 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     * The result reads an RDD made once: the engine's next steps look at its partitions and run
     * processors over it, which must not plan (and run) the rows' query again.
     */
+  /** `made`, the output of `v`, counted as its rows pass, unless `v` counts them itself (see
+    * [[countedBySelf]]).
+    */
+  private def countedUnlessBySelf(v: Vertex, made: DataFrame): DataFrame = {
+    val bySelf = v.description match {
+      case _: WindowAggregate => typedPlan.columnarWindowCombinedBy(v.name).isDefined
+      case Sink(sink) => sink.name == "noop" && !made.columns.contains(Failure)
+      case _ => false
+    }
+    if (bySelf) { countedBySelf += v.name; made } else counted(v.name, made)
+  }
+
   private def counted(vertex: String, df: DataFrame, countsItems: Boolean = true): DataFrame = {
     val items = if (countsItems) counter(vertex) else null
     val hasFailures = df.columns.contains(Failure)
@@ -397,12 +416,18 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private def counter(name: String): LongAccumulator = counters.getOrElseUpdate(name, spark.sparkContext.longAccumulator(name))
 }
 
-/** What a noop sink does with a partition: computes its rows and drops them. An object, not a lambda:
-  * Spark's closure cleaner reads a lambda's enclosing class file (this engine's, a large one) with ASM
-  * on every job: a tenth of the driver time of a small job (2 of 28 ms measured on a 20k-row aggregation).
+/** What a noop sink does with a partition: computes its rows and drops them, counting them into `items`
+  * where it counts its own (null: a step before it counts them). A class, not a lambda: Spark's closure
+  * cleaner reads a lambda's enclosing class file (this engine's, a large one) with ASM on every job: a
+  * tenth of the driver time of a small job (2 of 28 ms measured on a 20k-row aggregation). (A loop of its
+  * own, not `foreach`, whose calls to `hasNext` and `next` are shared by every iterator in the JVM.)
   */
-private object DrainRows extends ((TaskContext, Iterator[InternalRow]) => Unit) with Serializable {
-  override def apply(context: TaskContext, rows: Iterator[InternalRow]): Unit = rows.foreach(_ => ())
+private final class DrainRows(items: LongAccumulator) extends ((TaskContext, Iterator[InternalRow]) => Unit) with Serializable {
+  override def apply(context: TaskContext, rows: Iterator[InternalRow]): Unit = {
+    var n = 0L
+    while (rows.hasNext) { rows.next(); n += 1 }
+    if (items != null) items.add(n)
+  }
 }
 
 object SparkBatchEngine {

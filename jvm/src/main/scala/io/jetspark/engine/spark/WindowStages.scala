@@ -59,6 +59,8 @@ object WindowStages {
     * and back, and how a result's items become what Python reads (`resultItems`, see
     * [[TypedWindow.rowItems]]). Where no reader takes the results (`unread`: noop sinks only), each is
     * computed and left as an empty row, as Spark's noop format drops rows, instead of being pickled for Python.
+    * Where frames are `columnar`, that stage counts into `countedByColumnar`: the first the rows it reads
+    * (the items of the vertices before it), the second the windows it makes (the window's own items).
     */
   def run(vertex: String, w: WindowAggregate, op: AggregateOperation[Extracted, Any, Any], input: DataFrame,
       timedEvent: InternalRow => TimedEvent = timedEvent, resultItems: Any => Any = identity, unread: Boolean = false,
@@ -74,7 +76,8 @@ object WindowStages {
       case (s: SlidingWindowDefinition, AggregationStage.Accumulate) if columnar.isDefined =>
         columnar.get.accumulate(SlidingWindowPolicy(s.sizeMs, s.slideMs), input, countedByColumnar)
       case (s: SlidingWindowDefinition, AggregationStage.Combine) if columnar.isDefined =>
-        columnar.get.combine(SlidingWindowPolicy(s.sizeMs, s.slideMs), keyed, input, Some(resultRow).filterNot(_ => unread), resultSchema)
+        columnar.get.combine(SlidingWindowPolicy(s.sizeMs, s.slideMs), keyed, input, Some(resultRow).filterNot(_ => unread), resultSchema,
+          countedByColumnar)
       case (s: SlidingWindowDefinition, AggregationStage.SingleStage) =>
         val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
         ProcessorStage.runPacked(vertex, () =>

@@ -57,7 +57,7 @@ class ColumnarFramesTest extends AnyFunSuite {
 
   /** The windows of `rows` in `partitions` as [[reference]] describes them, sorted: their frames meet by key
     * or (`inOrder`) all in one partition in partition order. Checked to come once each and per key in end
-    * order, and without a reader to be one row each.
+    * order, without a reader to be one row each, and to be counted as they are made.
     */
   private def run(rows: Seq[Row], schema: StructType, partitions: Int, policy: SlidingWindowPolicy,
       budget: () => FrameTable.Budget, leaves: Seq[Leaf], inOrder: Boolean = false): Seq[String] = {
@@ -70,13 +70,15 @@ class ColumnarFramesTest extends AnyFunSuite {
     val resultSchema = StructType(Seq(StructField("key", StringType), StructField("end", LongType), StructField("window", StringType)))
     val accumulated = frames.accumulate(policy, typed.project(df), Nil)
     val byKey = if (inOrder) accumulated.coalesce(1) else accumulated.repartition(2, col(SparkBatchEngine.Key))
-    val got = frames.combine(policy, keyed = true, byKey, Some(resultRow), resultSchema).collect().toSeq
+    val (made, madeUnread) = (spark.sparkContext.longAccumulator, spark.sparkContext.longAccumulator)
+    val got = frames.combine(policy, keyed = true, byKey, Some(resultRow), resultSchema, Seq(made)).collect().toSeq
     for ((key, windows) <- got.groupBy(_.getString(0))) {
       val ends = windows.map(_.getLong(1)) // (groupBy keeps the order of each key's results)
       assert(ends == ends.distinct.sorted, s"key $key: windows once each, in end order")
     }
-    val unread = frames.combine(policy, keyed = true, byKey, None, StructType(Nil)).count()
+    val unread = frames.combine(policy, keyed = true, byKey, None, StructType(Nil), Seq(madeUnread)).count()
     assert(unread == got.size, "without a reader, one row per window")
+    assert((made.value, madeUnread.value) == (got.size, got.size), "the windows made, counted")
     got.map(_.getString(2)).sorted
   }
 
