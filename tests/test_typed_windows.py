@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from reference import as_multiset, run_reference
 
 from jetspark import AggregateOperations as ops
-from jetspark import Pipeline, Sinks, Sources, WindowDefinition
+from jetspark import JobFailedError, Pipeline, Sinks, Sources, WindowDefinition
 
 SCHEMA = "k INT, t BIGINT, v BIGINT, x DOUBLE"
 
@@ -181,6 +181,27 @@ def test_a_columnar_window_and_a_noop_sink_count_the_windows(jet, sinks):
     assert vertices["noop-sink"]["items_in"] == vertices["noop-sink"]["items_out"] == len(want)
     if "list" in sinks:
         assert {(r.key, r.end) for r in got} == want and len(got) == len(want)
+
+
+@pytest.mark.parametrize("source", ["rows", "cached"])
+@pytest.mark.parametrize("null_in", ["t", "v"])
+def test_a_null_timestamp_or_value_fails_the_window_naming_its_stage(jet, source, null_in):
+    # Python would meet None where a window needs a number; the JVM fails the job as it would. A cached
+    # DataFrame is read as column batches, checked a batch of columns at once; other rows one by one. (t
+    # and v are BIGINTs, read as they are: INT columns would be cast on the way in, and read row by row.)
+    data = [(i % 3, None if null_in == "t" and i == 17 else i, None if null_in == "v" and i == 17 else i * 2) for i in range(40)]
+    df = jet.spark.createDataFrame(data, "k INT, t BIGINT, v BIGINT")
+    df = df.cache() if source == "cached" else df
+    try:
+        p = Pipeline.create()
+        windowed(p.read_from(Sources.dataframe(df)), "k", WindowDefinition.sliding(10, 5), ops.max_by("v")).write_to(Sinks.noop())
+        job = jet.new_job(p)
+        with pytest.raises(JobFailedError) as e:
+            job.join(timeout=300)
+        assert ("a row's timestamp is null" if null_in == "t" else "a row's value v is null") in str(e.value)
+        assert e.value.stage == "windowAggregate"
+    finally:
+        df.unpersist()
 
 
 @pytest.mark.parametrize("key_type", ["int", "bigint", "string"])

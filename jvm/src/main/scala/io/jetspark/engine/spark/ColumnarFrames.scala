@@ -49,7 +49,7 @@ import scala.jdk.CollectionConverters._
   * @param budget  a task's budget for its frame tables
   */
 private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], shape: ColumnarFrames.Shape,
-    keys: KeyReader, checked: InternalRow => Unit, itemFields: Seq[(Int, StructField)], keyField: Int,
+    keys: KeyReader, checked: TypedWindow.NullCheck, itemFields: Seq[(Int, StructField)], keyField: Int,
     val resultItems: Any => Any, budget: () => FrameTable.Budget) extends Serializable {
   import ColumnarFrames._
 
@@ -101,7 +101,8 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     */
   def accumulate(policy: SlidingWindowPolicy, rows: DataFrame, counters: Seq[LongAccumulator]): DataFrame = {
     val (slide, fields) = (policy.slide, itemFields)
-    val produced = InPlaceRows.of(rows).mapPartitions { partition =>
+    val (read, checkedByBatch) = InPlaceRows.checkedByBatch(rows, checked.batch)
+    val produced = read.mapPartitions { partition =>
       lazy val item = UnsafeProjection.create(fields.map { case (ordinal, f) => BoundReference(ordinal, f.dataType, f.nullable) })
       val encode = if (itemsAsNumbers) fieldTypes.map(encoder) else Array.empty[LongField]
       val tables = ArrayBuffer.empty[FrameTable]
@@ -111,7 +112,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
       var count = 0L
       partition.foreach { row =>
         count += 1
-        checked(row)
+        if (!checkedByBatch) checked.row(row)
         val frames = tableOf(row)
         if (fromKey >= 0 && frames.isEmpty) frames.keyNumber = if (row.isNullAt(0)) null else Long.box(encode(fromKey)(row, 0))
         val frame = Math.floorDiv(row.getLong(1), slide) + 1

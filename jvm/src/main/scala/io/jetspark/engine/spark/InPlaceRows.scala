@@ -6,7 +6,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, NamedExpression}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec
 import org.apache.spark.sql.execution.{ColumnarToRowExec, InputAdapter, LogicalRDD, ProjectExec, SQLExecutionRDD, SparkPlan, WholeStageCodegenExec}
-import org.apache.spark.sql.vectorized.ColumnarBatchRow
+import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarBatchRow}
 import org.apache.spark.storage.StorageLevel
 
 /** The rows of a DataFrame read where they already are, not copied row by row into UnsafeRows as Spark's
@@ -28,13 +28,23 @@ import org.apache.spark.storage.StorageLevel
   */
 private[spark] object InPlaceRows {
   /** The rows of `df`, read in place where its plan allows, else as Spark makes them. */
-  def of(df: DataFrame): RDD[InternalRow] = df.queryExecution.analyzed match {
-    case made: LogicalRDD if df.storageLevel == StorageLevel.NONE => made.rdd
-    case _ => batchesOf(df.queryExecution.executedPlan).fold(df.queryExecution.toRdd) {
+  def of(df: DataFrame): RDD[InternalRow] = read(df, _ => ())._1
+
+  /** [[of]] `df`, and whether its rows are read from column batches, each batch's columns (in the rows'
+    * order) passed to `batchCheck` before its rows are: a check of a whole column at once, where one of
+    * each row would cost as much per row as reading it.
+    */
+  def checkedByBatch(df: DataFrame, batchCheck: Array[ColumnVector] => Unit): (RDD[InternalRow], Boolean) = read(df, batchCheck)
+
+  private def read(df: DataFrame, batchCheck: Array[ColumnVector] => Unit): (RDD[InternalRow], Boolean) = df.queryExecution.analyzed match {
+    case made: LogicalRDD if df.storageLevel == StorageLevel.NONE => (made.rdd, false)
+    case _ => batchesOf(df.queryExecution.executedPlan).fold((df.queryExecution.toRdd, false)) {
       case (scan, ordinals) =>
         val read = scan.executeColumnar().mapPartitions { batches =>
           batches.flatMap { batch =>
-            val row = new ColumnarBatchRow(ordinals.map(batch.column))
+            val columns = ordinals.map(batch.column)
+            batchCheck(columns)
+            val row = new ColumnarBatchRow(columns)
             row.rowId = -1
             val last = batch.numRows - 1
             new Iterator[InternalRow] { // (not Iterator.tabulate, which boxes every row number)
@@ -43,7 +53,7 @@ private[spark] object InPlaceRows {
             }
           }
         }
-        new SQLExecutionRDD(read, df.sparkSession.sessionState.conf)
+        (new SQLExecutionRDD(read, df.sparkSession.sessionState.conf), true)
     }
   }
 

@@ -6,6 +6,7 @@ import io.jetspark.pipeline.{Extractor, PythonAggregateSpec}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.functions.{col, lit}
 import org.apache.spark.sql.types._
+import org.apache.spark.sql.vectorized.ColumnVector
 import org.apache.spark.sql.{Column, DataFrame}
 
 import scala.jdk.CollectionConverters._
@@ -55,17 +56,7 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
   /** Fails the job naming the stage on a projected row whose timestamp or value is null, as it fails
     * where Python reads the items (None is no number).
     */
-  def checked: InternalRow => Unit = {
-    val (name, columns) = (stage, values.map(_._1.toString).toArray)
-    row => {
-      if (row.isNullAt(1)) throw new StageFailedException(name, s"a row's timestamp is null")
-      var i = 0
-      while (i < columns.length) {
-        if (row.isNullAt(i + 2)) throw new StageFailedException(name, s"a row's value ${columns(i)} is null")
-        i += 1
-      }
-    }
-  }
+  def checked: TypedWindow.NullCheck = new TypedWindow.NullCheck(stage, values.map(_._1.toString).toArray)
 
   /** A projected row as the event the window processors take.
     *
@@ -78,7 +69,7 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
     val valueOf = values.map(v => pythonValue(v._2)).toArray
     val itemOf: InternalRow => AnyRef = if (row.isDefined) _.copy() else _ => NoItem
     row => {
-      check(row)
+      check.row(row)
       val vs = if (valueOf.isEmpty) NoValues else new Array[Any](valueOf.length) // counting reads none
       var i = 0
       while (i < vs.length) { vs(i) = valueOf(i)(row, i + 2); i += 1 }
@@ -109,6 +100,28 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
 }
 
 object TypedWindow {
+  /** The check of [[TypedWindow.checked]]: the timestamp (ordinal 1) and the values (from 2, named
+    * `values`) of projected rows are never null.
+    */
+  final class NullCheck(stage: String, values: Array[String]) extends Serializable {
+    def row(r: InternalRow): Unit = {
+      var ordinal = 1
+      while (ordinal < values.length + 2) { if (r.isNullAt(ordinal)) fail(ordinal); ordinal += 1 }
+    }
+
+    /** The same check of a batch's columns, in the projected rows' order, at once: a column of a batch
+      * knows whether it holds a null (checks per row and column were about a tenth of a window's first
+      * stage's CPU at 100 ms slides).
+      */
+    def batch(columns: Array[ColumnVector]): Unit = {
+      var ordinal = 1
+      while (ordinal < values.length + 2) { if (columns(ordinal).hasNull) fail(ordinal); ordinal += 1 }
+    }
+
+    private def fail(ordinal: Int): Nothing = throw new StageFailedException(stage,
+      if (ordinal == 1) "a row's timestamp is null" else s"a row's value ${values(ordinal - 2)} is null")
+  }
+
   private val NoValues = Array.empty[Any]
   private val NoItem = new PickledItem(Array.emptyByteArray)
   /** Operations whose results are values computed from the extracted values alone. */
