@@ -25,6 +25,13 @@ import org.apache.spark.storage.StorageLevel
   *
   * Either way a reader of these rows must not keep them: copy what it keeps, as it would of Spark's own
   * rows. Nor may it assume they are UnsafeRows: it reads them through [[InternalRow]]'s getters.
+  *
+  * A reader that does little per row walks them in a loop of its own (`while (rows.hasNext)`), and
+  * passes them on through an iterator class of its own, not through Scala's `foreach`, `map` or
+  * `flatMap`: those call the iterator they wrap from one place shared by every kind of iterator in the
+  * JVM, which the JIT then calls through an interface, never inlined, at each row and layer. A window's
+  * first stage at 1 s slides spent 59 ms of CPU on 2M rows with them and 37 ms without (the rows'
+  * reading alone, in Spark's own `groupBy().count()`, takes about 35).
   */
 private[spark] object InPlaceRows {
   /** The rows of `df`, read in place where its plan allows, else as Spark makes them. */
@@ -41,15 +48,27 @@ private[spark] object InPlaceRows {
     case _ => batchesOf(df.queryExecution.executedPlan).fold((df.queryExecution.toRdd, false)) {
       case (scan, ordinals) =>
         val read = scan.executeColumnar().mapPartitions { batches =>
-          batches.flatMap { batch =>
-            val columns = ordinals.map(batch.column)
-            batchCheck(columns)
-            val row = new ColumnarBatchRow(columns)
-            row.rowId = -1
-            val last = batch.numRows - 1
-            new Iterator[InternalRow] { // (not Iterator.tabulate, which boxes every row number)
-              def hasNext: Boolean = row.rowId < last
-              def next(): InternalRow = { row.rowId += 1; row }
+          // (An iterator of its own, not a flatMap of each batch's rows: see above.)
+          new Iterator[InternalRow] {
+            private var row: ColumnarBatchRow = null
+            private var last = -1
+
+            def hasNext: Boolean = (row != null && row.rowId < last) || {
+              while ((row == null || row.rowId >= last) && batches.hasNext) {
+                val batch = batches.next()
+                val columns = ordinals.map(batch.column)
+                batchCheck(columns)
+                row = new ColumnarBatchRow(columns)
+                row.rowId = -1
+                last = batch.numRows - 1
+              }
+              row != null && row.rowId < last
+            }
+
+            def next(): InternalRow = {
+              if (!hasNext) throw new NoSuchElementException("no row left")
+              row.rowId += 1
+              row
             }
           }
         }

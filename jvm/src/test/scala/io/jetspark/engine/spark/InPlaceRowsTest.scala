@@ -2,6 +2,7 @@ package io.jetspark.engine.spark
 
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.functions.col
+import org.apache.spark.sql.types.{LongType, StringType}
 import org.scalatest.funsuite.AnyFunSuite
 
 import java.nio.file.Files
@@ -83,6 +84,33 @@ class InPlaceRowsTest extends AnyFunSuite {
       assert(batches == rows)
       assert(batches.flatten.size == 25000 && batches.flatten.exists(_.head == null))
     } finally Files.walk(top).sorted(java.util.Comparator.reverseOrder()).forEach(p => Files.delete(p))
+  }
+
+  test("a reader of batches is told so, and each batch's columns, in the rows' order, pass its check first") {
+    val top = Files.createTempDirectory("scan-checks")
+    try {
+      val dir = top.resolve("t").toString
+      numbers.selectExpr("a", "b", "concat('s', a) as s").write.parquet(dir) // (batches of 4096 rows)
+      val projected = spark.read.parquet(dir).select(col("s"), col("b").as("k"))
+      val checks = spark.sparkContext.longAccumulator("batches checked")
+      val (rows, byBatch) = InPlaceRows.checkedByBatch(projected, columns => {
+        assert(columns.map(_.dataType).toSeq == Seq(StringType, LongType) && columns(1).hasNull)
+        checks.add(1)
+      })
+      assert(byBatch && rows.count() == 25000)
+      assert(checks.sum >= 25000 / 4096 + 1)
+      val made = org.apache.spark.sql.jetspark.SqlBridge.internalCreateDataFrame(spark, numbers.queryExecution.toRdd, numbers.schema)
+      assert(!InPlaceRows.checkedByBatch(made, _ => fail("no batches"))._2)
+    } finally Files.walk(top).sorted(java.util.Comparator.reverseOrder()).forEach(p => Files.delete(p))
+  }
+
+  test("partitions of a cache with no rows are read as empty") {
+    val cached = spark.range(0, 3, 1, 5).selectExpr("id as a").cache()
+    try {
+      assert(InPlaceRows.batchesOf(cached.queryExecution.executedPlan).isDefined)
+      val (batches, rows) = bothWays(cached)
+      assert(batches == rows && batches.size == 5 && batches.count(_.isEmpty) == 2)
+    } finally cached.unpersist()
   }
 
   test("a plan that computes or filters is read as Spark reads it") {
