@@ -84,6 +84,7 @@ def test_metrics_count_items_in_and_out_of_every_vertex(jet):
     vertices = job.metrics()["vertices"]
     assert vertices["items-source"]["items_out"] == 10
     assert vertices["filter"]["items_in"] == 10 and vertices["filter"]["items_out"] == 7
+    assert vertices["noop-sink"]["items_in"] == vertices["noop-sink"]["items_out"] == 7
     assert job.status is JobStatus.COMPLETED
 
 
