@@ -162,24 +162,33 @@ def assert_picks_as_columns_equal_the_reference(jet, df, window) -> None:
     assert job.metrics()["columnar_windows"]
 
 
-@pytest.mark.parametrize("sinks", [("noop",), ("noop", "list")])
-def test_a_columnar_window_and_a_noop_sink_count_the_windows(jet, sinks):
+@pytest.mark.parametrize("readers", [("noop",), ("noop", "list"), ("map",)])
+def test_a_columnar_window_and_a_noop_sink_count_the_windows(jet, readers):
     # Both count where the windows are made and dropped, not by a step per row: the window's second stage
-    # its windows out, a noop sink (whose window then makes no result object) the rows it drops.
+    # its windows out, a noop sink (whose window then makes no result object) the rows it drops; whether
+    # the windows go on as rows to a list sink or as Python items to a map.
     rows = [(i % 3, i * 7 % 50) for i in range(100)]
     df = jet.spark.createDataFrame(rows, "k INT, t INT").repartition(3)
     p = Pipeline.create()
     windows = windowed(p.read_from(Sources.dataframe(df)), "k", WindowDefinition.sliding(10, 5), ops.counting())
-    for sink in sinks:
-        windows.write_to(Sinks.noop() if sink == "noop" else Sinks.list("windows"))
+    for reader in readers:
+        if reader == "noop":
+            windows.write_to(Sinks.noop())
+        elif reader == "list":
+            windows.write_to(Sinks.list("windows"))
+        else:
+            windows.map(lambda r: r).set_name("same").write_to(Sinks.list("windows"))
     job, (got,) = run_job(jet, p, "windows")
     # a window [end - 10, end) per key and multiple of 5 that holds one of its times
     want = {(k, end) for k, t in rows for end in range(t // 5 * 5 + 5, t + 11, 5)}
     vertices = job.metrics()["vertices"]
     assert job.metrics()["columnar_windows"]
     assert vertices["windowAggregate-combine"]["items_out"] == len(want)
-    assert vertices["noop-sink"]["items_in"] == vertices["noop-sink"]["items_out"] == len(want)
-    if "list" in sinks:
+    if "noop" in readers:
+        assert vertices["noop-sink"]["items_in"] == vertices["noop-sink"]["items_out"] == len(want)
+    if "map" in readers:
+        assert vertices["same"]["items_in"] == vertices["same"]["items_out"] == len(want)
+    if readers != ("noop",):
         assert {(r.key, r.end) for r in got} == want and len(got) == len(want)
 
 

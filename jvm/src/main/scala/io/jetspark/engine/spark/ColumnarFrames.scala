@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode
 import io.jetspark.core.window.{KeyedWindowResult, SlidingWindowPolicy, WindowResult}
 import io.jetspark.engine.spark.TypedWindow.LongField
 import io.jetspark.pipeline.PythonAggregateSpec
+import org.apache.spark.TaskContext
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{BaseGenericInternalRow, BoundReference, UnsafeProjection, UnsafeRow}
@@ -185,6 +186,10 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
       new Iterator[InternalRow] {
         private var current: Iterator[InternalRow] = Iterator.empty
         private var made = 0L
+        // (Also where a reader stops early: what it took counts, as a step per row would have counted it.)
+        Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => addMade()))
+
+        private def addMade(): Unit = if (made >= 0) { counters.foreach(_.add(made)); made = -1 } // (once)
 
         def hasNext: Boolean = current.hasNext || {
           while (!current.hasNext && left.hasNext) {
@@ -194,7 +199,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
             current = windows(merged(runs, 0, runs.length), policy, resultRow.map(toRow => (end: Long, result: Any) =>
               toRow(if (keyed) KeyedWindowResult(end - policy.size, end, key, result) else WindowResult(end - policy.size, end, result))))
           }
-          if (!current.hasNext && made >= 0) { counters.foreach(_.add(made)); made = -1 } // (once: the last key's windows are made)
+          if (!current.hasNext) addMade()
           current.hasNext
         }
 

@@ -35,15 +35,15 @@ import org.apache.spark.storage.StorageLevel
   */
 private[spark] object InPlaceRows {
   /** The rows of `df`, read in place where its plan allows, else as Spark makes them. */
-  def of(df: DataFrame): RDD[InternalRow] = read(df, _ => ())._1
+  def of(df: DataFrame): RDD[InternalRow] = read(df, (_, _) => ())._1
 
   /** [[of]] `df`, and whether its rows are read from column batches, each batch's columns (in the rows'
-    * order) passed to `batchCheck` before its rows are: a check of a whole column at once, where one of
-    * each row would cost as much per row as reading it.
+    * order) and number of rows passed to `batchCheck` before its rows are: a check of a whole column at
+    * once, where one of each row would cost as much per row as reading it.
     */
-  def checkedByBatch(df: DataFrame, batchCheck: Array[ColumnVector] => Unit): (RDD[InternalRow], Boolean) = read(df, batchCheck)
+  def checkedByBatch(df: DataFrame, batchCheck: (Array[ColumnVector], Int) => Unit): (RDD[InternalRow], Boolean) = read(df, batchCheck)
 
-  private def read(df: DataFrame, batchCheck: Array[ColumnVector] => Unit): (RDD[InternalRow], Boolean) = df.queryExecution.analyzed match {
+  private def read(df: DataFrame, batchCheck: (Array[ColumnVector], Int) => Unit): (RDD[InternalRow], Boolean) = df.queryExecution.analyzed match {
     case made: LogicalRDD if df.storageLevel == StorageLevel.NONE => (made.rdd, false)
     case _ => batchesOf(df.queryExecution.executedPlan).fold((df.queryExecution.toRdd, false)) {
       case (scan, ordinals) =>
@@ -52,17 +52,20 @@ private[spark] object InPlaceRows {
           new Iterator[InternalRow] {
             private var row: ColumnarBatchRow = null
             private var last = -1
+            private var done = false
 
-            def hasNext: Boolean = (row != null && row.rowId < last) || {
+            def hasNext: Boolean = (row != null && row.rowId < last) || !done && {
               while ((row == null || row.rowId >= last) && batches.hasNext) {
                 val batch = batches.next()
                 val columns = ordinals.map(batch.column)
-                batchCheck(columns)
+                batchCheck(columns, batch.numRows)
                 row = new ColumnarBatchRow(columns)
                 row.rowId = -1
                 last = batch.numRows - 1
               }
-              row != null && row.rowId < last
+              done = row == null || row.rowId >= last
+              if (done) row = null // (the last batch's columns go with it)
+              !done
             }
 
             def next(): InternalRow = {

@@ -71,7 +71,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   /** The vertices whose items are counted where they are made, not by a step of their own per row: a
     * columnar window's second stage (its windows, see [[ColumnarFrames.combine]]) and a noop sink (the rows
     * it drops, see [[DrainRows]]). At small slides a window makes as many rows as it reads events, and
-    * a step per row that counts them cost as much CPU as making them.
+    * the layers of iterators and counting steps around them cost more CPU than making them.
     */
   private val countedBySelf = mutable.Set.empty[String]
   private val fanOut: Map[String, Int] = dag.edges.groupBy(_.from).view.mapValues(_.size).toMap
@@ -191,6 +191,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
         case None =>
           val columnar = typedPlan.columnarWindowCombinedBy(v.name)
           val rowItems = columnar.map(_.resultItems).orElse(typedPlan.typedWindowCombinedBy(v.name).map(_.rowItems))
+          if (columnar.isDefined) countedBySelf += v.name
           WindowStages.run(v.name, w, aggregations(v.name), singleInput(v), resultItems = rowItems.getOrElse(identity),
             unread = typedPlan.onlyNoopSinksRead(v.name), columnar = columnar, countedByColumnar = columnar.map(_ => counter(v.name)).toSeq)
       }
@@ -376,6 +377,17 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     SqlBridge.internalCreateDataFrame(spark, rows, RunSchema)
   }
 
+  /** `made`, the output of `v`, counted as its rows pass, unless `v` counts them itself (see
+    * [[countedBySelf]]): a window that said so as it made them, or a noop sink.
+    */
+  private def countedUnlessBySelf(v: Vertex, made: DataFrame): DataFrame = {
+    v.description match {
+      case Sink(sink) if sink.name == "noop" && !made.columns.contains(Failure) => countedBySelf += v.name
+      case _ =>
+    }
+    if (countedBySelf(v.name)) made else counted(v.name, made)
+  }
+
   /** Counts the rows of `df` as they pass: an accumulator per vertex, "<vertex>.errors" for all its dead
     * letters and [[deadLettersOf]] for those of one of its stages (what that stage's dead-letter sink gets).
     * Without `countsItems` only dead letters count: the rows of an extraction on the way into `vertex`
@@ -383,18 +395,6 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     * The result reads an RDD made once: the engine's next steps look at its partitions and run
     * processors over it, which must not plan (and run) the rows' query again.
     */
-  /** `made`, the output of `v`, counted as its rows pass, unless `v` counts them itself (see
-    * [[countedBySelf]]).
-    */
-  private def countedUnlessBySelf(v: Vertex, made: DataFrame): DataFrame = {
-    val bySelf = v.description match {
-      case _: WindowAggregate => typedPlan.columnarWindowCombinedBy(v.name).isDefined
-      case Sink(sink) => sink.name == "noop" && !made.columns.contains(Failure)
-      case _ => false
-    }
-    if (bySelf) { countedBySelf += v.name; made } else counted(v.name, made)
-  }
-
   private def counted(vertex: String, df: DataFrame, countsItems: Boolean = true): DataFrame = {
     val items = if (countsItems) counter(vertex) else null
     val hasFailures = df.columns.contains(Failure)

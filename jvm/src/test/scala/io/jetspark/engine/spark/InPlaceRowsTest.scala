@@ -86,21 +86,25 @@ class InPlaceRowsTest extends AnyFunSuite {
     } finally Files.walk(top).sorted(java.util.Comparator.reverseOrder()).forEach(p => Files.delete(p))
   }
 
-  test("a reader of batches is told so, and each batch's columns, in the rows' order, pass its check first") {
+  test("a reader of batches is told so, and each batch passes its check: its columns, in the rows' order, and its number of rows") {
     val top = Files.createTempDirectory("scan-checks")
     try {
       val dir = top.resolve("t").toString
-      numbers.selectExpr("a", "b", "concat('s', a) as s").write.parquet(dir) // (batches of 4096 rows)
+      // (batches of 4096 rows, whose column vectors the reader reuses: one batch's nulls must not show in the next)
+      spark.range(0, 25000, 1, 3).selectExpr("concat('s', id % 7) as s", "if(id between 20000 and 20009, null, id) as b")
+        .write.parquet(dir)
       val projected = spark.read.parquet(dir).select(col("s"), col("b").as("k"))
-      val checks = spark.sparkContext.longAccumulator("batches checked")
-      val (rows, byBatch) = InPlaceRows.checkedByBatch(projected, columns => {
-        assert(columns.map(_.dataType).toSeq == Seq(StringType, LongType) && columns(1).hasNull)
-        checks.add(1)
+      val (rowsChecked, batchesWithNulls) = (spark.sparkContext.longAccumulator, spark.sparkContext.longAccumulator)
+      val (rows, byBatch) = InPlaceRows.checkedByBatch(projected, (columns, n) => {
+        assert(columns.map(_.dataType).toSeq == Seq(StringType, LongType))
+        assert(columns(1).hasNull == (0 until n).exists(columns(1).isNullAt), "a column holds a null where it says so")
+        rowsChecked.add(n)
+        if (columns(1).hasNull) batchesWithNulls.add(1)
       })
       assert(byBatch && rows.count() == 25000)
-      assert(checks.sum >= 25000 / 4096 + 1)
+      assert(rowsChecked.sum == 25000 && batchesWithNulls.sum >= 1 && batchesWithNulls.sum <= 2)
       val made = org.apache.spark.sql.jetspark.SqlBridge.internalCreateDataFrame(spark, numbers.queryExecution.toRdd, numbers.schema)
-      assert(!InPlaceRows.checkedByBatch(made, _ => fail("no batches"))._2)
+      assert(!InPlaceRows.checkedByBatch(made, (_, _) => fail("no batches"))._2)
     } finally Files.walk(top).sorted(java.util.Comparator.reverseOrder()).forEach(p => Files.delete(p))
   }
 
