@@ -150,6 +150,21 @@ class ColumnarFramesTest extends AnyFunSuite {
   test("counting alone, all deferred: its events keep no numbers") {
     check("counting", 7, Nil, Seq(Counting), budgets(1)._2, partitions = 3, ties = false, inOrder = false)
   }
+
+  test("a reader that takes each partition's first window has those counted, no more") {
+    val (data, schema) = rows(new Random(3), 300, Nil, ties = false)
+    val df = spark.createDataFrame(spark.sparkContext.parallelize(data, 3), schema)
+    val op = spec(Seq(Counting))
+    val typed = TypedWindow.plan("window", Some(Extractor.FieldName("k")), Extractor.FieldName("t"), op, df)
+      .fold(why => fail(why), identity)
+    val frames = ColumnarFrames.plan(typed, op).getOrElse(fail("no columnar frames"))
+    val policy = SlidingWindowPolicy(6, 2)
+    val byKey = frames.accumulate(policy, typed.project(df), Nil).repartition(4, col(SparkBatchEngine.Key))
+    val made = spark.sparkContext.longAccumulator
+    val firsts = InPlaceRows.of(frames.combine(policy, keyed = true, byKey, None, StructType(Nil), Seq(made)))
+      .mapPartitions(_.take(1)).count()
+    assert(firsts >= 1 && made.sum == firsts)
+  }
 }
 
 private object ColumnarFramesTest {

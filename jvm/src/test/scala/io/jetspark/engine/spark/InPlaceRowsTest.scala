@@ -108,12 +108,18 @@ class InPlaceRowsTest extends AnyFunSuite {
     } finally Files.walk(top).sorted(java.util.Comparator.reverseOrder()).forEach(p => Files.delete(p))
   }
 
-  test("partitions of a cache with no rows are read as empty") {
+  test("partitions of a cache with no rows are read as empty, and past its last row a partition has none") {
     val cached = spark.range(0, 3, 1, 5).selectExpr("id as a").cache()
     try {
       assert(InPlaceRows.batchesOf(cached.queryExecution.executedPlan).isDefined)
       val (batches, rows) = bothWays(cached)
       assert(batches == rows && batches.size == 5 && batches.count(_.isEmpty) == 2)
+      val ends = InPlaceRows.of(cached).mapPartitions { rows =>
+        while (rows.hasNext) rows.next()
+        val past = try { rows.next(); "a row" } catch { case _: NoSuchElementException => "none" }
+        Iterator((rows.hasNext, rows.hasNext, past))
+      }.collect().toSeq
+      assert(ends == Seq.fill(5)((false, false, "none")))
     } finally cached.unpersist()
   }
 
