@@ -1,10 +1,11 @@
 """Batch sliding windows against Spark's own ``window(ts, size, slide)`` group-by, and against the floor.
 
 Builds ``--events`` events over ``--span-s`` seconds and ``--keys`` keys as a cached DataFrame (local[2],
-bound to 127.0.0.1): columns ``key`` (int), ``ts`` (int, ms) and ``value`` (int). For each slide of
-``--slides`` (ms; the window is ``--window-ms``) and each operation (count, max), it times, alternating
-after a warm-up round, ``--runs`` runs of Spark's query and ``--fast-runs`` of jetspark's job and of the
-floor (before the first slide, ``--warmup-rounds`` rounds of the floor and of jetspark's jobs warm the JIT):
+bound to 127.0.0.1; both sides shuffle into two partitions): columns ``key`` (int), ``ts`` (int, ms) and
+``value`` (int). For each slide of ``--slides`` (ms; the window is ``--window-ms``) and each operation
+(count, max), it times, alternating after a warm-up round, ``--runs`` runs of Spark's query and
+``--fast-runs`` of jetspark's job and of the floor (before the first slide, ``--warmup-rounds`` rounds of
+the floor and of jetspark's jobs warm the JIT):
 
 - Spark: ``groupBy(window(timestamp_millis(ts), size, slide), key).agg(count(1) | max(value))`` written to
   the noop format (Spark expands every event into size/slide rows before grouping);
@@ -12,10 +13,14 @@ floor (before the first slide, ``--warmup-rounds`` rounds of the floor and of je
   window(sliding(size, slide)) -> aggregate(counting() | max_by("value")) -> Sinks.noop()``, a whole job
   each time (frames with deduct for count, two stacks for max);
 - the floor: ``df.groupBy("key").count()`` written to noop, the least any keyed pass over the data costs,
-  timed in turn with jetspark's job for every row, so both are as warm.
+  timed in turn with jetspark's job for every row, so both are as warm;
+- the keyed operation: the same operation per key over all time, with no windows, as Spark computes it:
+  for count the floor itself, for max ``groupBy(key).agg(max_by(struct(key, ts, value), value))``, which
+  reads the three columns jetspark's max reads (the floor reads one) and keeps the row of the greatest
+  value, as ``max_by`` does. It shows what of jetspark's time is windows and what is reading the item.
 
 Slides below ``--spark-min-slide-ms`` are timed for jetspark alone (Spark's expansion makes them take
-minutes). Prints medians and the ratios Spark / jetspark and jetspark / floor. Before timing a slide,
+minutes). Prints medians and the ratios Spark / jetspark, jetspark / floor and jetspark / keyed operation. Before timing a slide,
 with ``--check`` (default when there are at most 200k events), both sides' window counts are compared
 window by window. A measurement, not a test: nothing here asserts a time.
 
@@ -56,8 +61,11 @@ def main() -> None:
     from jetspark import AggregateOperations as ops
     from pyspark.sql import functions as F
 
+    # Both sides shuffle into one partition per core: Spark's queries by spark.sql.shuffle.partitions,
+    # jetspark's jobs by spark.default.parallelism (the planner's parallelism; the session's default is 4,
+    # which ran the windows' second stage in two waves of tasks, 6-10 ms longer at 100 ms slides).
     jet = js.session(master="local[2]", conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
-                                              "spark.driver.memory": "4g"})
+                                              "spark.default.parallelism": "2", "spark.driver.memory": "4g"})
     spark = jet.spark
     span_ms = args.span_s * 1000
     # Event i: a key, a time spread over the span (not sorted: i * a large odd step mod span), a value.
@@ -68,7 +76,10 @@ def main() -> None:
           .cache())
     df.count()
 
-    operations = {"count": (F.count(F.lit(1)), ops.counting), "max": (F.max("value"), lambda: ops.max_by("value"))}
+    # Per operation: Spark's aggregate in window(), jetspark's, and the keyed operation without windows
+    # (None: the floor is that operation).
+    operations = {"count": (F.count(F.lit(1)), ops.counting, None),
+                  "max": (F.max("value"), lambda: ops.max_by("value"), F.max_by(F.struct("key", "ts", "value"), "value"))}
 
     def spark_query(slide: int, op: str):
         w = F.window(F.timestamp_millis("ts"), f"{args.window_ms} milliseconds", f"{slide} milliseconds")
@@ -109,6 +120,7 @@ def main() -> None:
         return lambda: jet.new_job(pipeline(slide, op, js.Sinks.noop())).join()
 
     floor = noop(df.groupBy("key").count())
+    keyed = {op: noop(df.groupBy("key").agg(a[2].alias("result"))) for op, a in operations.items() if a[2] is not None}
     # The JIT warms up over the first few jobs: without these rounds the first slide's floor and jobs
     # came out up to 1.6x slower than the same queries later in the run.
     slides = [int(s) for s in args.slides.split(",")]
@@ -117,8 +129,8 @@ def main() -> None:
             fn()
     print(f"{args.events:,} events over {args.span_s} s, {args.keys} keys, window {args.window_ms} ms, local[2], "
           f"medians of {args.runs} runs (Spark's window()) and {args.fast_runs} (jetspark, the floor)")
-    print(f"  {'slide':>8} {'op':>5} {'Spark window()':>15} {'jetspark':>10} {'floor':>8} {'Spark/jetspark':>15} "
-          f"{'jetspark/floor':>15}")
+    print(f"  {'slide':>8} {'op':>5} {'Spark window()':>15} {'jetspark':>10} {'floor':>8} {'keyed op':>9} "
+          f"{'Spark/jetspark':>15} {'jetspark/floor':>15} {'jetspark/keyed':>15}")
     for slide in slides:
         with_spark = slide >= args.spark_min_slide_ms
         if check and with_spark:
@@ -127,13 +139,17 @@ def main() -> None:
             # The floor runs alongside, warm as jetspark is: timed once up front, right after caching, it
             # came out 1.6x slower than it is, and the ratios to it better than they are.
             fns = {"jetspark": (jetspark_job(slide, op), args.fast_runs), "floor": (floor, args.fast_runs)}
+            if op in keyed:
+                fns["keyed"] = (keyed[op], args.fast_runs)
             if with_spark:
                 fns["spark"] = (noop(spark_query(slide, op)), args.runs)
             t = timed(fns)
+            t.setdefault("keyed", t["floor"])
             spark_text = f"{t['spark'] * 1000:12.0f} ms" if with_spark else f"{'-':>15}"
             ratio_text = f"{t['spark'] / t['jetspark']:15.1f}" if with_spark else f"{'-':>15}"
             print(f"  {slide:>5} ms {op:>5} {spark_text} {t['jetspark'] * 1000:7.0f} ms {t['floor'] * 1000:5.0f} ms "
-                  f"{ratio_text} {t['jetspark'] / t['floor']:15.2f}", flush=True)
+                  f"{t['keyed'] * 1000:6.0f} ms {ratio_text} {t['jetspark'] / t['floor']:15.2f} "
+                  f"{t['jetspark'] / t['keyed']:15.2f}", flush=True)
     jet.stop()
 
 
