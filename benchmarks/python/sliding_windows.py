@@ -4,8 +4,8 @@ Builds ``--events`` events over ``--span-s`` seconds and ``--keys`` keys as a ca
 bound to 127.0.0.1; both sides shuffle into two partitions): columns ``key`` (int), ``ts`` (int, ms) and
 ``value`` (int). For each slide of ``--slides`` (ms; the window is ``--window-ms``) and each operation
 (count, max), it times, alternating after a warm-up round, ``--runs`` runs of Spark's query and
-``--fast-runs`` of jetspark's job and of the floor (before the first slide, ``--warmup-rounds`` rounds of
-the floor and of jetspark's jobs warm the JIT):
+``--fast-runs`` of jetspark's job, of the floor and of the keyed operation (before the first slide,
+``--warmup-rounds`` rounds of all but Spark's window() queries warm the JIT):
 
 - Spark: ``groupBy(window(timestamp_millis(ts), size, slide), key).agg(count(1) | max(value))`` written to
   the noop format (Spark expands every event into size/slide rows before grouping);
@@ -17,11 +17,12 @@ the floor and of jetspark's jobs warm the JIT):
 - the keyed operation: the same operation per key over all time, with no windows, as Spark computes it:
   for count the floor itself, for max ``groupBy(key).agg(max_by(struct(key, ts, value), value))``, which
   reads the three columns jetspark's max reads (the floor reads one) and keeps the row of the greatest
-  value, as ``max_by`` does. It shows what of jetspark's time is windows and what is reading the item.
+  value, as ``max_by`` does. It shows what keeping the item costs Spark without windows.
 
 Slides below ``--spark-min-slide-ms`` are timed for jetspark alone (Spark's expansion makes them take
-minutes). Prints medians and the ratios Spark / jetspark, jetspark / floor and jetspark / keyed operation. Before timing a slide,
-with ``--check`` (default when there are at most 200k events), both sides' window counts are compared
+minutes). Prints medians and the ratios Spark / jetspark, jetspark / floor and jetspark / keyed operation.
+Before timing a slide, with ``--check`` (default when there are at most 200k events), both sides' window
+counts are compared
 window by window. A measurement, not a test: nothing here asserts a time.
 
     python benchmarks/python/sliding_windows.py --events 200000          # quick
@@ -63,7 +64,7 @@ def main() -> None:
 
     # Both sides shuffle into one partition per core: Spark's queries by spark.sql.shuffle.partitions,
     # jetspark's jobs by spark.default.parallelism (the planner's parallelism; the session's default is 4,
-    # which ran the windows' second stage in two waves of tasks, 6-10 ms longer at 100 ms slides).
+    # which ran the windows' second stage in two waves of tasks, 5-10 ms longer at 100 ms slides).
     jet = js.session(master="local[2]", conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
                                               "spark.default.parallelism": "2", "spark.driver.memory": "4g"})
     spark = jet.spark
@@ -79,7 +80,8 @@ def main() -> None:
     # Per operation: Spark's aggregate in window(), jetspark's, and the keyed operation without windows
     # (None: the floor is that operation).
     operations = {"count": (F.count(F.lit(1)), ops.counting, None),
-                  "max": (F.max("value"), lambda: ops.max_by("value"), F.max_by(F.struct("key", "ts", "value"), "value"))}
+                  "max": (F.max("value"), lambda: ops.max_by("value"),
+                          F.max_by(F.struct("key", "ts", "value"), "value"))}
 
     def spark_query(slide: int, op: str):
         w = F.window(F.timestamp_millis("ts"), f"{args.window_ms} milliseconds", f"{slide} milliseconds")
@@ -120,15 +122,16 @@ def main() -> None:
         return lambda: jet.new_job(pipeline(slide, op, js.Sinks.noop())).join()
 
     floor = noop(df.groupBy("key").count())
-    keyed = {op: noop(df.groupBy("key").agg(a[2].alias("result"))) for op, a in operations.items() if a[2] is not None}
+    keyed = {op: noop(df.groupBy("key").agg(keyed_op.alias("result")))
+             for op, (_, _, keyed_op) in operations.items() if keyed_op is not None}
     # The JIT warms up over the first few jobs: without these rounds the first slide's floor and jobs
     # came out up to 1.6x slower than the same queries later in the run.
     slides = [int(s) for s in args.slides.split(",")]
     for _ in range(args.warmup_rounds):
-        for fn in [floor] + [jetspark_job(slides[0], op) for op in operations]:
+        for fn in [floor, *keyed.values()] + [jetspark_job(slides[0], op) for op in operations]:
             fn()
     print(f"{args.events:,} events over {args.span_s} s, {args.keys} keys, window {args.window_ms} ms, local[2], "
-          f"medians of {args.runs} runs (Spark's window()) and {args.fast_runs} (jetspark, the floor)")
+          f"medians of {args.runs} runs (Spark's window()) and {args.fast_runs} (jetspark, the floor, keyed op)")
     print(f"  {'slide':>8} {'op':>5} {'Spark window()':>15} {'jetspark':>10} {'floor':>8} {'keyed op':>9} "
           f"{'Spark/jetspark':>15} {'jetspark/floor':>15} {'jetspark/keyed':>15}")
     for slide in slides:
