@@ -22,8 +22,7 @@ bound to 127.0.0.1; both sides shuffle into two partitions): columns ``key`` (in
 Slides below ``--spark-min-slide-ms`` are timed for jetspark alone (Spark's expansion makes them take
 minutes). Prints medians and the ratios Spark / jetspark, jetspark / floor and jetspark / keyed operation.
 Before timing a slide, with ``--check`` (default when there are at most 200k events), both sides' window
-counts are compared
-window by window. A measurement, not a test: nothing here asserts a time.
+counts are compared window by window. A measurement, not a test: nothing here asserts a time.
 
     python benchmarks/python/sliding_windows.py --events 200000          # quick
     python benchmarks/python/sliding_windows.py                          # 2M events over 400 s, 100 keys
@@ -49,9 +48,11 @@ def main() -> None:
     parser.add_argument("--spark-min-slide-ms", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3, help="timed runs of Spark's window() queries")
     parser.add_argument("--fast-runs", type=int, default=9,
-                        help="timed runs of the jetspark jobs and the floor, which take a second or less each")
+                        help="timed runs of the jetspark jobs, the floor and the keyed operation (each a second "
+                             "or less)")
     parser.add_argument("--warmup-rounds", type=int, default=5,
-                        help="rounds of the floor and the first slide's jobs run before any timing")
+                        help="rounds of the floor, the keyed operation and the first slide's jobs run before "
+                             "any timing")
     parser.add_argument("--check", action=argparse.BooleanOptionalAction, default=None)
     args = parser.parse_args()
     check = args.events <= 200_000 if args.check is None else args.check
