@@ -57,3 +57,19 @@ def test_session_wraps_a_running_spark_without_changing_or_owning_it(jet):
     assert again.spark.conf.get("spark.sql.shuffle.partitions") == before
     again.stop()
     assert jet.spark.range(2).count() == 2
+
+
+def test_a_local_session_shuffles_into_one_partition_per_core_unless_told_otherwise():
+    # A fresh process: the shared session's settings are the tests' own. local[3] has 3 cores (Spark's
+    # local master runs that many tasks at once, whatever the machine has).
+    done = run_python(
+        "import jetspark as js\n"
+        "for conf in ({}, {'spark.sql.shuffle.partitions': '5', 'spark.default.parallelism': '7'}):\n"
+        "    jet = js.session(master='local[3]', conf={'spark.ui.enabled': 'false', **conf})\n"
+        "    print('PARTITIONS:', jet.spark.sparkContext.defaultParallelism,\n"
+        "          jet.spark.conf.get('spark.sql.shuffle.partitions'))\n"
+        "    jet.stop()\n"
+    )
+    assert done.returncode == 0, done.stderr
+    found = [line.split(":", 1)[1].split() for line in done.stdout.splitlines() if line.startswith("PARTITIONS:")]
+    assert found == [["3", "3"], ["7", "5"]]

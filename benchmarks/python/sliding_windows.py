@@ -64,8 +64,10 @@ def main() -> None:
     from pyspark.sql import functions as F
 
     # Both sides shuffle into one partition per core: Spark's queries by spark.sql.shuffle.partitions,
-    # jetspark's jobs by spark.default.parallelism (the planner's parallelism; the session's default is 4,
-    # which ran the windows' second stage in two waves of tasks, 5-10 ms longer at 100 ms slides).
+    # jetspark's jobs by spark.default.parallelism (the planner's parallelism). A session on local[2] has
+    # both at 2; they are set here so that the figures do not follow the session's defaults, which until
+    # 2026-11-24 were 4 on every master (the windows' second stage in two waves of tasks, 5-10 ms longer at
+    # 100 ms slides).
     jet = js.session(master="local[2]", conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
                                               "spark.default.parallelism": "2", "spark.driver.memory": "4g"})
     spark = jet.spark

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -21,12 +22,11 @@ __all__ = ["JetSession", "session"]
 
 LOOPBACK = "127.0.0.1"
 
-# Small local defaults; every one can be overridden through ``conf``.
+# Small local defaults; every one can be overridden through ``conf``. (The number of partitions follows
+# the master's cores: see ``session``.)
 LOCAL_DEFAULTS: dict[str, str] = {
     "spark.driver.host": LOOPBACK,
     "spark.driver.bindAddress": LOOPBACK,
-    "spark.sql.shuffle.partitions": "4",
-    "spark.default.parallelism": "4",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.driver.memory": "1g",
@@ -164,6 +164,12 @@ def session(
     ``spark.driver.bindAddress`` are 127.0.0.1 unless ``conf`` says otherwise), and its Python workers
     run this interpreter, so they see the same packages.
 
+    On a local master (``local``, ``local[N]``, ``local[*]``, ``local-cluster[E,C,M]``) the shuffles have
+    one partition per core unless ``conf`` sets their number: ``spark.default.parallelism`` (the
+    parallelism jetspark plans a job with) is the master's cores, as Spark makes it, and
+    ``spark.sql.shuffle.partitions`` (Spark's DataFrame queries, 200 by default) is set to match. On a
+    cluster's master both are Spark's own defaults.
+
     Examples
     --------
     >>> import jetspark as js
@@ -183,6 +189,11 @@ def session(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     settings = dict(LOCAL_DEFAULTS)
+    cluster_cores = local_cluster_cores(master)
+    if cluster_cores is not None:
+        # Spark counts the cores of the executors registered when it is asked, which right after start may
+        # be none yet: planned then, a job would run at parallelism 2.
+        settings["spark.default.parallelism"] = str(cluster_cores)
     settings.update(conf or {})
     user_jars = settings.get("spark.jars")
     settings["spark.jars"] = ",".join(filter(None, [_jvm.jar_path(), user_jars]))
@@ -196,4 +207,22 @@ def session(
     builder = SparkSession.builder.master(master).appName(settings.pop("spark.app.name", "jetspark"))
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return JetSession(builder.getOrCreate(), owns_spark=True)
+    spark = builder.getOrCreate()
+    if master.startswith("local") and "spark.sql.shuffle.partitions" not in settings:
+        # One shuffle partition per core, as jetspark's own shuffles have (spark.default.parallelism): Spark's
+        # 200 are tiny tasks on a machine of a few cores, and a fixed number either runs a stage in waves
+        # or leaves cores idle.
+        spark.conf.set("spark.sql.shuffle.partitions", str(spark.sparkContext.defaultParallelism))
+    return JetSession(spark, owns_spark=True)
+
+
+def local_cluster_cores(master: str) -> int | None:
+    """The cores of a ``local-cluster[executors, cores, memory]`` master (executors times cores), else None.
+
+    >>> local_cluster_cores("local-cluster[2, 1, 1024]")
+    2
+    >>> local_cluster_cores("local[4]") is None
+    True
+    """
+    found = re.fullmatch(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]", master)
+    return int(found[1]) * int(found[2]) if found else None
