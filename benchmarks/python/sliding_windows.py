@@ -4,8 +4,9 @@ Builds ``--events`` events over ``--span-s`` seconds and ``--keys`` keys as a ca
 bound to 127.0.0.1; both sides shuffle into two partitions): columns ``key`` (int), ``ts`` (int, ms) and
 ``value`` (int). For each slide of ``--slides`` (ms; the window is ``--window-ms``) and each operation
 (count, max), it times, alternating after a warm-up round, ``--runs`` runs of Spark's query and
-``--fast-runs`` of jetspark's job, of the floor and of the keyed operation (before the first slide,
-``--warmup-rounds`` rounds of all but Spark's window() queries warm the JIT):
+``--fast-runs`` of jetspark's job, of the floor, of the keyed operation and of the frames' operation
+(before the first slide, ``--warmup-rounds`` rounds of the floor, the keyed operation and the first slide's
+jobs warm the JIT):
 
 - Spark: ``groupBy(window(timestamp_millis(ts), size, slide), key).agg(count(1) | max(value))`` written to
   the noop format (Spark expands every event into size/slide rows before grouping);
@@ -17,10 +18,15 @@ bound to 127.0.0.1; both sides shuffle into two partitions): columns ``key`` (in
 - the keyed operation: the same operation per key over all time, with no windows, as Spark computes it:
   for count the floor itself, for max ``groupBy(key).agg(max_by(struct(key, ts, value), value))``, which
   reads the three columns jetspark's max reads (the floor reads one) and keeps the row of the greatest
-  value, as ``max_by`` does. It shows what keeping the item costs Spark without windows.
+  value, as ``max_by`` does. It shows what keeping the item costs Spark without windows;
+- the frames' operation: the same operation per key and frame (``groupBy(key, floor(ts / slide))``), as
+  Spark computes it: a tumbling window of one slide, the frames a sliding window is made of (jetspark's
+  first stage makes them before its windows slide). It shows what a group-by with as many groups as there
+  are frames costs Spark, before any sliding.
 
 Slides below ``--spark-min-slide-ms`` are timed for jetspark alone (Spark's expansion makes them take
-minutes). Prints medians and the ratios Spark / jetspark, jetspark / floor and jetspark / keyed operation.
+minutes). Prints medians and the ratios Spark / jetspark, jetspark / floor, jetspark / keyed operation and
+jetspark / frames' operation.
 Before timing a slide, with ``--check`` (default when there are at most 200k events), both sides' window
 counts are compared window by window. A measurement, not a test: nothing here asserts a time.
 
@@ -48,8 +54,8 @@ def main() -> None:
     parser.add_argument("--spark-min-slide-ms", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3, help="timed runs of Spark's window() queries")
     parser.add_argument("--fast-runs", type=int, default=9,
-                        help="timed runs of the jetspark jobs, the floor and the keyed operation (each a second "
-                             "or less)")
+                        help="timed runs of the jetspark jobs, the floor, the keyed and the frames' operations "
+                             "(each a second or less)")
     parser.add_argument("--warmup-rounds", type=int, default=5,
                         help="rounds of the floor, the keyed operation and the first slide's jobs run before "
                              "any timing")
@@ -80,9 +86,9 @@ def main() -> None:
           .cache())
     df.count()
 
-    # Per operation: Spark's aggregate in window(), jetspark's, and the keyed operation without windows
-    # (None: the floor is that operation).
-    operations = {"count": (F.count(F.lit(1)), ops.counting, None),
+    # Per operation: Spark's aggregate in window(), jetspark's, and Spark's aggregate of the keyed and the
+    # frames' operations.
+    operations = {"count": (F.count(F.lit(1)), ops.counting, F.count(F.lit(1))),
                   "max": (F.max("value"), lambda: ops.max_by("value"),
                           F.max_by(F.struct("key", "ts", "value"), "value"))}
 
@@ -125,8 +131,12 @@ def main() -> None:
         return lambda: jet.new_job(pipeline(slide, op, js.Sinks.noop())).join()
 
     floor = noop(df.groupBy("key").count())
-    keyed = {op: noop(df.groupBy("key").agg(keyed_op.alias("result")))
-             for op, (_, _, keyed_op) in operations.items() if keyed_op is not None}
+    # (For count the keyed operation is the floor.)
+    keyed = {op: noop(df.groupBy("key").agg(operations[op][2].alias("result"))) for op in operations if op != "count"}
+
+    def frames_op(slide: int, op: str) -> Callable[[], None]:
+        frame = F.floor(F.col("ts") / slide).alias("frame")
+        return noop(df.groupBy("key", frame).agg(operations[op][2].alias("result")))
     # The JIT warms up over the first few jobs: without these rounds the first slide's floor and jobs
     # came out up to 1.6x slower than the same queries later in the run.
     slides = [int(s) for s in args.slides.split(",")]
@@ -134,9 +144,11 @@ def main() -> None:
         for fn in [floor, *keyed.values()] + [jetspark_job(slides[0], op) for op in operations]:
             fn()
     print(f"{args.events:,} events over {args.span_s} s, {args.keys} keys, window {args.window_ms} ms, local[2], "
-          f"medians of {args.runs} runs (Spark's window()) and {args.fast_runs} (jetspark, the floor, keyed op)")
+          f"medians of {args.runs} runs (Spark's window()) and {args.fast_runs} (jetspark, the floor, keyed op, "
+          f"frames op)")
     print(f"  {'slide':>8} {'op':>5} {'Spark window()':>15} {'jetspark':>10} {'floor':>8} {'keyed op':>9} "
-          f"{'Spark/jetspark':>15} {'jetspark/floor':>15} {'jetspark/keyed':>15}")
+          f"{'frames op':>10} {'Spark/jetspark':>15} {'jetspark/floor':>15} {'jetspark/keyed':>15} "
+          f"{'jetspark/frames':>16}")
     for slide in slides:
         with_spark = slide >= args.spark_min_slide_ms
         if check and with_spark:
@@ -144,7 +156,8 @@ def main() -> None:
         for op in operations:
             # The floor runs alongside, warm as jetspark is: timed once up front, right after caching, it
             # came out 1.6x slower than it is, and the ratios to it better than they are.
-            fns = {"jetspark": (jetspark_job(slide, op), args.fast_runs), "floor": (floor, args.fast_runs)}
+            fns = {"jetspark": (jetspark_job(slide, op), args.fast_runs), "floor": (floor, args.fast_runs),
+                   "frames": (frames_op(slide, op), args.fast_runs)}
             if op in keyed:
                 fns["keyed"] = (keyed[op], args.fast_runs)
             if with_spark:
@@ -154,8 +167,9 @@ def main() -> None:
             spark_text = f"{t['spark'] * 1000:12.0f} ms" if with_spark else f"{'-':>15}"
             ratio_text = f"{t['spark'] / t['jetspark']:15.1f}" if with_spark else f"{'-':>15}"
             print(f"  {slide:>5} ms {op:>5} {spark_text} {t['jetspark'] * 1000:7.0f} ms {t['floor'] * 1000:5.0f} ms "
-                  f"{t['keyed'] * 1000:6.0f} ms {ratio_text} {t['jetspark'] / t['floor']:15.2f} "
-                  f"{t['jetspark'] / t['keyed']:15.2f}", flush=True)
+                  f"{t['keyed'] * 1000:6.0f} ms {t['frames'] * 1000:7.0f} ms {ratio_text} "
+                  f"{t['jetspark'] / t['floor']:15.2f} {t['jetspark'] / t['keyed']:15.2f} "
+                  f"{t['jetspark'] / t['frames']:16.2f}", flush=True)
     jet.stop()
 
 
