@@ -94,6 +94,30 @@ def test_what_preserve_order_cannot_carry_fails_before_running_naming_the_stage(
     assert jet.get_list("never") == []
 
 
+ONE_PROCESSOR_JOB = """
+import jetspark as js
+jet = js.session(master="local[2]", conf={"spark.ui.enabled": "false", "spark.default.parallelism": "1"})
+df = jet.spark.range(0, 10, 1, 2)  # two partitions, where the plan has one processor per vertex
+p = js.Pipeline.create(preserve_order=True)
+a = p.read_from(js.Sources.dataframe(df)).map(lambda r: r.id)
+a.rebalance(lambda x: x % 2).map(lambda x: x + 1).merge(a.map(lambda x: x - 1)).write_to(js.Sinks.list("merged"))
+jet.new_job(p).join(timeout=300)
+print("MERGED", jet.get_list("merged"))
+jet.stop()
+"""
+
+
+def test_a_job_planned_with_one_processor_per_vertex_keeps_order_over_a_dataframe_of_many_partitions():
+    # The diamond above, at parallelism 1: every edge is between single processors, so its branches line up
+    # and the merge keeps the source order, also where the DataFrame comes in two partitions (a fresh
+    # process: the shared session's parallelism is 2).
+    done = run_python(ONE_PROCESSOR_JOB, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-4000:]
+    merged = next(line for line in done.stdout.splitlines() if line.startswith("MERGED "))
+    # Per source item in order, the first branch's output before the second's.
+    assert merged == "MERGED " + str([y for x in range(10) for y in (x + 1, x - 1)])
+
+
 CLUSTER_JOB = """
 import json, sys
 sys.path.insert(0, "tests")

@@ -133,7 +133,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     val df = typedStages.output(v, () => singleInput(v)).getOrElse(sequences.assignedWhereNeeded(v, countedUnlessBySelf(v, v.description match {
       // A DataFrame source whose rows are not kept typed (see TypedPlan): its rows as Python items.
       case Source(source, _) if source.name == "dataframe" =>
-        SqlBridge.mapInArrow(source.parameters("dataframe").asInstanceOf[DataFrame], pythonUdfs(s"rows:${v.name}"))
+        SqlBridge.mapInArrow(SparkBatchEngine.sourceRows(v), pythonUdfs(s"rows:${v.name}"))
       case Source(source, _) => itemsFrame(source.parameters("items").asInstanceOf[Seq[Any]], v)
       case StatelessChain(_) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"chain:${v.name}"))
       case Merge(_, true) => sequences.orderedMerge(v, dag.edgesInto(v.name).map(input))
@@ -446,6 +446,21 @@ object SparkBatchEngine {
     * time ([[CarriedTimestamps]]), then their sequence ids ([[SequenceStages]]).
     */
   def carriedColumns(df: DataFrame): Seq[String] = (WindowStages.Ts +: SequenceStages.Columns).filter(df.columns.contains)
+
+  /** The rows of a DataFrame source's vertex `v`: the DataFrame's own partitions, except that a vertex planned
+    * with one processor reads them as one (a narrow coalesce, in partition order). The planner knows no
+    * DataFrame's partitions (they are settled when it runs), so it plans the source with the job's
+    * parallelism; where that is one, it takes the vertices fed over isolated edges to be single partitions
+    * too (an ordered merge's branches line up, an edge between single partitions keeps order), which rows
+    * left in the DataFrame's partitions would not be.
+    */
+  def sourceRows(v: Vertex): DataFrame = {
+    val df = v.description match {
+      case Source(source, _) if source.name == "dataframe" => source.parameters("dataframe").asInstanceOf[DataFrame]
+      case other => throw new IllegalArgumentException(s"vertex '${v.name}' (${other.describe}) is not a DataFrame source")
+    }
+    if (v.localParallelism == 1) df.coalesce(1) else df
+  }
 
   /** The counter of the dead letters that `stage`, fused into `vertex`, routes to its dead-letter sink. */
   def deadLettersOf(vertex: String, stage: String): String = s"$vertex.errors/$stage"
