@@ -33,6 +33,8 @@ def jet(built_jar: Path) -> Iterator[object]:
     import jetspark
 
     session = jetspark.session(master="local[2]", conf=TEST_CONF)
+    # A Spark left running (by a doctest, say) would be wrapped as it is, without these settings.
+    assert session.spark.sparkContext.master == "local[2]", f"tests would run on {session.spark.sparkContext.master}"
     yield session
     session.stop()
 

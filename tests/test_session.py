@@ -64,7 +64,9 @@ def test_a_local_session_shuffles_into_one_partition_per_core_unless_told_otherw
     # local master runs that many tasks at once, whatever the machine has).
     done = run_python(
         "import jetspark as js\n"
-        "for conf in ({}, {'spark.sql.shuffle.partitions': '5', 'spark.default.parallelism': '7'}):\n"
+        "for conf in ({}, {'spark.sql.shuffle.partitions': '5', 'spark.default.parallelism': '7'},\n"
+        "             {'spark.default.parallelism': '7'}, {'spark.sql.shuffle.partitions': '5'},\n"
+        "             {'spark.master': 'local[2]'}):\n"
         "    jet = js.session(master='local[3]', conf={'spark.ui.enabled': 'false', **conf})\n"
         "    print('PARTITIONS:', jet.spark.sparkContext.defaultParallelism,\n"
         "          jet.spark.conf.get('spark.sql.shuffle.partitions'))\n"
@@ -72,4 +74,4 @@ def test_a_local_session_shuffles_into_one_partition_per_core_unless_told_otherw
     )
     assert done.returncode == 0, done.stderr
     found = [line.split(":", 1)[1].split() for line in done.stdout.splitlines() if line.startswith("PARTITIONS:")]
-    assert found == [["3", "3"], ["7", "5"]]
+    assert found == [["3", "3"], ["7", "5"], ["7", "7"], ["3", "5"], ["2", "2"]]

@@ -72,6 +72,7 @@ class JetSession:
         >>> jet.get_list("tens")
         [10, 20, 30]
         >>> jet.clear_list("tens")
+        >>> jet.stop()
         """
         from jetspark.job import Job, JobConfig
         from jetspark.pipeline import Pipeline
@@ -99,6 +100,7 @@ class JetSession:
         >>> sorted(jet.get_list("light-tens"))
         [10, 20, 30]
         >>> jet.clear_list("light-tens")
+        >>> jet.stop()
         """
         from jetspark.light_job import LightJob
         from jetspark.pipeline import Pipeline
@@ -165,10 +167,13 @@ def session(
     run this interpreter, so they see the same packages.
 
     On a local master (``local``, ``local[N]``, ``local[*]``, ``local-cluster[E,C,M]``) the shuffles have
-    one partition per core unless ``conf`` sets their number: ``spark.default.parallelism`` (the
-    parallelism jetspark plans a job with) is the master's cores, as Spark makes it, and
-    ``spark.sql.shuffle.partitions`` (Spark's DataFrame queries, 200 by default) is set to match. On a
-    cluster's master both are Spark's own defaults.
+    one partition per core unless Spark's configuration (``conf``, ``spark-defaults.conf``,
+    ``spark-submit --conf``) sets their number. ``spark.default.parallelism``, the parallelism jetspark
+    plans a job with, is Spark's own for ``local[N]`` (N); for ``local-cluster[E,C,M]`` jetspark sets it
+    to E×C, as Spark would count only the executors registered by then. ``spark.sql.shuffle.partitions``
+    of the returned session (Spark's DataFrame shuffles, 200 by default) is set to the same number. On a
+    cluster's master both are Spark's defaults; set ``spark.default.parallelism`` there, as Spark counts
+    the cores of the executors registered when a job is planned (at least 2).
 
     Examples
     --------
@@ -188,13 +193,14 @@ def session(
     # Python workers run PYSPARK_PYTHON; without it they run `python3` from PATH, which may lack pyarrow.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-    settings = dict(LOCAL_DEFAULTS)
+    settings = {**LOCAL_DEFAULTS, **(conf or {})}
+    master = settings.pop("spark.master", master)  # (the builder's config would outrank its master)
     cluster_cores = local_cluster_cores(master)
     if cluster_cores is not None:
         # Spark counts the cores of the executors registered when it is asked, which right after start may
-        # be none yet: planned then, a job would run at parallelism 2.
-        settings["spark.default.parallelism"] = str(cluster_cores)
-    settings.update(conf or {})
+        # be none yet: planned then, a job would run at parallelism 2. (A value in spark-defaults.conf is
+        # outranked by this one; conf's is not.)
+        settings.setdefault("spark.default.parallelism", str(cluster_cores))
     user_jars = settings.get("spark.jars")
     settings["spark.jars"] = ",".join(filter(None, [_jvm.jar_path(), user_jars]))
 
@@ -208,7 +214,7 @@ def session(
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    if master.startswith("local") and "spark.sql.shuffle.partitions" not in settings:
+    if master.startswith("local") and not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
         # One shuffle partition per core, as jetspark's own shuffles have (spark.default.parallelism): Spark's
         # 200 are tiny tasks on a machine of a few cores, and a fixed number either runs a stage in waves
         # or leaves cores idle.
@@ -221,6 +227,8 @@ def local_cluster_cores(master: str) -> int | None:
 
     >>> local_cluster_cores("local-cluster[2, 1, 1024]")
     2
+    >>> local_cluster_cores("local-cluster[3,2,512]")
+    6
     >>> local_cluster_cores("local[4]") is None
     True
     """
