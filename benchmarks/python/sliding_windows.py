@@ -1,12 +1,12 @@
-"""Batch sliding windows against Spark's own ``window(ts, size, slide)`` group-by, and against the floor.
+"""Batch sliding windows against Spark's ``window()`` group-by, the floor, and its keyed and per-frame group-bys.
 
 Builds ``--events`` events over ``--span-s`` seconds and ``--keys`` keys as a cached DataFrame (local[2],
 bound to 127.0.0.1; both sides shuffle into two partitions): columns ``key`` (int), ``ts`` (int, ms) and
 ``value`` (int). For each slide of ``--slides`` (ms; the window is ``--window-ms``) and each operation
 (count, max), it times, alternating after a warm-up round, ``--runs`` runs of Spark's query and
 ``--fast-runs`` of jetspark's job, of the floor, of the keyed operation and of the frames' operation
-(before the first slide, ``--warmup-rounds`` rounds of the floor, the keyed operation and the first slide's
-jobs warm the JIT):
+(before the first slide, ``--warmup-rounds`` rounds of the floor, the keyed operation, and the first slide's
+jobs and frames' operations warm the JIT):
 
 - Spark: ``groupBy(window(timestamp_millis(ts), size, slide), key).agg(count(1) | max(value))`` written to
   the noop format (Spark expands every event into size/slide rows before grouping);
@@ -57,8 +57,8 @@ def main() -> None:
                         help="timed runs of the jetspark jobs, the floor, the keyed and the frames' operations "
                              "(each a second or less)")
     parser.add_argument("--warmup-rounds", type=int, default=5,
-                        help="rounds of the floor, the keyed operation and the first slide's jobs run before "
-                             "any timing")
+                        help="rounds of the floor, the keyed operation, and the first slide's jobs and frames' "
+                             "operations run before any timing")
     parser.add_argument("--check", action=argparse.BooleanOptionalAction, default=None)
     args = parser.parse_args()
     check = args.events <= 200_000 if args.check is None else args.check
@@ -141,7 +141,7 @@ def main() -> None:
     # came out up to 1.6x slower than the same queries later in the run.
     slides = [int(s) for s in args.slides.split(",")]
     for _ in range(args.warmup_rounds):
-        for fn in [floor, *keyed.values()] + [jetspark_job(slides[0], op) for op in operations]:
+        for fn in [floor, *keyed.values()] + [f(slides[0], op) for op in operations for f in (jetspark_job, frames_op)]:
             fn()
     print(f"{args.events:,} events over {args.span_s} s, {args.keys} keys, window {args.window_ms} ms, local[2], "
           f"medians of {args.runs} runs (Spark's window()) and {args.fast_runs} (jetspark, the floor, keyed op, "
