@@ -162,17 +162,29 @@ def _distinct_then_restore(spark: Any) -> Pipeline:
     return p
 
 
-def _unrelated_sources_merged(spark: Any) -> Pipeline:
+def _two_sources_merged(p: Pipeline) -> Any:
     # items(1) ─┐
-    #           merge(1) ~~partitioned by x%4~~> distinct(2) ~~all-to-one~~> mapStateful(1) [restore] ==> list
-    # items(1) ─┘      (two sources, each its own stream of ids: merged, the earlier source's items come
-    #                   first, as the reference orders unrelated streams by origin; keys 0 and 2 are in both,
-    #                   so the distinct must see the first source's items of a key before the second's)
-    p = Pipeline.create(preserve_order=True)
+    #           merge(1)   (two sources, each its own stream of ids: merged, the earlier source's items come
+    # items(1) ─┘           first, as the reference orders unrelated streams by origin; keys 0 and 2 are in
+    #                       both, so a keyed distinct after it must see the first source's items of a key first)
     first = p.read_from(Sources.items([0, 4, 1, 5, 8, 9, 13, 12, 2])).map(lambda x: ("first", x))
     second = p.read_from(Sources.items([2, 3, 6, 7, 10, 11, 0])).map(lambda x: ("second", x))
-    (first.merge(second).grouping_key(lambda t: t[1] % 4).distinct()
+    return first.merge(second)
+
+
+def _unrelated_sources_merged(spark: Any) -> Pipeline:
+    # merge(1) ~~partitioned by x%4~~> distinct(2) ~~all-to-one~~> mapStateful(1) [restore] ==> list
+    p = Pipeline.create(preserve_order=True)
+    (_two_sources_merged(p).grouping_key(lambda t: t[1] % 4).distinct()
      .map_stateful(lambda: 0, lambda n, t: (n + 1, (n, t))).write_to(Sinks.list("merged_firsts")))
+    return p
+
+
+def _unrelated_sources_merged_without_a_restore(spark: Any) -> Pipeline:
+    # merge(1) ~~partitioned by x%4~~> distinct(2) ==> list: no restore point; from the merge's one sender,
+    # each key's items reach the distinct in the merge's order
+    p = Pipeline.create(preserve_order=True)
+    _two_sources_merged(p).grouping_key(lambda t: t[1] % 4).distinct().write_to(Sinks.list("merged_firsts_unrestored"))
     return p
 
 
@@ -300,6 +312,8 @@ CASES = [
     Case("a rolling aggregate of AggregateOperation.of between restore points", _custom_rolling_then_restore),
     Case("keyed distincts, of items and of rows, between restore points", _distinct_then_restore),
     Case("two sources merged, then a keyed distinct and a global restore point", _unrelated_sources_merged),
+    Case("two sources merged, then a keyed distinct and no restore point", _unrelated_sources_merged_without_a_restore,
+         per_key={"merged_firsts_unrestored": lambda t: t[1] % 4}),
     Case("a diamond's copies split by a keyed rebalance, then gathered", _diamond_copies_split_then_gathered),
     Case("diamonds nested: copies that passed an inner merge meet again", _nested_diamonds),
     Case("a timestamped chain into a keyed stateful stage, a keyed window and a stage after it",

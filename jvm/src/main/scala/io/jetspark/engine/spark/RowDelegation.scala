@@ -78,7 +78,7 @@ object RowDelegation {
   /** All partitions of an RDD in one, in the order of their indices (Spark's default coalescer groups
     * them by location, which does not keep a range partitioning's order).
     */
-  private object InOrder extends PartitionCoalescer with Serializable {
+  private[spark] object InOrder extends PartitionCoalescer with Serializable {
     override def coalesce(maxPartitions: Int, parent: RDD[_]): Array[PartitionGroup] = {
       val group = new PartitionGroup()
       group.partitions ++= parent.partitions

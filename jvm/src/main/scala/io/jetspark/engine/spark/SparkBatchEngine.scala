@@ -133,18 +133,21 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     val df = typedStages.output(v, () => singleInput(v)).getOrElse(sequences.assignedWhereNeeded(v, countedUnlessBySelf(v, v.description match {
       // A DataFrame source whose rows are not kept typed (see TypedPlan): its rows as Python items.
       case Source(source, _) if source.name == "dataframe" =>
-        SqlBridge.mapInArrow(SparkBatchEngine.sourceRows(v), pythonUdfs(s"rows:${v.name}"))
+        SqlBridge.mapInArrow(SparkBatchEngine.sourceRows(dag, v), pythonUdfs(s"rows:${v.name}"))
       case Source(source, _) => itemsFrame(source.parameters("items").asInstanceOf[Seq[Any]], v)
       case StatelessChain(_) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"chain:${v.name}"))
       case Merge(_, true) => sequences.orderedMerge(v, dag.edgesInto(v.name).map(input))
       case Merge(_, _) =>
         // A union's partitions add up, but the planner counts the merge as `localParallelism` senders and
         // restores order after it only where those are several: where its items carry their ids on, no
-        // more partitions than that, each holding its inputs' partitions in input order (the earlier
-        // stream first, as the brute-force reference merges unrelated streams).
+        // more partitions than that; and under preserve_order a merge planned as one sender, whose order
+        // no restore point may follow, is one partition holding its inputs' partitions in input order
+        // (the earlier stream first, as the brute-force reference merges unrelated streams).
         val union = dag.edgesInto(v.name).map(input).reduce(_ union _)
         val planned = v.localParallelism
-        if (dag.edgesFrom(v.name).exists(_.carriesSequence) && InPlaceRows.of(union).getNumPartitions > planned) union.coalesce(planned)
+        if (dag.preserveOrder && planned == 1) SparkBatchEngine.inOnePartition(union)
+        else if (dag.edgesFrom(v.name).exists(_.carriesSequence) && InPlaceRows.of(union).getNumPartitions > planned)
+          union.coalesce(planned)
         else union
       case Sink(sink) if sink.takesRows => rowSinks.rows(v, singleInput(v))
       case Sink(_) => singleInput(v)
@@ -447,19 +450,29 @@ object SparkBatchEngine {
     */
   def carriedColumns(df: DataFrame): Seq[String] = (WindowStages.Ts +: SequenceStages.Columns).filter(df.columns.contains)
 
-  /** The rows of a DataFrame source's vertex `v`: the DataFrame's own partitions, except that a vertex planned
-    * with one processor reads them as one (a narrow coalesce, in partition order). The planner knows no
+  /** The rows of DataFrame source `v`: the DataFrame's own partitions, except that under preserve_order a
+    * source planned with one processor reads them as one, in partition order. The planner knows no
     * DataFrame's partitions (they are settled when it runs), so it plans the source with the job's
-    * parallelism; where that is one, it takes the vertices fed over isolated edges to be single partitions
-    * too (an ordered merge's branches line up, an edge between single partitions keeps order), which rows
-    * left in the DataFrame's partitions would not be.
+    * parallelism or the user's; where that is one, it takes the vertices fed over isolated edges to be
+    * single partitions too (an ordered merge's branches line up, an edge from a single partition keeps
+    * order), which rows left in the DataFrame's partitions would not be. (Elsewhere every edge but an
+    * isolated one moves rows to its receiver's partitions, and a source keeps its DataFrame's.)
     */
-  def sourceRows(v: Vertex): DataFrame = {
+  def sourceRows(dag: PhysicalDag, v: Vertex): DataFrame = {
     val df = v.description match {
       case Source(source, _) if source.name == "dataframe" => source.parameters("dataframe").asInstanceOf[DataFrame]
       case other => throw new IllegalArgumentException(s"vertex '${v.name}' (${other.describe}) is not a DataFrame source")
     }
-    if (v.localParallelism == 1) df.coalesce(1) else df
+    if (dag.preserveOrder && v.localParallelism == 1) inOnePartition(df) else df
+  }
+
+  /** `df`'s rows in one partition, its partitions in index order (Spark's own coalesce groups them by
+    * location, which need not keep that order).
+    */
+  def inOnePartition(df: DataFrame): DataFrame = {
+    val rows = InPlaceRows.of(df)
+    if (rows.getNumPartitions == 1) df
+    else SqlBridge.internalCreateDataFrame(df.sparkSession, rows.coalesce(1, shuffle = false, Some(RowDelegation.InOrder)), df.schema)
   }
 
   /** The counter of the dead letters that `stage`, fused into `vertex`, routes to its dead-letter sink. */

@@ -51,7 +51,7 @@ final class TypedPlan private (dag: PhysicalDag) {
     */
   val rowSources: Map[String, DataFrame] = dag.vertices.collect {
     case v @ Vertex(_, Source(source, _), _, _, _) if source.name == "dataframe" && !v.assignsSequence =>
-      v.name -> SparkBatchEngine.sourceRows(v)
+      v.name -> SparkBatchEngine.sourceRows(dag, v)
   }.toMap
 
   /** The delegated aggregations by the vertex that emits their results. */
