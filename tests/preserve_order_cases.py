@@ -164,7 +164,7 @@ def _distinct_then_restore(spark: Any) -> Pipeline:
 
 def _two_sources_merged(p: Pipeline) -> Any:
     # items(1) ─┐
-    #           merge(1)   (two sources, each its own stream of ids: merged, the earlier source's items come
+    #           merge(1)   (two sources, each its own ordered stream: merged, the earlier source's items come
     # items(1) ─┘           first, as the reference orders unrelated streams by origin; keys 0 and 2 are in
     #                       both, so a keyed distinct after it must see the first source's items of a key first)
     first = p.read_from(Sources.items([0, 4, 1, 5, 8, 9, 13, 12, 2])).map(lambda x: ("first", x))
@@ -182,7 +182,8 @@ def _unrelated_sources_merged(spark: Any) -> Pipeline:
 
 def _unrelated_sources_merged_without_a_restore(spark: Any) -> Pipeline:
     # merge(1) ~~partitioned by x%4~~> distinct(2) ==> list: no restore point; from the merge's one sender,
-    # each key's items reach the distinct in the merge's order
+    # each key's items reach the distinct in the merge's order (only a cluster run can see a merge left in
+    # two partitions, whose blocks a reducer may fetch in any order; locally it fetches them in order)
     p = Pipeline.create(preserve_order=True)
     _two_sources_merged(p).grouping_key(lambda t: t[1] % 4).distinct().write_to(Sinks.list("merged_firsts_unrestored"))
     return p

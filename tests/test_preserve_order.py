@@ -103,6 +103,12 @@ a = p.read_from(js.Sources.dataframe(df)).map(lambda r: r.id)
 a.rebalance(lambda x: x % 2).map(lambda x: x + 1).merge(a.map(lambda x: x - 1)).write_to(js.Sinks.list("merged"))
 jet.new_job(p).join(timeout=300)
 print("MERGED", jet.get_list("merged"))
+rows = jet.spark.range(0, 10, 1, 2).selectExpr("id", "id % 3 AS k")
+p = js.Pipeline.create(preserve_order=True)  # a key of the user's column, evaluated beside the rows
+p.read_from(js.Sources.dataframe(rows)).grouping_key(rows.k * 10).aggregate(js.AggregateOperations.to_list()) \
+    .write_to(js.Sinks.list("listed"))
+jet.new_job(p).join(timeout=300)
+print("LISTED", sorted((k, [r.id for r in xs]) for k, xs in jet.get_list("listed")))
 jet.stop()
 """
 
@@ -116,6 +122,9 @@ def test_a_job_planned_with_one_processor_per_vertex_keeps_order_over_a_datafram
     merged = next(line for line in done.stdout.splitlines() if line.startswith("MERGED "))
     # Per source item in order, the first branch's output before the second's.
     assert merged == "MERGED " + str([y for x in range(10) for y in (x + 1, x - 1)])
+    # Each key's rows in source order.
+    listed = next(line for line in done.stdout.splitlines() if line.startswith("LISTED "))
+    assert listed == "LISTED " + str([(k * 10, [i for i in range(10) if i % 3 == k]) for k in range(3)])
 
 
 CLUSTER_JOB = """

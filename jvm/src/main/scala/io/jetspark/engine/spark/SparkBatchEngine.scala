@@ -140,9 +140,9 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case Merge(_, _) =>
         // A union's partitions add up, but the planner counts the merge as `localParallelism` senders and
         // restores order after it only where those are several: where its items carry their ids on, no
-        // more partitions than that; and under preserve_order a merge planned as one sender, whose order
-        // no restore point may follow, is one partition holding its inputs' partitions in input order
-        // (the earlier stream first, as the brute-force reference merges unrelated streams).
+        // more partitions than that; and under preserve_order a merge planned as one sender, whose
+        // receivers restore no order from it, is one partition holding its inputs' partitions in input
+        // order (the first input's stream first).
         val union = dag.edgesInto(v.name).map(input).reduce(_ union _)
         val planned = v.localParallelism
         if (dag.preserveOrder && planned == 1) SparkBatchEngine.inOnePartition(union)
@@ -450,13 +450,13 @@ object SparkBatchEngine {
     */
   def carriedColumns(df: DataFrame): Seq[String] = (WindowStages.Ts +: SequenceStages.Columns).filter(df.columns.contains)
 
-  /** The rows of DataFrame source `v`: the DataFrame's own partitions, except that under preserve_order a
-    * source planned with one processor reads them as one, in partition order. The planner knows no
-    * DataFrame's partitions (they are settled when it runs), so it plans the source with the job's
-    * parallelism or the user's; where that is one, it takes the vertices fed over isolated edges to be
-    * single partitions too (an ordered merge's branches line up, an edge from a single partition keeps
-    * order), which rows left in the DataFrame's partitions would not be. (Elsewhere every edge but an
-    * isolated one moves rows to its receiver's partitions, and a source keeps its DataFrame's.)
+  /** The rows of DataFrame source `v` as it runs: the DataFrame's own partitions, except that under
+    * preserve_order a source planned with one processor reads them as one, in partition order. The
+    * planner knows no DataFrame's partitions (they are settled when it runs), so it plans the source with
+    * the job's parallelism or the user's; where that is one, it takes the vertices fed over isolated edges
+    * to be single partitions too (an ordered merge's branches line up, an edge from a single partition
+    * keeps order), which rows left in the DataFrame's partitions would not be. (Outside preserve_order no
+    * edge relies on a vertex of parallelism 1 being one partition.)
     */
   def sourceRows(dag: PhysicalDag, v: Vertex): DataFrame = {
     val df = v.description match {
@@ -467,12 +467,11 @@ object SparkBatchEngine {
   }
 
   /** `df`'s rows in one partition, its partitions in index order (Spark's own coalesce groups them by
-    * location, which need not keep that order).
+    * location, which need not keep that order), with `df`'s columns.
     */
   def inOnePartition(df: DataFrame): DataFrame = {
     val rows = InPlaceRows.of(df)
-    if (rows.getNumPartitions == 1) df
-    else SqlBridge.internalCreateDataFrame(df.sparkSession, rows.coalesce(1, shuffle = false, Some(RowDelegation.InOrder)), df.schema)
+    if (rows.getNumPartitions == 1) df else SqlBridge.withRows(df, rows.coalesce(1, shuffle = false, Some(RowDelegation.InOrder)))
   }
 
   /** The counter of the dead letters that `stage`, fused into `vertex`, routes to its dead-letter sink. */

@@ -51,7 +51,7 @@ final class TypedPlan private (dag: PhysicalDag) {
     */
   val rowSources: Map[String, DataFrame] = dag.vertices.collect {
     case v @ Vertex(_, Source(source, _), _, _, _) if source.name == "dataframe" && !v.assignsSequence =>
-      v.name -> SparkBatchEngine.sourceRows(dag, v)
+      v.name -> source.parameters("dataframe").asInstanceOf[DataFrame]
   }.toMap
 
   /** The delegated aggregations by the vertex that emits their results. */
@@ -297,7 +297,7 @@ final class TypedStages(plan: TypedPlan, dag: PhysicalDag, pythonUdfs: Map[Strin
     def counted(rows: DataFrame) =
       if (plan.countedByCatalyst(v.name) || plan.countedByWindow(v.name)) rows
       else RowCounting.counted(rows, counter(v.name))
-    plan.rowSources.get(v.name).map(counted)
+    plan.rowSources.get(v.name).map(_ => counted(SparkBatchEngine.sourceRows(dag, v)))
       .orElse(if (plan.writesTyped(v.name)) Some(counted(input())) else None)
       .orElse(plan.delegations.get(v.name).map { d =>
         // The group sizes add up to the rows the aggregation read: the items out of the pass-through

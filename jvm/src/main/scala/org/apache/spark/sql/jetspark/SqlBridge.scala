@@ -2,6 +2,7 @@ package org.apache.spark.sql.jetspark
 
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.execution.LogicalRDD
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.{Column, DataFrame, SparkSession, classic}
 
@@ -15,6 +16,14 @@ object SqlBridge {
     */
   def mapInArrow(df: DataFrame, udf: Column): DataFrame =
     df.asInstanceOf[classic.Dataset[org.apache.spark.sql.Row]].mapInArrow(udf, false, null)
+
+  /** `df` over other rows of its own attributes, as a checkpoint is: a column resolved against `df` (the
+    * user's `df.k`) resolves against it too, where a DataFrame made anew would have new attributes.
+    */
+  def withRows(df: DataFrame, rows: RDD[InternalRow]): DataFrame = {
+    val session = df.sparkSession.asInstanceOf[classic.SparkSession]
+    classic.Dataset.ofRows(session, LogicalRDD(df.queryExecution.analyzed.output, rows)(session))
+  }
 
   /** A DataFrame over rows that processors produced, without converting them to external Rows. */
   def internalCreateDataFrame(spark: SparkSession, rows: RDD[InternalRow], schema: StructType): DataFrame =
