@@ -48,6 +48,8 @@ final class TypedPlan private (dag: PhysicalDag) {
 
   /** The DataFrame sources whose rows stay typed, by vertex: all but those that number their items for a
     * restore of order later (preserve_order, see [[SequenceStages]]), which become Python items at once.
+    * Each is the user's DataFrame, for planning and schemas; what the source yields when the job runs is
+    * [[SparkBatchEngine.sourceRows]] (one partition under preserve_order at parallelism 1).
     */
   val rowSources: Map[String, DataFrame] = dag.vertices.collect {
     case v @ Vertex(_, Source(source, _), _, _, _) if source.name == "dataframe" && !v.assignsSequence =>
