@@ -220,7 +220,8 @@ class _Stage:
         return f"{type(self).__name__}({self.name})"
 
     def set_local_parallelism(self, n: int) -> Any:
-        """How many parallel instances run this stage on each executor."""
+        """How many parallel instances run this stage: on Spark, its partitions across the whole cluster
+        (Jet's is per member); in a light job, its processors."""
         if not isinstance(n, int) or n <= 0:
             raise ValueError(f"set_local_parallelism(n): n must be a positive int, not {n!r}")
         self._node.local_parallelism = n
