@@ -7,12 +7,13 @@ two executor JVMs (local-cluster[2,1,1024])."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 import pytest
 from preserve_order_cases import CASES, run_case
 
-from conftest import CLUSTER_SESSION, REPO, run_python
+from conftest import CLUSTER_SESSION, REPO, run_job, run_python
 from jetspark import AggregateOperations as ops
 from jetspark import Pipeline, Sinks, Sources, WindowDefinition
 
@@ -92,6 +93,19 @@ def test_what_preserve_order_cannot_carry_fails_before_running_naming_the_stage(
     with pytest.raises(JobFailedError, match=message):
         jet.new_job(p).join(timeout=300)
     assert jet.get_list("never") == []
+
+
+def test_keyed_aggregates_of_rows_numbered_for_a_later_restore_point_reach_it_each_once(jet):
+    # df ~~> aggregate(counting) [assigns ids] ~~partitioned by t[1]%2~~> map [restore] ~~all-to-one~~>
+    #   mapStateful(1) [restore]: Catalyst would make the results without ids, so the core's processors do
+    df = jet.spark.range(0, 20, 1, 2).selectExpr("id", "id % 3 AS k")
+    p = Pipeline.create(preserve_order=True)
+    (p.read_from(Sources.dataframe(df)).grouping_key("k").aggregate(ops.counting())
+     .rebalance(lambda t: t[1] % 2).map(lambda t: t).map_stateful(lambda: 0, lambda n, t: (n + 1, (n, t)))
+     .write_to(Sinks.list("numbered_counts")))
+    _, (got,) = run_job(jet, p, "numbered_counts")
+    assert [n for n, _ in got] == [0, 1, 2]  # one state numbers the results in the restored order
+    assert sorted(t for _, t in got) == sorted(Counter(i % 3 for i in range(20)).items())
 
 
 ONE_PROCESSOR_JOB = """

@@ -201,7 +201,8 @@ final class TypedPlan private (dag: PhysicalDag) {
       val input = dag.edgesInto(v.name).head
       val result = if (stage == AggregationStage.Accumulate) dag.vertex(dag.edgesFrom(v.name).head.to) else v
       val readsRows = rowSources.contains(input.from) && input.errorsOf.isEmpty && !SparkBatchEngine.rebalancedByKey(input)
-      if (!readsRows || dag.edgesFrom(result.name).exists(_.errorsOf.isDefined)) None
+      // (Not where the results number themselves for a restore of order later: Catalyst's rows carry no ids.)
+      if (!readsRows || result.assignsSequence || dag.edgesFrom(result.name).exists(_.errorsOf.isDefined)) None
       else {
         val rows = rowSources(input.from)
         CatalystAggregation.plan(stageOf(v), op.json, op.columns, keys.headOption, rows) match {
@@ -217,15 +218,16 @@ final class TypedPlan private (dag: PhysicalDag) {
   private def rowDelegation(v: Vertex): Option[RowDelegation] = {
     def input = dag.edgesInto(v.name).head
     def readsRows = readsRowsOf(rowSources.contains)(input)
-    def noDeadLetters(result: String) = dag.edgesFrom(result).forall(_.errorsOf.isEmpty)
+    // (As for aggregations: not where the results number themselves for a restore of order later.)
+    def catalystMayMake(result: String) = dag.edgesFrom(result).forall(_.errorsOf.isEmpty) && !dag.vertex(result).assignsSequence
     v.description match {
       case Sort(SortPhase.LocalSort, key, reverse) if readsRows =>
         val merge = dag.edgesFrom(v.name).head.to
-        if (!noDeadLetters(merge)) None
+        if (!catalystMayMake(merge)) None
         else RowDelegation.sort(stageOf(v), key, reverse, rowSources(input.from)).toOption
           .map(RowDelegation(merge, Some(v.name), input.from, _))
       // (Not readsRows: the edge into a distinct is partitioned by its own key, which the group-by replaces.)
-      case Distinct(key) if rowSources.contains(input.from) && input.errorsOf.isEmpty && noDeadLetters(v.name) =>
+      case Distinct(key) if rowSources.contains(input.from) && input.errorsOf.isEmpty && catalystMayMake(v.name) =>
         RowDelegation.distinct(key, rowSources(input.from)).toOption.map(RowDelegation(v.name, None, input.from, _))
       case _ => None
     }
