@@ -171,10 +171,10 @@ def session(
     ``spark-submit --conf``) sets their number. ``spark.default.parallelism``, the parallelism jetspark
     plans a job with, is Spark's own for ``local[N]`` (N); for ``local-cluster[E,C,M]`` jetspark sets it
     to E×C unless ``conf`` sets it (over ``spark-defaults.conf``), as Spark would count only the executors
-    registered by then. ``spark.sql.shuffle.partitions``
-    of the returned session (Spark's DataFrame shuffles, 200 by default) is set to the same number. On a
-    cluster's master both are Spark's defaults; set ``spark.default.parallelism`` there, as Spark counts
-    the cores of the executors registered when a job is planned (at least 2).
+    registered by then. ``spark.sql.shuffle.partitions`` of the returned session (Spark's DataFrame
+    shuffles, 200 by default) is set to the same number. On a cluster's master both are Spark's defaults;
+    set ``spark.default.parallelism`` there, as Spark counts the cores of the executors registered when a
+    job is planned (at least 2).
 
     Examples
     --------

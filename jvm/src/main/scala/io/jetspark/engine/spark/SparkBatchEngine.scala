@@ -133,7 +133,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     val df = typedStages.output(v, () => singleInput(v)).getOrElse(sequences.assignedWhereNeeded(v, countedUnlessBySelf(v, v.description match {
       // A DataFrame source whose rows are not kept typed (see TypedPlan): its rows as Python items.
       case Source(source, _) if source.name == "dataframe" =>
-        SqlBridge.mapInArrow(SparkBatchEngine.sourceRows(dag, v), pythonUdfs(s"rows:${v.name}"))
+        SqlBridge.mapInArrow(SparkBatchEngine.sourceRows(dag, v, source.parameters("dataframe").asInstanceOf[DataFrame]),
+          pythonUdfs(s"rows:${v.name}"))
       case Source(source, _) => itemsFrame(source.parameters("items").asInstanceOf[Seq[Any]], v)
       case StatelessChain(_) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"chain:${v.name}"))
       case Merge(_, true) => sequences.orderedMerge(v, dag.edgesInto(v.name).map(input))
@@ -450,7 +451,7 @@ object SparkBatchEngine {
     */
   def carriedColumns(df: DataFrame): Seq[String] = (WindowStages.Ts +: SequenceStages.Columns).filter(df.columns.contains)
 
-  /** The rows of DataFrame source `v` as it runs: the DataFrame's own partitions, except that under
+  /** The rows of DataFrame source `v`, whose DataFrame is `df`, as it runs: the DataFrame's own partitions, except that under
     * preserve_order a source planned with one processor reads them as one, in partition order. The
     * planner knows no DataFrame's partitions (they are settled when it runs), so it plans the source with
     * the job's parallelism or the user's; where that is one, it takes the vertices fed over isolated edges
@@ -458,13 +459,8 @@ object SparkBatchEngine {
     * keeps order), which rows left in the DataFrame's partitions would not be. (Outside preserve_order no
     * edge relies on a vertex of parallelism 1 being one partition.)
     */
-  def sourceRows(dag: PhysicalDag, v: Vertex): DataFrame = {
-    val df = v.description match {
-      case Source(source, _) if source.name == "dataframe" => source.parameters("dataframe").asInstanceOf[DataFrame]
-      case other => throw new IllegalArgumentException(s"vertex '${v.name}' (${other.describe}) is not a DataFrame source")
-    }
+  def sourceRows(dag: PhysicalDag, v: Vertex, df: DataFrame): DataFrame =
     if (dag.preserveOrder && v.localParallelism == 1) inOnePartition(df) else df
-  }
 
   /** `df`'s rows in one partition, its partitions in index order (Spark's own coalesce groups them by
     * location, which need not keep that order), with `df`'s columns.

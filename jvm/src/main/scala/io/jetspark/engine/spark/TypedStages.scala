@@ -201,8 +201,7 @@ final class TypedPlan private (dag: PhysicalDag) {
       val input = dag.edgesInto(v.name).head
       val result = if (stage == AggregationStage.Accumulate) dag.vertex(dag.edgesFrom(v.name).head.to) else v
       val readsRows = rowSources.contains(input.from) && input.errorsOf.isEmpty && !SparkBatchEngine.rebalancedByKey(input)
-      // (Not where the results number themselves for a restore of order later: Catalyst's rows carry no ids.)
-      if (!readsRows || result.assignsSequence || dag.edgesFrom(result.name).exists(_.errorsOf.isDefined)) None
+      if (!readsRows || !catalystMayMake(result.name)) None
       else {
         val rows = rowSources(input.from)
         CatalystAggregation.plan(stageOf(v), op.json, op.columns, keys.headOption, rows) match {
@@ -215,11 +214,15 @@ final class TypedPlan private (dag: PhysicalDag) {
     case _ => None
   }
 
+  /** Whether Catalyst may make the results of vertex `result`: not where they go on to dead letters, nor
+    * where they number themselves for a restore of order later (Catalyst's rows carry no ids).
+    */
+  private def catalystMayMake(result: String): Boolean =
+    dag.edgesFrom(result).forall(_.errorsOf.isEmpty) && !dag.vertex(result).assignsSequence
+
   private def rowDelegation(v: Vertex): Option[RowDelegation] = {
     def input = dag.edgesInto(v.name).head
     def readsRows = readsRowsOf(rowSources.contains)(input)
-    // (As for aggregations: not where the results number themselves for a restore of order later.)
-    def catalystMayMake(result: String) = dag.edgesFrom(result).forall(_.errorsOf.isEmpty) && !dag.vertex(result).assignsSequence
     v.description match {
       case Sort(SortPhase.LocalSort, key, reverse) if readsRows =>
         val merge = dag.edgesFrom(v.name).head.to
@@ -301,7 +304,7 @@ final class TypedStages(plan: TypedPlan, dag: PhysicalDag, pythonUdfs: Map[Strin
     def counted(rows: DataFrame) =
       if (plan.countedByCatalyst(v.name) || plan.countedByWindow(v.name)) rows
       else RowCounting.counted(rows, counter(v.name))
-    plan.rowSources.get(v.name).map(_ => counted(SparkBatchEngine.sourceRows(dag, v)))
+    plan.rowSources.get(v.name).map(df => counted(SparkBatchEngine.sourceRows(dag, v, df)))
       .orElse(if (plan.writesTyped(v.name)) Some(counted(input())) else None)
       .orElse(plan.delegations.get(v.name).map { d =>
         // The group sizes add up to the rows the aggregation read: the items out of the pass-through
