@@ -51,12 +51,13 @@ def test_the_wheel_works_in_a_clean_venv_with_no_other_step(wheel: Path, tmp_pat
     assert f"VERSION {jetspark.__version__} EXECUTORS {jetspark.__version__},{jetspark.__version__}" in done.stdout
 
 
-def spark_submit(script: Path, *jars: Path) -> subprocess.CompletedProcess[str]:
+def spark_submit(script: Path, *jars: Path, master: str = "local[2]",
+                 options: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     """Runs `spark-submit` of this venv's pyspark on local Spark, bound to loopback."""
     submit = Path(sys.executable).parent / "spark-submit"
     jar_args = ["--jars", ",".join(map(str, jars))] if jars else []
     return subprocess.run(
-        [str(submit), "--master", "local[2]", *jar_args,
+        [str(submit), "--master", master, *jar_args, *options,
          "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
          "--conf", "spark.ui.enabled=false", str(script)],
         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable},
@@ -89,3 +90,37 @@ def test_spark_submit_without_the_jar_fails_with_the_fix(tmp_path: Path):
     done = spark_submit(script)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "MISSING True" in done.stdout
+
+
+SUBMITTED_SESSION = """
+import jetspark as js
+jet = js.session()
+sc = jet.spark.sparkContext
+print("MASTER", sc.master, "APP", sc.appName, "PARALLELISM", sc.defaultParallelism)
+print("SHUFFLE", jet.spark.conf.get("spark.sql.shuffle.partitions"))
+print("JARS", sc.getConf().get("spark.jars"))
+p = js.Pipeline.create()
+p.read_from(js.Sources.items([1, 2, 3])).map(lambda x: x * 10).write_to(js.Sinks.list("out"))
+jet.new_job(p).join()
+print("OUT", sorted(jet.get_list("out")))
+jet.stop()
+"""
+
+
+def test_a_session_in_a_submitted_script_runs_on_what_spark_submit_was_given(tmp_path: Path, built_jar: Path):
+    (script := tmp_path / "job.py").write_text(SUBMITTED_SESSION)
+    other = tmp_path / "other.jar"
+    with zipfile.ZipFile(other, "w") as z:
+        z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
+    done = spark_submit(script, other, built_jar, master="local[1]",
+                        options=("--name", "submitted-app", "--conf", "spark.sql.shuffle.partitions=3"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.split(" ", 1)[0].isupper())
+    # spark-submit's master, name and settings, not jetspark's local defaults (local[*], one partition per core)
+    assert lines["MASTER"] == "local[1] APP submitted-app PARALLELISM 1"
+    assert lines["SHUFFLE"] == "3"
+    # its --jars are kept, and the bundled jar is not added beside the one it was given
+    jars = lines["JARS"].split(",")
+    assert any(j.endswith("/other.jar") for j in jars), jars
+    assert [j.rsplit("/", 1)[-1] for j in jars].count(built_jar.name) == 1, jars
+    assert lines["OUT"] == "[10, 20, 30]"

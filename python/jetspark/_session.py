@@ -137,7 +137,7 @@ class JetSession:
 
 def session(
     spark: SparkSession | None = None,
-    master: str = "local[*]",
+    master: str | None = None,
     conf: Mapping[str, str] | None = None,
 ) -> JetSession:
     """Starts (or wraps) a SparkSession that can run jetspark pipelines.
@@ -148,13 +148,15 @@ def session(
         An existing session to wrap. It must have been started with the jetspark jar on its classpath
         (``spark.jars`` in the builder config, or ``spark-submit --jars``); otherwise
         :class:`~jetspark.errors.JarNotFoundError` says how to add it.
-    master : str
+    master : str, optional
         The Spark master when jetspark starts Spark: ``local[*]``, ``local[2]``,
-        ``local-cluster[2,1,1024]``, a cluster URL.
+        ``local-cluster[2,1,1024]``, a cluster URL. By default the master ``spark-submit`` was given
+        (``--master``), else ``local[*]``.
     conf : mapping, optional
-        Spark settings applied on top of jetspark's small local defaults. When a SparkSession is already
-        running in this process, it is wrapped as it is (``master`` and ``conf`` do not apply to it) and
-        :meth:`JetSession.stop` leaves it running.
+        Spark settings applied on top of jetspark's small local defaults, or, in a script run by
+        ``spark-submit``, on top of its settings, which then replace jetspark's defaults. When a
+        SparkSession is already running in this process, it is wrapped as it is (``master`` and ``conf`` do
+        not apply to it) and :meth:`JetSession.stop` leaves it running.
 
     Returns
     -------
@@ -164,7 +166,9 @@ def session(
     -----
     A Spark that jetspark starts binds to the loopback address only (``spark.driver.host`` and
     ``spark.driver.bindAddress`` are 127.0.0.1 unless ``conf`` says otherwise), and its Python workers
-    run this interpreter, so they see the same packages.
+    run this interpreter, so they see the same packages. In a script run by ``spark-submit`` the Spark is
+    the one it configured: its master, its ``--conf`` settings and its ``--jars`` (to which the bundled
+    jar is added unless a jar of the same name is among them), with none of jetspark's local defaults.
 
     On a local master (``local``, ``local[N]``, ``local[*]``, ``local-cluster[E,C,M]``) the shuffles have
     one partition per core unless Spark's configuration (``conf``, ``spark-defaults.conf``,
@@ -194,16 +198,20 @@ def session(
     # Python workers run PYSPARK_PYTHON; without it they run `python3` from PATH, which may lack pyarrow.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-    settings = {**LOCAL_DEFAULTS, **(conf or {})}
-    master = settings.pop("spark.master", master)  # (the builder's config would outrank its master)
+    # Under spark-submit its settings are the session's already (a SparkConf loads them): the builder gets
+    # only what is set on top of them.
+    submitted = submitted_settings()
+    settings = {**({} if submitted else LOCAL_DEFAULTS), **(conf or {})}
+    # (The builder's config would outrank its master, so conf's spark.master is taken out to be the master.)
+    master = settings.pop("spark.master", None) or master or submitted.get("spark.master") or "local[*]"
     cluster_cores = local_cluster_cores(master)
-    if cluster_cores is not None:
+    if cluster_cores is not None and "spark.default.parallelism" not in submitted:
         # Spark counts the cores of the executors registered when it is asked, which right after start may
-        # be none yet: planned then, a job would run at parallelism 2. (A value in spark-defaults.conf is
-        # outranked by this one; conf's is not.)
+        # be none yet: planned then, a job would run at parallelism 2. (conf's value and spark-submit's are
+        # kept; one in spark-defaults.conf, which a JVM started from Python reads after this, is outranked.)
         settings.setdefault("spark.default.parallelism", str(cluster_cores))
-    user_jars = settings.get("spark.jars")
-    settings["spark.jars"] = ",".join(filter(None, [_jvm.jar_path(), user_jars]))
+    settings["spark.jars"] = with_bundled_jar(",".join(filter(None, [settings.get("spark.jars"),
+                                                                     submitted.get("spark.jars")])))
 
     # Spark allows one context per JVM. One already running in this process (started on any thread) is
     # wrapped as it is: the builder would change its settings, and it is not ours to stop.
@@ -211,7 +219,8 @@ def session(
 
     if SparkContext._active_spark_context is not None:
         return JetSession(SparkSession.builder.getOrCreate(), owns_spark=False)
-    builder = SparkSession.builder.master(master).appName(settings.pop("spark.app.name", "jetspark"))
+    app_name = settings.pop("spark.app.name", None) or submitted.get("spark.app.name") or "jetspark"
+    builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -221,6 +230,38 @@ def session(
         # or leaves cores idle.
         spark.conf.set("spark.sql.shuffle.partitions", str(spark.sparkContext.defaultParallelism))
     return JetSession(spark, owns_spark=True)
+
+
+def submitted_settings() -> dict[str, str]:
+    """The Spark settings of the JVM that launched this Python process (``spark-submit``), else none.
+
+    spark-submit starts the driver's JVM first and tells the Python it runs where to reach it
+    (``PYSPARK_GATEWAY_PORT``); the JVM holds its settings as system properties, which a SparkConf loads.
+    A Python that starts its own JVM has no such settings: the builder's are all there are.
+    """
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return {}
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # (connects to that JVM; nothing is started)
+    return dict(SparkConf().getAll())
+
+
+def with_bundled_jar(jars: str) -> str:
+    """``spark.jars`` with the jar this package bundles added, unless a jar of its name is there already.
+
+    >>> import jetspark
+    >>> name = jetspark.jar_path().rsplit("/", 1)[1]
+    >>> with_bundled_jar(f"/opt/{name},/opt/other.jar") == f"/opt/{name},/opt/other.jar"
+    True
+    >>> with_bundled_jar("/opt/other.jar") == f"{jetspark.jar_path()},/opt/other.jar"
+    True
+    """
+    bundled = _jvm.jar_path()
+    listed = [jar for jar in jars.split(",") if jar.strip()]
+    if any(jar.strip().rsplit("/", 1)[-1] == os.path.basename(bundled) for jar in listed):
+        return ",".join(listed)
+    return ",".join([bundled, *listed])
 
 
 def local_cluster_cores(master: str) -> int | None:
