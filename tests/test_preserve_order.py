@@ -108,6 +108,49 @@ def test_keyed_aggregates_of_rows_numbered_for_a_later_restore_point_reach_it_ea
     assert sorted(t for _, t in got) == sorted(Counter(i % 3 for i in range(20)).items())
 
 
+@pytest.mark.parametrize("python_branch", [False, True], ids=["columns-only", "with-a-python-branch"])
+def test_columns_on_a_dataframe_source_numbered_for_restore_points_keep_its_order(jet, python_branch):
+    # df(3) [assigns ids] ~~partitioned by Column (id*7%11)%4~~> distinct(2) [restore] ~~all-to-one~~>
+    #   mapStateful(1) [restore] ==> firsts;
+    #   ~~partitioned by Column k~~> mapStateful(2) [restore] ==> seen;
+    #   ~~partitioned by k~~> rollingAggregate(summing(Column v*2))(2) [restore] ==> sums;
+    #   (with_python_branch) ==> map ==> ids
+    # The source's items are Python objects at once (they carry ids); the Columns are evaluated beside its
+    # rows, whose extractions get the same ids.
+    from pyspark.sql import functions as F
+    from preserve_order_cases import numbers
+
+    df = numbers(jet.spark)
+    rows = df.collect()  # the source's order: partition after partition
+    p = Pipeline.create(preserve_order=True)
+    source = p.read_from(Sources.dataframe(df))
+    (source.grouping_key(F.col("id") * 7 % 11 % 4).distinct()
+     .map_stateful(lambda: 0, lambda n, r: (n + 1, (n, r.id))).write_to(Sinks.list("firsts")))
+    (source.grouping_key(F.col("k")).map_stateful(lambda: [], lambda seen, k, r: (seen + [r.id], (k, r.id, seen)))
+     .write_to(Sinks.list("seen")))
+    source.grouping_key("k").rolling_aggregate(ops.summing(F.col("v") * 2)).write_to(Sinks.list("sums"))
+    if python_branch:
+        source.map(lambda r: r.id).write_to(Sinks.list("ids"))
+    job, (firsts, seen, sums, ids) = run_job(jet, p, "firsts", "seen", "sums", "ids")
+
+    first_of: dict[int, int] = {}
+    for r in rows:
+        first_of.setdefault(r.id * 7 % 11 % 4, r.id)
+    assert firsts == list(enumerate(first_of.values()))  # the distinct's survivors, restored to source order
+    expected_seen: dict[int, list] = {}
+    expected_sums: dict[int, list] = {}
+    for r in rows:
+        before = [x for _, x, _ in expected_seen.get(r.k, [])]
+        expected_seen.setdefault(r.k, []).append((r.k, r.id, before))
+        total = (expected_sums[r.k][-1][1] if r.k in expected_sums else 0) + r.v * 2
+        expected_sums.setdefault(r.k, []).append((r.k, total))
+    # each key's outputs in source order (keys interleave as they may)
+    assert {k: [o for o in seen if o[0] == k] for k in expected_seen} == expected_seen
+    assert {k: [o for o in sums if o[0] == k] for k in expected_sums} == expected_sums
+    assert ids == ([r.id for r in rows] if python_branch else [])
+    assert job.metrics()["vertices"]["dataframe-source"]["items_out"] == len(rows)  # each row counted once
+
+
 ONE_PROCESSOR_JOB = """
 import jetspark as js
 jet = js.session(master="local[2]", conf={"spark.ui.enabled": "false", "spark.default.parallelism": "1"})

@@ -54,7 +54,9 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       node.put("stage", e.stage)
       node.put("dead_letter", e.deadLetter)
       node.put("ordinal", e.ordinal)
-      node.put("sequenced", SequenceStages.extractionKeepsSequence(dag, e.vertex, e.ordinal))
+      // (Beside a source's rows the ids are not carried through Python: the JVM numbers the extraction's
+      // outputs as it numbers the source's items.)
+      node.put("sequenced", SequenceStages.extractionKeepsSequence(dag, e.vertex, e.ordinal) && e.rowSource.isEmpty)
       node.put("timed", e.timedInput)
       node.set[JsonNode]("key", e.key.getOrElse(mapper.nullNode()))
       node.set[JsonNode]("values", mapper.valueToTree[JsonNode](e.values.asJava))
@@ -62,7 +64,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       // Where Columns were evaluated next to a DataFrame source's rows: the rows' schema (with the Columns'
       // values last) and how many of its fields make the item.
       e.rowSource.foreach { source =>
-        val rows = typedPlan.rowSources(source)
+        val rows = typedPlan.rowSources.getOrElse(source, typedPlan.numberedRowSources(source))
         node.put("rows_schema", e.rowsWithColumns(rows).schema.json).put("row_fields", rows.schema.size)
       }
     }

@@ -78,7 +78,11 @@ object PythonExtraction {
       columns.toSeq, deadLetter)
   }
 
-  /** The DataFrame source whose rows `edge` delivers as they are, if it does. */
+  /** The DataFrame source whose rows `edge` delivers as they are, if it does: its rows stay typed, or they
+    * are numbered for a restore of order later, in which case an extraction of Columns reads them anew and
+    * gives its outputs the ids the source's items have (see `SparkBatchEngine.extractedInput`).
+    */
   def rowSourceOf(typed: TypedPlan, edge: Edge): Option[String] =
-    Some(edge.from).filter(from => typed.rowSources.contains(from) && edge.errorsOf.isEmpty)
+    Some(edge.from).filter(from => (typed.rowSources.contains(from) || typed.numberedRowSources.contains(from)) &&
+      edge.errorsOf.isEmpty)
 }

@@ -299,14 +299,30 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private def extractedInput(edge: Edge, e: PythonExtraction): ExtractedInput = extractedInputs.getOrElseUpdate(edge, {
     val udf = pythonUdfs(s"extract:${e.vertex.name}:${edge.toOrdinal}")
     // Columns evaluated by Catalyst next to the source's rows, which Python turns into items there.
-    val items = if (e.columns.nonEmpty) e.rowsWithColumns(output(dag.vertex(edge.from))) else selected(edge)
-    val extracted = SqlBridge.mapInArrow(items, udf)
+    val items = if (e.columns.nonEmpty) e.rowsWithColumns(rowsWithColumnsRead(edge)) else selected(edge)
+    val extracted = if (e.columns.isEmpty || !edge.carriesSequence) SqlBridge.mapInArrow(items, udf)
+      // One output per row, in the rows' partitions and order: numbered after the extraction, each gets the
+      // id that the source gives the same row's item (it numbers sourceRows' rows by partition and position).
+      else sequences.assignedWhereNeeded(dag.vertex(edge.from), SqlBridge.mapInArrow(items, udf))
     if (!e.deadLetter) ExtractedInput(extracted, None)
     else {
       val all = keptForReaders(counted(e.vertex.name, extracted, countsItems = false))
       ExtractedInput(all.where(col(Failure).isNull).drop(Failure), Some(all.where(col(Failure).isNotNull).select(Item, Failure)))
     }
   })
+
+  /** The rows of the DataFrame source that `edge` comes from, for an extraction of Columns: the source's
+    * typed output, or, where the source numbers its items (and makes them Python items at once), its rows
+    * read anew, which count as its items where no other edge reads those.
+    */
+  private def rowsWithColumnsRead(edge: Edge): DataFrame = {
+    val source = dag.vertex(edge.from)
+    typedPlan.numberedRowSources.get(source.name).fold(output(source)) { df =>
+      val columnEdges = dag.edgesFrom(source.name).filter(e => pythonExtractions.get((e.to, e.toOrdinal)).exists(_.columns.nonEmpty))
+      val rows = SparkBatchEngine.sourceRows(dag, source, df)
+      if (columnEdges.size == dag.edgesFrom(source.name).size && columnEdges.head == edge) RowCounting.counted(rows, counter(source.name)) else rows
+    }
+  }
 
   /** The items of `df` (rows that also hold extracted keys and values), with their time and their
     * sequence ids where they carry them.

@@ -56,6 +56,14 @@ final class TypedPlan private (dag: PhysicalDag) {
       v.name -> source.parameters("dataframe").asInstanceOf[DataFrame]
   }.toMap
 
+  /** The DataFrame sources whose items are numbered, by vertex (the others are [[rowSources]]): Python
+    * items at once, except where an extraction of Columns reads their rows ([[PythonExtraction]]).
+    */
+  val numberedRowSources: Map[String, DataFrame] = dag.vertices.collect {
+    case v @ Vertex(_, Source(source, _), _, _, _) if source.name == "dataframe" && v.assignsSequence =>
+      v.name -> source.parameters("dataframe").asInstanceOf[DataFrame]
+  }.toMap
+
   /** The delegated aggregations by the vertex that emits their results. */
   val delegations: Map[String, Delegation] = dag.vertices.flatMap(delegation).map(d => d.result -> d).toMap
 
