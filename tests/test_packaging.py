@@ -112,7 +112,9 @@ def test_a_session_in_a_submitted_script_runs_on_what_spark_submit_was_given(tmp
     other = tmp_path / "other.jar"
     with zipfile.ZipFile(other, "w") as z:
         z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
-    done = spark_submit(script, other, built_jar, master="local[1]",
+    (given := tmp_path / "given" / built_jar.name).parent.mkdir()  # the jar, elsewhere than the package's
+    given.write_bytes(built_jar.read_bytes())
+    done = spark_submit(script, other, given, master="local[1]",
                         options=("--name", "submitted-app", "--conf", "spark.sql.shuffle.partitions=3"))
     assert done.returncode == 0, done.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.split(" ", 1)[0].isupper())
@@ -123,4 +125,5 @@ def test_a_session_in_a_submitted_script_runs_on_what_spark_submit_was_given(tmp
     jars = lines["JARS"].split(",")
     assert any(j.endswith("/other.jar") for j in jars), jars
     assert [j.rsplit("/", 1)[-1] for j in jars].count(built_jar.name) == 1, jars
+    assert any(j.endswith(f"/given/{built_jar.name}") for j in jars), jars
     assert lines["OUT"] == "[10, 20, 30]"

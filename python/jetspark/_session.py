@@ -167,8 +167,10 @@ def session(
     A Spark that jetspark starts binds to the loopback address only (``spark.driver.host`` and
     ``spark.driver.bindAddress`` are 127.0.0.1 unless ``conf`` says otherwise), and its Python workers
     run this interpreter, so they see the same packages. In a script run by ``spark-submit`` the Spark is
-    the one it configured: its master, its ``--conf`` settings and its ``--jars`` (to which the bundled
-    jar is added unless a jar of the same name is among them), with none of jetspark's local defaults.
+    the one it configured: its master, its ``--conf`` settings and its ``--jars``, with none of jetspark's
+    local defaults. Its driver's JVM is running before the script starts, so it takes the jar only from
+    ``--jars`` (``jetspark.jar_path()`` gives its path); otherwise
+    :class:`~jetspark.errors.JarNotFoundError` says so.
 
     On a local master (``local``, ``local[N]``, ``local[*]``, ``local-cluster[E,C,M]``) the shuffles have
     one partition per core unless Spark's configuration (``conf``, ``spark-defaults.conf``,
@@ -259,7 +261,8 @@ def with_bundled_jar(jars: str) -> str:
     """
     bundled = _jvm.jar_path()
     listed = [jar for jar in jars.split(",") if jar.strip()]
-    if any(jar.strip().rsplit("/", 1)[-1] == os.path.basename(bundled) for jar in listed):
+    # (By name: Spark serves the jars to executors by file name, and refuses a second one of the same name.)
+    if any(os.path.basename(jar.strip()) == os.path.basename(bundled) for jar in listed):
         return ",".join(listed)
     return ",".join([bundled, *listed])
 
