@@ -151,6 +151,53 @@ def test_columns_on_a_dataframe_source_numbered_for_restore_points_keep_its_orde
     assert job.metrics()["vertices"]["dataframe-source"]["items_out"] == len(rows)  # each row counted once
 
 
+def test_the_items_and_the_columns_of_a_numbered_dataframe_source_are_of_one_read_of_it(jet):
+    # df(3, a column that differs at each read) [assigns ids] ~~partitioned by Column id%4~~> distinct
+    #                                                        ==> map ==> all
+    # Read twice, the distinct's rows would not be among the map's, nor carry the ids of the same items.
+    import random
+
+    from pyspark.sql import functions as F
+
+    draw = F.udf(lambda: random.random(), "double").asNondeterministic()
+    df = jet.spark.range(0, 40, 1, 3).withColumn("r", draw())
+    p = Pipeline.create(preserve_order=True)
+    source = p.read_from(Sources.dataframe(df))
+    source.grouping_key(F.col("id") % 4).distinct().write_to(Sinks.list("firsts"))
+    source.map(lambda r: (r.id, r.r)).write_to(Sinks.list("all"))
+    _, (firsts, every) = run_job(jet, p, "firsts", "all")
+    drawn = dict(every)
+    assert len(drawn) == 40
+    assert sorted((r.id, r.r) for r in firsts) == [(i, drawn[i]) for i in range(4)]
+
+
+def test_a_key_of_a_file_sources_metadata_column_resolves_where_its_partitions_are_read_as_one(jet, tmp_path):
+    # parquet(many partitions) [parallelism 1: read as one partition, in order] ~~partitioned by
+    # _metadata.file_name~~> aggregate(to_list) and distinct: the hidden column resolves beside the rows
+    from pyspark.sql import functions as F
+
+    jet.spark.range(0, 40, 1, 4).selectExpr("id", "id % 3 AS k").write.parquet(str(tmp_path / "t"))
+    before = jet.spark.conf.get("spark.sql.files.maxPartitionBytes")
+    jet.spark.conf.set("spark.sql.files.maxPartitionBytes", "1")  # a partition per few row groups' bytes
+    try:
+        df = jet.spark.read.parquet(str(tmp_path / "t"))
+        assert df.rdd.getNumPartitions() > 1
+        rows = df.select("id", "_metadata.file_name").collect()  # the source's order: partition after partition
+        file = F.col("_metadata.file_name")
+        p = Pipeline.create(preserve_order=True)
+        source = p.read_from(Sources.dataframe(df)).set_local_parallelism(1)
+        source.grouping_key(file).aggregate(ops.to_list()).write_to(Sinks.list("by_file"))
+        source.grouping_key(file).distinct().write_to(Sinks.list("first_of_file"))
+        _, (by_file, firsts) = run_job(jet, p, "by_file", "first_of_file")
+    finally:
+        jet.spark.conf.set("spark.sql.files.maxPartitionBytes", before)
+    expected: dict[str, list[int]] = {}
+    for r in rows:
+        expected.setdefault(r.file_name, []).append(r.id)
+    assert {name: [r.id for r in items] for name, items in by_file} == expected
+    assert sorted(r.id for r in firsts) == sorted(ids[0] for ids in expected.values())
+
+
 ONE_PROCESSOR_JOB = """
 import jetspark as js
 jet = js.session(master="local[2]", conf={"spark.ui.enabled": "false", "spark.default.parallelism": "1"})

@@ -66,6 +66,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
 
   private val outputs = mutable.Map.empty[String, DataFrame]
   private val extractedInputs = mutable.Map.empty[Edge, ExtractedInput]
+  private val sourceRowsRead = mutable.Map.empty[String, DataFrame]
   private val persisted = mutable.ArrayBuffer.empty[DataFrame]
   private val counters = mutable.LinkedHashMap.empty[String, LongAccumulator]
   /** The vertices whose items are counted where they are made, not by a step of their own per row: a
@@ -132,9 +133,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, {
     val df = typedStages.output(v, () => singleInput(v)).getOrElse(sequences.assignedWhereNeeded(v, countedUnlessBySelf(v, v.description match {
       // A DataFrame source whose rows are not kept typed (see TypedPlan): its rows as Python items.
-      case Source(source, _) if source.name == "dataframe" =>
-        SqlBridge.mapInArrow(SparkBatchEngine.sourceRows(dag, v, source.parameters("dataframe").asInstanceOf[DataFrame]),
-          pythonUdfs(s"rows:${v.name}"))
+      case Source(source, _) if source.name == "dataframe" => SqlBridge.mapInArrow(rowsOfSource(v), pythonUdfs(s"rows:${v.name}"))
       case Source(source, _) => itemsFrame(source.parameters("items").asInstanceOf[Seq[Any]], v)
       case StatelessChain(_) => SqlBridge.mapInArrow(singleInput(v), pythonUdfs(s"chain:${v.name}"))
       case Merge(_, true) => sequences.orderedMerge(v, dag.edgesInto(v.name).map(input))
@@ -317,12 +316,26 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     */
   private def rowsWithColumnsRead(edge: Edge): DataFrame = {
     val source = dag.vertex(edge.from)
-    typedPlan.numberedRowSources.get(source.name).fold(output(source)) { df =>
-      val columnEdges = dag.edgesFrom(source.name).filter(e => pythonExtractions.get((e.to, e.toOrdinal)).exists(_.columns.nonEmpty))
-      val rows = SparkBatchEngine.sourceRows(dag, source, df)
-      if (columnEdges.size == dag.edgesFrom(source.name).size && columnEdges.head == edge) RowCounting.counted(rows, counter(source.name)) else rows
+    if (!typedPlan.numberedRowSources.contains(source.name)) output(source)
+    else {
+      val (columnEdges, others) = dag.edgesFrom(source.name).partition(columnsRead)
+      if (others.isEmpty && columnEdges.head == edge) RowCounting.counted(rowsOfSource(source), counter(source.name))
+      else rowsOfSource(source)
     }
   }
+
+  /** Whether the extraction on `edge` evaluates Columns beside its sender's rows. */
+  private def columnsRead(edge: Edge): Boolean = pythonExtractions.get((edge.to, edge.toOrdinal)).exists(_.columns.nonEmpty)
+
+  /** The rows of a DataFrame source whose items are Python objects, as the job reads them: kept once read
+    * where several paths read them (its items, and the Columns of edges from it), which must see the same
+    * rows in the same partitions and order, numbered alike, whatever the DataFrame gives when read again.
+    */
+  private def rowsOfSource(v: Vertex): DataFrame = sourceRowsRead.getOrElseUpdate(v.name, {
+    val rows = SparkBatchEngine.sourceRows(dag, v, v.description.asInstanceOf[Source].source.parameters("dataframe").asInstanceOf[DataFrame])
+    val (columnEdges, others) = dag.edgesFrom(v.name).partition(columnsRead)
+    if (columnEdges.size + (if (others.nonEmpty) 1 else 0) > 1) keptForReaders(rows) else rows
+  })
 
   /** The items of `df` (rows that also hold extracted keys and values), with their time and their
     * sequence ids where they carry them.
@@ -483,7 +496,8 @@ object SparkBatchEngine {
     */
   def inOnePartition(df: DataFrame): DataFrame = {
     val rows = InPlaceRows.of(df)
-    if (rows.getNumPartitions == 1) df else SqlBridge.withRows(df, rows.coalesce(1, shuffle = false, Some(RowDelegation.InOrder)))
+    if (rows.getNumPartitions == 1) df
+    else SqlBridge.withRows(df, read => InPlaceRows.of(read).coalesce(1, shuffle = false, Some(RowDelegation.InOrder)))
   }
 
   /** The counter of the dead letters that `stage`, fused into `vertex`, routes to its dead-letter sink. */
