@@ -79,18 +79,28 @@ def _order_sensitive_custom_aggregation_before_a_restore_point(p: Pipeline, df: 
      .map_stateful(lambda: 0, lambda n, x: (n + 1, (n, x))).write_to(Sinks.list("never")))
 
 
+def _window_function_key_on_a_numbered_source(p: Pipeline, df: Any) -> None:
+    #  df [assigns ids] ~~partitioned by row_number() % 2~~> distinct [restore]: the Column would move the rows
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    (p.read_from(Sources.dataframe(df)).grouping_key(F.row_number().over(Window.orderBy(F.desc("id"))) % 2).distinct()
+     .write_to(Sinks.list("never")))
+
+
 @pytest.mark.parametrize("build, message", [
     (_diamond_reshuffled_in_one_branch, "'merge'.*partition by partition"),
+    (_window_function_key_on_a_numbered_source, "'distinct'.*'columns-on-typed-items'.*window function"),
     (_order_sensitive_window_before_a_restore_point,
      "'windowAggregate'.*no meaning for an aggregation: each result is made of many"),
     (_order_sensitive_custom_aggregation_before_a_restore_point, "'aggregate.*no meaning for an aggregation"),
-], ids=["diamond reshuffled", "order-sensitive window", "order-sensitive custom aggregation"])
+], ids=["diamond reshuffled", "window function key", "order-sensitive window", "order-sensitive custom aggregation"])
 def test_what_preserve_order_cannot_carry_fails_before_running_naming_the_stage(jet, build, message):
-    from jetspark import JobFailedError
+    from jetspark import JobFailedError, PipelineDefinitionError
 
     p = Pipeline.create(preserve_order=True)
     build(p, jet.spark.range(0, 10, 1, 2))
-    with pytest.raises(JobFailedError, match=message):
+    with pytest.raises((JobFailedError, PipelineDefinitionError), match=message):
         jet.new_job(p).join(timeout=300)
     assert jet.get_list("never") == []
 

@@ -133,7 +133,7 @@ class Job:
             spec, objects = self._pipeline.to_spec()
             prepared = _jvm.call(self._jet._bridge.prepareBatch, spark._jsparkSession, json.dumps(spec),
                                  _jvm_objects(spec, objects), 0)
-            names, udfs = _python_udfs(json.loads(prepared.pythonWorkJson()), objects)
+            names, udfs = _python_udfs(json.loads(_jvm.call(prepared.pythonWorkJson)), objects)
             console_lists = json.loads(prepared.consoleListsJson(self._group))
             detach_row_sinks = attach_row_sinks(self._jet, spec, objects, self._group)
             # cancelJobGroup reaches only Spark jobs already running: a cancel before them is checked here.
