@@ -79,28 +79,18 @@ def _order_sensitive_custom_aggregation_before_a_restore_point(p: Pipeline, df: 
      .map_stateful(lambda: 0, lambda n, x: (n + 1, (n, x))).write_to(Sinks.list("never")))
 
 
-def _window_function_key_on_a_numbered_source(p: Pipeline, df: Any) -> None:
-    #  df [assigns ids] ~~partitioned by row_number() % 2~~> distinct [restore]: the Column would move the rows
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    (p.read_from(Sources.dataframe(df)).grouping_key(F.row_number().over(Window.orderBy(F.desc("id"))) % 2).distinct()
-     .write_to(Sinks.list("never")))
-
-
 @pytest.mark.parametrize("build, message", [
     (_diamond_reshuffled_in_one_branch, "'merge'.*partition by partition"),
-    (_window_function_key_on_a_numbered_source, "'distinct'.*'columns-on-typed-items'.*window function"),
     (_order_sensitive_window_before_a_restore_point,
      "'windowAggregate'.*no meaning for an aggregation: each result is made of many"),
     (_order_sensitive_custom_aggregation_before_a_restore_point, "'aggregate.*no meaning for an aggregation"),
-], ids=["diamond reshuffled", "window function key", "order-sensitive window", "order-sensitive custom aggregation"])
+], ids=["diamond reshuffled", "order-sensitive window", "order-sensitive custom aggregation"])
 def test_what_preserve_order_cannot_carry_fails_before_running_naming_the_stage(jet, build, message):
-    from jetspark import JobFailedError, PipelineDefinitionError
+    from jetspark import JobFailedError
 
     p = Pipeline.create(preserve_order=True)
     build(p, jet.spark.range(0, 10, 1, 2))
-    with pytest.raises((JobFailedError, PipelineDefinitionError), match=message):
+    with pytest.raises(JobFailedError, match=message):
         jet.new_job(p).join(timeout=300)
     assert jet.get_list("never") == []
 
@@ -161,6 +151,22 @@ def test_columns_on_a_dataframe_source_numbered_for_restore_points_keep_its_orde
     assert job.metrics()["vertices"]["dataframe-source"]["items_out"] == len(rows)  # each row counted once
 
 
+def test_a_column_that_moves_a_numbered_sources_rows_is_refused_naming_the_stage(jet):
+    #  df [assigns ids] ~~partitioned by row_number() % 2~~> distinct [restore]: the window function would
+    #  move the rows before they are numbered as the source numbers them
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from jetspark import PipelineDefinitionError
+
+    p = Pipeline.create(preserve_order=True)
+    (p.read_from(Sources.dataframe(jet.spark.range(0, 10, 1, 2)))
+     .grouping_key(F.row_number().over(Window.orderBy(F.desc("id"))) % 2).distinct().write_to(Sinks.list("never")))
+    with pytest.raises(PipelineDefinitionError, match="'distinct'.*'columns-on-typed-items'.*window function"):
+        jet.new_job(p).join(timeout=300)
+    assert jet.get_list("never") == []
+
+
 def test_the_items_and_the_columns_of_a_numbered_dataframe_source_are_of_one_read_of_it(jet):
     # df(3, a column that differs at each read) [assigns ids] ~~partitioned by Column id%4~~> distinct
     #                                                        ==> map ==> all
@@ -181,24 +187,35 @@ def test_the_items_and_the_columns_of_a_numbered_dataframe_source_are_of_one_rea
     assert sorted((r.id, r.r) for r in firsts) == [(i, drawn[i]) for i in range(4)]
 
 
-def test_a_key_of_a_file_sources_metadata_column_resolves_where_its_partitions_are_read_as_one(jet, tmp_path):
-    # parquet(many partitions) [parallelism 1: read as one partition, in order] ~~partitioned by
-    # _metadata.file_name~~> aggregate(to_list) and distinct: the hidden column resolves beside the rows
+def test_a_hidden_column_read_where_a_file_source_is_read_as_one_partition_fails_naming_it_and_selected_works(
+        jet, tmp_path):
+    # parquet(4 partitions) [one processor: read as one partition, in order, of its columns alone]
+    #   ~~partitioned by _metadata.file_name~~> aggregate(to_list), distinct
     from pyspark.sql import functions as F
+
+    from jetspark import PipelineDefinitionError
 
     jet.spark.range(0, 40, 1, 4).selectExpr("id", "id % 3 AS k").write.parquet(str(tmp_path / "t"))
     before = jet.spark.conf.get("spark.sql.files.maxPartitionBytes")
-    jet.spark.conf.set("spark.sql.files.maxPartitionBytes", "1")  # a partition per few row groups' bytes
+    # (As little as a file's opening cost: each file is a partition of its own.)
+    jet.spark.conf.set("spark.sql.files.maxPartitionBytes", jet.spark.conf.get("spark.sql.files.openCostInBytes"))
     try:
-        df = jet.spark.read.parquet(str(tmp_path / "t"))
-        assert df.rdd.getNumPartitions() > 1
-        rows = df.select("id", "_metadata.file_name").collect()  # the source's order: partition after partition
-        file = F.col("_metadata.file_name")
-        p = Pipeline.create(preserve_order=True)
-        source = p.read_from(Sources.dataframe(df)).set_local_parallelism(1)
-        source.grouping_key(file).aggregate(ops.to_list()).write_to(Sinks.list("by_file"))
-        source.grouping_key(file).distinct().write_to(Sinks.list("first_of_file"))
-        _, (by_file, firsts) = run_job(jet, p, "by_file", "first_of_file")
+        files = jet.spark.read.parquet(str(tmp_path / "t"))
+        assert files.rdd.getNumPartitions() == 4
+
+        def pipeline(df: Any) -> Pipeline:
+            p = Pipeline.create(preserve_order=True)
+            source = p.read_from(Sources.dataframe(df)).set_local_parallelism(1)
+            source.grouping_key(F.col("_metadata.file_name")).aggregate(ops.to_list()).write_to(Sinks.list("by_file"))
+            source.grouping_key(F.col("_metadata.file_name")).distinct().write_to(Sinks.list("first_of_file"))
+            return p
+
+        with pytest.raises(PipelineDefinitionError, match="'dataframe-source'.*'hidden-columns-in-one-partition'.*"
+                                                          r"_metadata.*df\.select"):
+            jet.new_job(pipeline(files)).join(timeout=300)
+        selected = files.select("*", "_metadata")  # the remedy the error names
+        rows = selected.select("id", "_metadata.file_name").collect()  # the source's order: partition after partition
+        _, (by_file, firsts) = run_job(jet, pipeline(selected), "by_file", "first_of_file")
     finally:
         jet.spark.conf.set("spark.sql.files.maxPartitionBytes", before)
     expected: dict[str, list[int]] = {}

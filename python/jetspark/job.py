@@ -141,7 +141,7 @@ class Job:
                 self._status = JobStatus.CANCELLED
                 return
             self._status = JobStatus.RUNNING
-            self._metrics = json.loads(prepared.run(names, udfs, self._group))
+            self._metrics = json.loads(_jvm.call(prepared.run, names, udfs, self._group))
             for name in console_lists:
                 for item in self._jet.get_list(name):
                     print(item)

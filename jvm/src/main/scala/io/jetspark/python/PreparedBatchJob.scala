@@ -65,7 +65,8 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       // values last) and how many of its fields make the item.
       e.rowSource.foreach { source =>
         val rows = typedPlan.rowSources.getOrElse(source, typedPlan.numberedRowSources(source))
-        if (typedPlan.numberedRowSources.contains(source)) e.requireRowWise(rows)
+        if (typedPlan.numberedRowSources.contains(source) && SequenceStages.extractionKeepsSequence(dag, e.vertex, e.ordinal))
+          e.requireRowWise(rows)
         node.put("rows_schema", e.rowsWithColumns(rows).schema.json).put("row_fields", rows.schema.size)
       }
     }

@@ -8,7 +8,7 @@ import io.jetspark.core.processor._
 import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.JsonNodeFactory
 import io.jetspark.core.processor.SortDefinition
-import io.jetspark.pipeline.{Extractor, PythonAggregateSpec, PythonExtractors, PythonRef}
+import io.jetspark.pipeline.{Extractor, PipelineDefinitionError, PythonAggregateSpec, PythonExtractors, PythonRef}
 import io.jetspark.pipeline.transform.StatelessTransform
 import io.jetspark.plan.VertexDescription._
 import io.jetspark.plan.VertexDescription.SortPhase
@@ -489,15 +489,52 @@ object SparkBatchEngine {
     * edge relies on a vertex of parallelism 1 being one partition.)
     */
   def sourceRows(dag: PhysicalDag, v: Vertex, df: DataFrame): DataFrame =
-    if (dag.preserveOrder && v.localParallelism == 1) inOnePartition(df) else df
+    if (!dag.preserveOrder || v.localParallelism != 1) df
+    else {
+      val rows = inOnePartition(df)
+      if (!(rows eq df)) requireNoHiddenColumnRead(dag, v, df)
+      rows
+    }
+
+  /** The rule that a DataFrame source read as one partition (see [[sourceRows]]) breaks where the job's
+    * Columns read one of its hidden metadata columns: the rows it reads then are its columns alone.
+    */
+  val HiddenColumnsInOnePartition = "hidden-columns-in-one-partition"
+
+  /** Fails, naming source `v`, where a Column of the job reads a hidden metadata column of `df` (a file
+    * source's `_metadata`), which `df` read as one partition does not hold. (By name: a Column of another
+    * source's column of that name fails it too, where selecting the column is the remedy all the same.)
+    */
+  private def requireNoHiddenColumnRead(dag: PhysicalDag, v: Vertex, df: DataFrame): Unit = {
+    val columns = columnsOf(dag).map(_.toString)
+    val hidden = df.queryExecution.analyzed.metadataOutput.map(_.name).distinct.filterNot(df.columns.contains)
+    val read = hidden.filter(name => columns.exists(_.contains(name)))
+    if (read.nonEmpty) throw new PipelineDefinitionError(TypedPlan.stageOf(v), HiddenColumnsInOnePartition,
+      s"under preserve_order this source runs as one processor, so it reads its DataFrame's partitions as one, in " +
+        s"order, which holds the DataFrame's columns but not its hidden ${read.mkString(", ")}, which a Column of this " +
+        s"job reads: select it into the DataFrame (df.select(\"*\", \"${read.head}\")), or run the source with more " +
+        "processors (set_local_parallelism)")
+  }
+
+  /** The Spark Columns of the job's extractors: on its vertices (but sources and sinks) and its edges. */
+  private def columnsOf(dag: PhysicalDag): Seq[Column] = {
+    def in(x: Any): Iterator[Column] = x match {
+      case Extractor.ColumnExpr(c: Column) => Iterator.single(c)
+      case op: PythonAggregateSpec => op.columns.valuesIterator.collect { case c: Column => c }
+      case _: Source | _: Sink => Iterator.empty
+      case many: Iterable[_] => many.iterator.flatMap(in)
+      case p: Product => p.productIterator.flatMap(in)
+      case _ => Iterator.empty
+    }
+    (dag.vertices.map(_.description) ++ dag.edges.map(_.kind)).flatMap(in)
+  }
 
   /** `df`'s rows in one partition, its partitions in index order (Spark's own coalesce groups them by
     * location, which need not keep that order), with `df`'s columns.
     */
   def inOnePartition(df: DataFrame): DataFrame = {
     val rows = InPlaceRows.of(df)
-    if (rows.getNumPartitions == 1) df
-    else SqlBridge.withRows(df, read => InPlaceRows.of(read).coalesce(1, shuffle = false, Some(RowDelegation.InOrder)))
+    if (rows.getNumPartitions == 1) df else SqlBridge.withRows(df, rows.coalesce(1, shuffle = false, Some(RowDelegation.InOrder)))
   }
 
   /** The counter of the dead letters that `stage`, fused into `vertex`, routes to its dead-letter sink. */
