@@ -211,10 +211,15 @@ def test_a_hidden_column_read_where_a_file_source_is_read_as_one_partition_fails
             return p
 
         with pytest.raises(PipelineDefinitionError, match="'dataframe-source'.*'hidden-columns-in-one-partition'.*"
-                                                          r"_metadata.*df\.select"):
+                                                          r"_metadata.*df\.select"):  # before any sink is written
             jet.new_job(pipeline(files)).join(timeout=300)
+        p = Pipeline.create(preserve_order=True)  # Columns of its own columns are read beside those rows
+        (p.read_from(Sources.dataframe(files)).set_local_parallelism(1).grouping_key(F.col("k") * 2)
+         .aggregate(ops.counting()).write_to(Sinks.list("by_k")))
+        _, (by_k,) = run_job(jet, p, "by_k")
+        assert sorted(by_k) == sorted(Counter(2 * (i % 3) for i in range(40)).items())
         selected = files.select("*", "_metadata")  # the remedy the error names
-        rows = selected.select("id", "_metadata.file_name").collect()  # the source's order: partition after partition
+        rows = selected.select("id", "_metadata.file_name").collect()
         _, (by_file, firsts) = run_job(jet, pipeline(selected), "by_file", "first_of_file")
     finally:
         jet.spark.conf.set("spark.sql.files.maxPartitionBytes", before)

@@ -24,6 +24,7 @@ import org.apache.spark.storage.StorageLevel
 import org.apache.spark.util.LongAccumulator
 
 import scala.collection.mutable
+import scala.util.Try
 
 /** Runs a planned batch pipeline on Spark ("Edges on Spark" in DESIGN.md): every vertex's output is a
   * DataFrame of opaque items (one binary column `item` holding a pickle); local and isolated edges are
@@ -85,6 +86,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   dag.vertices.foreach(requireSupported)
   SequenceStages.requireSupported(dag)
   timestamps.requireSupported()
+  SparkBatchEngine.requireColumnsResolveInOnePartition(dag)
   private val sequences = new SequenceStages(spark, dag)
 
   /** Runs every sink; returns the items each vertex emitted (dead letters under "<vertex>.errors"). */
@@ -489,31 +491,35 @@ object SparkBatchEngine {
     * edge relies on a vertex of parallelism 1 being one partition.)
     */
   def sourceRows(dag: PhysicalDag, v: Vertex, df: DataFrame): DataFrame =
-    if (!dag.preserveOrder || v.localParallelism != 1) df
-    else {
-      val rows = inOnePartition(df)
-      if (!(rows eq df)) requireNoHiddenColumnRead(dag, v, df)
-      rows
-    }
+    if (readAsOnePartition(dag, v)) inOnePartition(df) else df
+
+  private def readAsOnePartition(dag: PhysicalDag, v: Vertex): Boolean = dag.preserveOrder && v.localParallelism == 1
 
   /** The rule that a DataFrame source read as one partition (see [[sourceRows]]) breaks where the job's
     * Columns read one of its hidden metadata columns: the rows it reads then are its columns alone.
     */
   val HiddenColumnsInOnePartition = "hidden-columns-in-one-partition"
 
-  /** Fails, naming source `v`, where a Column of the job reads a hidden metadata column of `df` (a file
-    * source's `_metadata`), which `df` read as one partition does not hold. (By name: a Column of another
-    * source's column of that name fails it too, where selecting the column is the remedy all the same.)
+  /** Fails, naming the source, where a DataFrame source read as one partition ([[sourceRows]]), whose rows
+    * are its DataFrame's columns alone, is read by a Column of the job that resolves against the DataFrame
+    * but not against those: one of its hidden metadata columns (a file source's `_metadata`). Planning only:
+    * no Spark job runs.
     */
-  private def requireNoHiddenColumnRead(dag: PhysicalDag, v: Vertex, df: DataFrame): Unit = {
-    val columns = columnsOf(dag).map(_.toString)
-    val hidden = df.queryExecution.analyzed.metadataOutput.map(_.name).distinct.filterNot(df.columns.contains)
-    val read = hidden.filter(name => columns.exists(_.contains(name)))
-    if (read.nonEmpty) throw new PipelineDefinitionError(TypedPlan.stageOf(v), HiddenColumnsInOnePartition,
-      s"under preserve_order this source runs as one processor, so it reads its DataFrame's partitions as one, in " +
-        s"order, which holds the DataFrame's columns but not its hidden ${read.mkString(", ")}, which a Column of this " +
-        s"job reads: select it into the DataFrame (df.select(\"*\", \"${read.head}\")), or run the source with more " +
-        "processors (set_local_parallelism)")
+  def requireColumnsResolveInOnePartition(dag: PhysicalDag): Unit = dag.vertices.foreach { v =>
+    v.description match {
+      case Source(source, _) if source.name == "dataframe" && readAsOnePartition(dag, v) =>
+        val df = source.parameters("dataframe").asInstanceOf[DataFrame]
+        if (InPlaceRows.of(df).getNumPartitions > 1) {
+          val rows = SqlBridge.withRows(df, df.sparkSession.sparkContext.emptyRDD[InternalRow])
+          val hidden = columnsOf(dag).filter(c => Try(df.select(c).schema).isSuccess && Try(rows.select(c).schema).isFailure)
+          if (hidden.nonEmpty) throw new PipelineDefinitionError(TypedPlan.stageOf(v), HiddenColumnsInOnePartition,
+            s"under preserve_order this source runs as one processor, so it reads its DataFrame's partitions as one, in " +
+              s"order, which holds the DataFrame's columns but not its hidden ones, which ${hidden.mkString(", ")} reads: " +
+              "select the column into the DataFrame (df.select(\"*\", \"_metadata\")), or run the source with more " +
+              "processors (set_local_parallelism)")
+        }
+      case _ =>
+    }
   }
 
   /** The Spark Columns of the job's extractors: on its vertices (but sources and sinks) and its edges. */
