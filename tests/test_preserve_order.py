@@ -151,18 +151,21 @@ def test_columns_on_a_dataframe_source_numbered_for_restore_points_keep_its_orde
     assert job.metrics()["vertices"]["dataframe-source"]["items_out"] == len(rows)  # each row counted once
 
 
-def test_a_column_that_moves_a_numbered_sources_rows_is_refused_naming_the_stage(jet):
-    #  df [assigns ids] ~~partitioned by row_number() % 2~~> distinct [restore]: the window function would
-    #  move the rows before they are numbered as the source numbers them
+@pytest.mark.parametrize("mover", ["window function", "correlated subquery"])
+def test_a_column_that_moves_a_numbered_sources_rows_is_refused_naming_the_stage(jet, mover):
+    #  df [assigns ids] ~~partitioned by the Column~~> distinct [restore]: a window function, or a correlated
+    #  subquery (a join), would move the rows before they are numbered as the source numbers them
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from jetspark import PipelineDefinitionError
 
+    df = jet.spark.range(0, 10, 1, 2).select(F.col("id").alias("n"))
+    key = (F.row_number().over(Window.orderBy(F.desc("n"))) % 2 if mover == "window function"
+           else jet.spark.range(3).where(F.col("id") == (F.col("n") % 5).outer()).exists())  # a join by n % 5
     p = Pipeline.create(preserve_order=True)
-    (p.read_from(Sources.dataframe(jet.spark.range(0, 10, 1, 2)))
-     .grouping_key(F.row_number().over(Window.orderBy(F.desc("id"))) % 2).distinct().write_to(Sinks.list("never")))
-    with pytest.raises(PipelineDefinitionError, match="'distinct'.*'columns-on-typed-items'.*window function"):
+    p.read_from(Sources.dataframe(df)).grouping_key(key).distinct().write_to(Sinks.list("never"))
+    with pytest.raises(PipelineDefinitionError, match=f"(?s)'distinct'.*'columns-on-typed-items'.*{mover}"):
         jet.new_job(p).join(timeout=300)
     assert jet.get_list("never") == []
 
@@ -210,14 +213,22 @@ def test_a_hidden_column_read_where_a_file_source_is_read_as_one_partition_fails
             source.grouping_key(F.col("_metadata.file_name")).distinct().write_to(Sinks.list("first_of_file"))
             return p
 
+        for name in ("by_file", "first_of_file"):
+            jet.clear_list(name)
         with pytest.raises(PipelineDefinitionError, match="'dataframe-source'.*'hidden-columns-in-one-partition'.*"
-                                                          r"_metadata.*df\.select"):  # before any sink is written
+                                                          r"\(_metadata\).*df\.select\(\"\*\", \"_metadata\"\)"):
             jet.new_job(pipeline(files)).join(timeout=300)
-        p = Pipeline.create(preserve_order=True)  # Columns of its own columns are read beside those rows
+        assert jet.get_list("by_file") == jet.get_list("first_of_file") == []  # refused before any sink is written
+        # Columns of its own columns are read beside those rows, and another source's Columns are its own:
+        # files [one processor] ~~by k*2~~> counts;  files [two] ~~by _metadata.file_name~~> counts
+        p = Pipeline.create(preserve_order=True)
         (p.read_from(Sources.dataframe(files)).set_local_parallelism(1).grouping_key(F.col("k") * 2)
          .aggregate(ops.counting()).write_to(Sinks.list("by_k")))
-        _, (by_k,) = run_job(jet, p, "by_k")
+        (p.read_from(Sources.dataframe(files)).set_local_parallelism(2).grouping_key(F.col("_metadata.file_name"))
+         .aggregate(ops.counting()).write_to(Sinks.list("file_counts")))
+        _, (by_k, file_counts) = run_job(jet, p, "by_k", "file_counts")
         assert sorted(by_k) == sorted(Counter(2 * (i % 3) for i in range(40)).items())
+        assert sorted(n for _, n in file_counts) == [10, 10, 10, 10]
         selected = files.select("*", "_metadata")  # the remedy the error names
         rows = selected.select("id", "_metadata.file_name").collect()
         _, (by_file, firsts) = run_job(jet, pipeline(selected), "by_file", "first_of_file")

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.JsonNodeFactory
 import io.jetspark.pipeline.{Extractor, PipelineDefinitionError, PythonAggregateSpec}
 import io.jetspark.plan.{Edge, Vertex}
+import org.apache.spark.sql.catalyst.expressions.SubqueryExpression
 import org.apache.spark.sql.catalyst.plans.logical.{Generate, LogicalPlan, Window}
 import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.{Column, DataFrame}
@@ -38,16 +39,22 @@ final case class PythonExtraction(vertex: Vertex, ordinal: Int, key: Option[Json
 
   /** Fails, naming the stage, unless every Column is a function of its row alone. Beside a source whose
     * items are numbered, the rows must keep their partitions and order to be numbered as the source numbers
-    * them (`SparkBatchEngine.extractedInput`), which a window function or a generator would not let them. (An
-    * aggregate Spark refuses beside the rows' columns.)
+    * them (`SparkBatchEngine.extractedInput`), which a window function, a generator or a correlated
+    * subquery (which Spark turns into a join, which may shuffle) would not let them. (An aggregate Spark
+    * refuses beside the rows' columns.)
     */
   def requireRowWise(rows: DataFrame): Unit = {
     // (Counted, not matched as a Project over `rows`: a metadata column such as `_metadata` widens the scan below.)
-    def movers(plan: LogicalPlan) = plan.collect { case n @ (_: Window | _: Generate) => n }.size
+    def movers(plan: LogicalPlan) = plan.collect {
+      case n @ (_: Window | _: Generate) => n
+      case n if n.expressions.exists(SubqueryExpression.hasCorrelatedSubquery) => n
+    }.size
     if (movers(rowsWithColumns(rows).queryExecution.analyzed) > movers(rows.queryExecution.analyzed))
       throw new PipelineDefinitionError(stage, TypedPlan.ColumnsOnTypedItems, s"under preserve_order a Column " +
-      s"(${columns.mkString(", ")}) on the rows of a DataFrame source is evaluated beside each row, by that row alone; " +
-      "a window function or a generator is not: give a field name or a Python function, or compute it in the DataFrame")
+      s"(${columns.map(_.toString.linesIterator.next().take(120)).mkString(", ")}) on the rows of a DataFrame source is " +
+      "evaluated beside each row, by that row alone; " +
+      "a window function, a generator or a correlated subquery is not: give a field name or a Python function, or " +
+      "compute it in the DataFrame")
   }
 }
 

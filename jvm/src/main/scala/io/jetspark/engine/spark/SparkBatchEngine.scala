@@ -501,9 +501,10 @@ object SparkBatchEngine {
   val HiddenColumnsInOnePartition = "hidden-columns-in-one-partition"
 
   /** Fails, naming the source, where a DataFrame source read as one partition ([[sourceRows]]), whose rows
-    * are its DataFrame's columns alone, is read by a Column of the job that resolves against the DataFrame
-    * but not against those: one of its hidden metadata columns (a file source's `_metadata`). Planning only:
-    * no Spark job runs.
+    * are its DataFrame's columns alone, is read by a Column of the stages after it that resolves against the
+    * DataFrame but not against those rows: one that reads a hidden metadata column (a file source's
+    * `_metadata`). It takes the DataFrame's partitions as the job would (where the DataFrame's query has
+    * shuffles, Spark runs them now rather than when the source is read).
     */
   def requireColumnsResolveInOnePartition(dag: PhysicalDag): Unit = dag.vertices.foreach { v =>
     v.description match {
@@ -511,19 +512,25 @@ object SparkBatchEngine {
         val df = source.parameters("dataframe").asInstanceOf[DataFrame]
         if (InPlaceRows.of(df).getNumPartitions > 1) {
           val rows = SqlBridge.withRows(df, df.sparkSession.sparkContext.emptyRDD[InternalRow])
-          val hidden = columnsOf(dag).filter(c => Try(df.select(c).schema).isSuccess && Try(rows.select(c).schema).isFailure)
-          if (hidden.nonEmpty) throw new PipelineDefinitionError(TypedPlan.stageOf(v), HiddenColumnsInOnePartition,
-            s"under preserve_order this source runs as one processor, so it reads its DataFrame's partitions as one, in " +
-              s"order, which holds the DataFrame's columns but not its hidden ones, which ${hidden.mkString(", ")} reads: " +
-              "select the column into the DataFrame (df.select(\"*\", \"_metadata\")), or run the source with more " +
-              "processors (set_local_parallelism)")
+          val failing = columnsOf(dag, after = v).filter(c => Try(df.select(c).schema).isSuccess && Try(rows.select(c).schema).isFailure)
+          if (failing.nonEmpty) {
+            val read = failing.flatMap(c => df.select(c).queryExecution.analyzed.collect { case n => n.references.toSeq }.flatten)
+              .map(_.exprId).toSet
+            val hidden = df.queryExecution.analyzed.metadataOutput.filter(a => read(a.exprId)).map(_.name).distinct
+            throw new PipelineDefinitionError(TypedPlan.stageOf(v), HiddenColumnsInOnePartition,
+              s"under preserve_order this source runs as one processor, so it reads its DataFrame's partitions as one, " +
+                s"in order, which holds the DataFrame's columns but not its hidden ones (${hidden.mkString(", ")}), which " +
+                s"${failing.distinct.mkString(", ")} reads: select ${if (hidden.size == 1) "it" else "them"} into the " +
+                s"DataFrame (df.select(${("\"*\"" +: hidden.map(h => s"\"$h\"")).mkString(", ")})), or run the source " +
+                "with more processors (set_local_parallelism)")
+          }
         }
       case _ =>
     }
   }
 
-  /** The Spark Columns of the job's extractors: on its vertices (but sources and sinks) and its edges. */
-  private def columnsOf(dag: PhysicalDag): Seq[Column] = {
+  /** The Spark Columns of the job's extractors on the vertices (but sinks) and edges after vertex `after`. */
+  private def columnsOf(dag: PhysicalDag, after: Vertex): Seq[Column] = {
     def in(x: Any): Iterator[Column] = x match {
       case Extractor.ColumnExpr(c: Column) => Iterator.single(c)
       case op: PythonAggregateSpec => op.columns.valuesIterator.collect { case c: Column => c }
@@ -532,7 +539,12 @@ object SparkBatchEngine {
       case p: Product => p.productIterator.flatMap(in)
       case _ => Iterator.empty
     }
-    (dag.vertices.map(_.description) ++ dag.edges.map(_.kind)).flatMap(in)
+    def downstream(from: Set[String]): Set[String] = {
+      val next = from ++ from.flatMap(dag.edgesFrom(_).map(_.to))
+      if (next == from) from else downstream(next)
+    }
+    val reached = downstream(Set(after.name))
+    (dag.vertices.filter(v => reached(v.name)).map(_.description) ++ dag.edges.filter(e => reached(e.from)).map(_.kind)).flatMap(in)
   }
 
   /** `df`'s rows in one partition, its partitions in index order (Spark's own coalesce groups them by
