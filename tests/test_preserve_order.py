@@ -15,7 +15,7 @@ from preserve_order_cases import CASES, run_case
 
 from conftest import CLUSTER_SESSION, REPO, run_job, run_python
 from jetspark import AggregateOperations as ops
-from jetspark import Pipeline, Sinks, Sources, WindowDefinition
+from jetspark import JoinClause, Pipeline, Sinks, Sources, WindowDefinition
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -151,21 +151,24 @@ def test_columns_on_a_dataframe_source_numbered_for_restore_points_keep_its_orde
     assert job.metrics()["vertices"]["dataframe-source"]["items_out"] == len(rows)  # each row counted once
 
 
-@pytest.mark.parametrize("mover", ["window function", "correlated subquery"])
+@pytest.mark.parametrize("mover", ["window function", "correlated subquery", "IN subquery"])
 def test_a_column_that_moves_a_numbered_sources_rows_is_refused_naming_the_stage(jet, mover):
     #  df [assigns ids] ~~partitioned by the Column~~> distinct [restore]: a window function, or a correlated
-    #  subquery (a join), would move the rows before they are numbered as the source numbers them
+    #  or IN subquery (a join), would move the rows before they are numbered as the source numbers them
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from jetspark import PipelineDefinitionError
 
     df = jet.spark.range(0, 10, 1, 2).select(F.col("id").alias("n"))
-    key = (F.row_number().over(Window.orderBy(F.desc("n"))) % 2 if mover == "window function"
-           else jet.spark.range(3).where(F.col("id") == (F.col("n") % 5).outer()).exists())  # a join by n % 5
+    key, shown = {
+        "window function": (F.row_number().over(Window.orderBy(F.desc("n"))) % 2, "row_number"),
+        "correlated subquery": (jet.spark.range(3).where(F.col("id") == (F.col("n") % 5).outer()).exists(), "EXISTS"),
+        "IN subquery": (F.col("n").isin(jet.spark.range(3)), "IN"),
+    }[mover]
     p = Pipeline.create(preserve_order=True)
     p.read_from(Sources.dataframe(df)).grouping_key(key).distinct().write_to(Sinks.list("never"))
-    with pytest.raises(PipelineDefinitionError, match=f"(?s)'distinct'.*'columns-on-typed-items'.*{mover}"):
+    with pytest.raises(PipelineDefinitionError, match=f"(?s)'distinct'.*'columns-on-typed-items'.*{shown}.*beside each row"):
         jet.new_job(p).join(timeout=300)
     assert jet.get_list("never") == []
 
@@ -226,9 +229,15 @@ def test_a_hidden_column_read_where_a_file_source_is_read_as_one_partition_fails
          .aggregate(ops.counting()).write_to(Sinks.list("by_k")))
         (p.read_from(Sources.dataframe(files)).set_local_parallelism(2).grouping_key(F.col("_metadata.file_name"))
          .aggregate(ops.counting()).write_to(Sinks.list("file_counts")))
-        _, (by_k, file_counts) = run_job(jet, p, "by_k", "file_counts")
+        # ... also where both meet in one vertex: files [one processor] joined by k with files by _metadata
+        named = p.read_from(Sources.dataframe(files)).set_local_parallelism(2)
+        (p.read_from(Sources.dataframe(files)).set_local_parallelism(1)
+         .hash_join(named, JoinClause.on(F.col("id"), F.col("_metadata.file_name")), lambda r, m: (r.id, m))
+         .write_to(Sinks.list("joined")))
+        _, (by_k, file_counts, joined) = run_job(jet, p, "by_k", "file_counts", "joined")
         assert sorted(by_k) == sorted(Counter(2 * (i % 3) for i in range(40)).items())
         assert sorted(n for _, n in file_counts) == [10, 10, 10, 10]
+        assert sorted(joined) == [(i, None) for i in range(40)]  # no id equals a file's name
         selected = files.select("*", "_metadata")  # the remedy the error names
         rows = selected.select("id", "_metadata.file_name").collect()
         _, (by_file, firsts) = run_job(jet, pipeline(selected), "by_file", "first_of_file")

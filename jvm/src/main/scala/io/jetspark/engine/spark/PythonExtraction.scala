@@ -39,7 +39,7 @@ final case class PythonExtraction(vertex: Vertex, ordinal: Int, key: Option[Json
 
   /** Fails, naming the stage, unless every Column is a function of its row alone. Beside a source whose
     * items are numbered, the rows must keep their partitions and order to be numbered as the source numbers
-    * them (`SparkBatchEngine.extractedInput`), which a window function, a generator or a correlated
+    * them (`SparkBatchEngine.extractedInput`), which a window function, a generator or a correlated or IN
     * subquery (which Spark turns into a join, which may shuffle) would not let them. (An aggregate Spark
     * refuses beside the rows' columns.)
     */
@@ -47,13 +47,13 @@ final case class PythonExtraction(vertex: Vertex, ordinal: Int, key: Option[Json
     // (Counted, not matched as a Project over `rows`: a metadata column such as `_metadata` widens the scan below.)
     def movers(plan: LogicalPlan) = plan.collect {
       case n @ (_: Window | _: Generate) => n
-      case n if n.expressions.exists(SubqueryExpression.hasCorrelatedSubquery) => n
+      case n if n.expressions.exists(e => SubqueryExpression.hasCorrelatedSubquery(e) || SubqueryExpression.hasInOrCorrelatedExistsSubquery(e)) => n
     }.size
     if (movers(rowsWithColumns(rows).queryExecution.analyzed) > movers(rows.queryExecution.analyzed))
       throw new PipelineDefinitionError(stage, TypedPlan.ColumnsOnTypedItems, s"under preserve_order a Column " +
       s"(${columns.map(_.toString.linesIterator.next().take(120)).mkString(", ")}) on the rows of a DataFrame source is " +
       "evaluated beside each row, by that row alone; " +
-      "a window function, a generator or a correlated subquery is not: give a field name or a Python function, or " +
+      "a window function, a generator or a correlated or IN subquery is not: give a field name or a Python function, or " +
       "compute it in the DataFrame")
   }
 }

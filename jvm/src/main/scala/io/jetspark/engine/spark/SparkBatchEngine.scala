@@ -12,7 +12,7 @@ import io.jetspark.pipeline.{Extractor, PipelineDefinitionError, PythonAggregate
 import io.jetspark.pipeline.transform.StatelessTransform
 import io.jetspark.plan.VertexDescription._
 import io.jetspark.plan.VertexDescription.SortPhase
-import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
+import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex, VertexDescription}
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.JoinedRow
@@ -514,22 +514,26 @@ object SparkBatchEngine {
           val rows = SqlBridge.withRows(df, df.sparkSession.sparkContext.emptyRDD[InternalRow])
           val failing = columnsOf(dag, after = v).filter(c => Try(df.select(c).schema).isSuccess && Try(rows.select(c).schema).isFailure)
           if (failing.nonEmpty) {
-            val read = failing.flatMap(c => df.select(c).queryExecution.analyzed.collect { case n => n.references.toSeq }.flatten)
-              .map(_.exprId).toSet
+            // (What the select's own projection reads, not what the DataFrame's query below it reads.)
+            val read = failing.flatMap(c => df.select(c).queryExecution.analyzed.references.toSeq).map(_.exprId).toSet
             val hidden = df.queryExecution.analyzed.metadataOutput.filter(a => read(a.exprId)).map(_.name).distinct
+            val remedy = if (hidden.isEmpty) "select what it reads into the DataFrame"
+              else s"select ${if (hidden.size == 1) "it" else "them"} into the DataFrame " +
+                s"(df.select(${("\"*\"" +: hidden.map(h => s"\"$h\"")).mkString(", ")}))"
             throw new PipelineDefinitionError(TypedPlan.stageOf(v), HiddenColumnsInOnePartition,
               s"under preserve_order this source runs as one processor, so it reads its DataFrame's partitions as one, " +
-                s"in order, which holds the DataFrame's columns but not its hidden ones (${hidden.mkString(", ")}), which " +
-                s"${failing.distinct.mkString(", ")} reads: select ${if (hidden.size == 1) "it" else "them"} into the " +
-                s"DataFrame (df.select(${("\"*\"" +: hidden.map(h => s"\"$h\"")).mkString(", ")})), or run the source " +
-                "with more processors (set_local_parallelism)")
+                s"in order, which holds the DataFrame's columns but not its hidden ones${hidden.mkString(" (", ", ", ")")}, " +
+                s"which ${failing.distinct.mkString(", ")} reads: $remedy, or run the source with more processors " +
+                "(set_local_parallelism)")
           }
         }
       case _ =>
     }
   }
 
-  /** The Spark Columns of the job's extractors on the vertices (but sinks) and edges after vertex `after`. */
+  /** The Spark Columns of the job's extractors on the vertices (but sinks) and edges after vertex `after`:
+    * of a vertex with several inputs (a hash join, a co-aggregation), those of the inputs `after` reaches.
+    */
   private def columnsOf(dag: PhysicalDag, after: Vertex): Seq[Column] = {
     def in(x: Any): Iterator[Column] = x match {
       case Extractor.ColumnExpr(c: Column) => Iterator.single(c)
@@ -543,8 +547,14 @@ object SparkBatchEngine {
       val next = from ++ from.flatMap(dag.edgesFrom(_).map(_.to))
       if (next == from) from else downstream(next)
     }
+    def onInput(d: VertexDescription, ordinal: Int): Any = d match {
+      case HashJoin(clauses, _, _) => if (ordinal == 0) clauses.map(_.leftKey) else clauses.lift(ordinal - 1).map(_.rightKey)
+      case Aggregate(_, ops, keys) if ops.size > 1 => (ops.lift(ordinal), keys.lift(ordinal))
+      case other => other
+    }
     val reached = downstream(Set(after.name))
-    (dag.vertices.filter(v => reached(v.name)).map(_.description) ++ dag.edges.filter(e => reached(e.from)).map(_.kind)).flatMap(in)
+    val edges = dag.edges.filter(e => reached(e.from))
+    (edges.map(e => onInput(dag.vertex(e.to).description, e.toOrdinal)) ++ edges.map(_.kind)).flatMap(in)
   }
 
   /** `df`'s rows in one partition, its partitions in index order (Spark's own coalesce groups them by
