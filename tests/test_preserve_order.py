@@ -173,6 +173,25 @@ def test_a_column_that_moves_a_numbered_sources_rows_is_refused_naming_the_stage
     assert jet.get_list("never") == []
 
 
+def test_a_column_that_moves_rows_is_read_where_the_numbered_sources_items_carry_no_ids(jet):
+    #  df [assigns ids] ~~partitioned by n % 3~~> distinct [restore] ==> firsts
+    #                   ~~partitioned by row_number() % 2~~> aggregate(counting): no ids on this edge, so the
+    #  window function, which moves the rows, is read as Catalyst reads it
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    df = jet.spark.range(0, 10, 1, 2).select(F.col("id").alias("n"))
+    p = Pipeline.create(preserve_order=True)
+    source = p.read_from(Sources.dataframe(df))
+    source.grouping_key(F.col("n") % 3).distinct().map_stateful(lambda: 0, lambda i, r: (i + 1, (i, r.n))) \
+        .write_to(Sinks.list("firsts"))
+    (source.grouping_key(F.row_number().over(Window.orderBy(F.desc("n"))) % 2).aggregate(ops.counting())
+     .write_to(Sinks.list("halves")))
+    _, (firsts, halves) = run_job(jet, p, "firsts", "halves")
+    assert firsts == [(0, 0), (1, 1), (2, 2)]
+    assert sorted(halves) == [(0, 5), (1, 5)]
+
+
 def test_the_items_and_the_columns_of_a_numbered_dataframe_source_are_of_one_read_of_it(jet):
     # df(3, a column that differs at each read) [assigns ids] ~~partitioned by Column id%4~~> distinct
     #                                                        ==> map ==> all
