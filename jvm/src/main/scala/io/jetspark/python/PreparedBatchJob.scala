@@ -64,7 +64,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       // Where Columns were evaluated next to a DataFrame source's rows: the rows' schema (with the Columns'
       // values last) and how many of its fields make the item.
       e.rowSource.foreach { source =>
-        val rows = typedPlan.rowSources.getOrElse(source, typedPlan.numberedRowSources(source))
+        val rows = typedPlan.dataframeSources(source)
         if (typedPlan.numberedRowSources.contains(source) && SequenceStages.extractionKeepsSequence(dag, e.vertex, e.ordinal))
           e.requireRowWise(rows)
         node.put("rows_schema", e.rowsWithColumns(rows).schema.json).put("row_fields", rows.schema.size)

@@ -105,6 +105,5 @@ object PythonExtraction {
     * gives its outputs the ids the source's items have (see `SparkBatchEngine.extractedInput`).
     */
   def rowSourceOf(typed: TypedPlan, edge: Edge): Option[String] =
-    Some(edge.from).filter(from => (typed.rowSources.contains(from) || typed.numberedRowSources.contains(from)) &&
-      edge.errorsOf.isEmpty)
+    Some(edge.from).filter(from => typed.dataframeSources.contains(from) && edge.errorsOf.isEmpty)
 }

@@ -320,22 +320,23 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     val source = dag.vertex(edge.from)
     if (!typedPlan.numberedRowSources.contains(source.name)) output(source)
     else {
-      val (columnEdges, others) = dag.edgesFrom(source.name).partition(columnsRead)
+      val (columnEdges, others) = readersOf(source)
       if (others.isEmpty && columnEdges.head == edge) RowCounting.counted(rowsOfSource(source), counter(source.name))
       else rowsOfSource(source)
     }
   }
 
-  /** Whether the extraction on `edge` evaluates Columns beside its sender's rows. */
-  private def columnsRead(edge: Edge): Boolean = pythonExtractions.get((edge.to, edge.toOrdinal)).exists(_.columns.nonEmpty)
+  /** The edges from `source` whose extraction evaluates Columns beside its rows, and the others. */
+  private def readersOf(source: Vertex): (Seq[Edge], Seq[Edge]) =
+    dag.edgesFrom(source.name).partition(e => pythonExtractions.get((e.to, e.toOrdinal)).exists(_.columns.nonEmpty))
 
   /** The rows of a DataFrame source whose items are Python objects, as the job reads them: kept once read
     * where several paths read them (its items, and the Columns of edges from it), which must see the same
     * rows in the same partitions and order, numbered alike, whatever the DataFrame gives when read again.
     */
   private def rowsOfSource(v: Vertex): DataFrame = sourceRowsRead.getOrElseUpdate(v.name, {
-    val rows = SparkBatchEngine.sourceRows(dag, v, v.description.asInstanceOf[Source].source.parameters("dataframe").asInstanceOf[DataFrame])
-    val (columnEdges, others) = dag.edgesFrom(v.name).partition(columnsRead)
+    val rows = SparkBatchEngine.sourceRows(dag, v, typedPlan.numberedRowSources(v.name))
+    val (columnEdges, others) = readersOf(v)
     if (columnEdges.size + (if (others.nonEmpty) 1 else 0) > 1) keptForReaders(rows) else rows
   })
 
@@ -512,10 +513,12 @@ object SparkBatchEngine {
         val df = source.parameters("dataframe").asInstanceOf[DataFrame]
         if (InPlaceRows.of(df).getNumPartitions > 1) {
           val rows = SqlBridge.withRows(df, df.sparkSession.sparkContext.emptyRDD[InternalRow])
-          val failing = columnsOf(dag, after = v).filter(c => Try(df.select(c).schema).isSuccess && Try(rows.select(c).schema).isFailure)
+          // (A select analyses when its schema is asked for: a Column that does not resolve fails there.)
+          val failing = columnsOf(dag, after = v).flatMap(c => Try { val read = df.select(c); read.schema; c -> read }.toOption)
+            .filter { case (c, _) => Try(rows.select(c).schema).isFailure }
           if (failing.nonEmpty) {
             // (What the select's own projection reads, not what the DataFrame's query below it reads.)
-            val read = failing.flatMap(c => df.select(c).queryExecution.analyzed.references.toSeq).map(_.exprId).toSet
+            val read = failing.flatMap(_._2.queryExecution.analyzed.references.toSeq).map(_.exprId).toSet
             val hidden = df.queryExecution.analyzed.metadataOutput.filter(a => read(a.exprId)).map(_.name).distinct
             val remedy = if (hidden.isEmpty) "select what it reads into the DataFrame"
               else s"select ${if (hidden.size == 1) "it" else "them"} into the DataFrame " +
@@ -523,7 +526,7 @@ object SparkBatchEngine {
             throw new PipelineDefinitionError(TypedPlan.stageOf(v), HiddenColumnsInOnePartition,
               s"under preserve_order this source runs as one processor, so it reads its DataFrame's partitions as one, " +
                 s"in order, which holds the DataFrame's columns but not its hidden ones${hidden.mkString(" (", ", ", ")")}, " +
-                s"which ${failing.distinct.mkString(", ")} reads: $remedy, or run the source with more processors " +
+                s"which ${failing.map(_._1).distinct.mkString(", ")} reads: $remedy, or run the source with more processors " +
                 "(set_local_parallelism)")
           }
         }

@@ -46,23 +46,22 @@ final case class Delegation(result: String, accumulate: Option[String], rows: St
 final class TypedPlan private (dag: PhysicalDag) {
   import TypedPlan._
 
+  /** Every DataFrame source's DataFrame, by vertex. */
+  lazy val dataframeSources: Map[String, DataFrame] = dag.vertices.collect {
+    case v @ Vertex(_, Source(source, _), _, _, _) if source.name == "dataframe" => v.name -> source.parameters("dataframe").asInstanceOf[DataFrame]
+  }.toMap
+
   /** The DataFrame sources whose rows stay typed, by vertex: all but those that number their items for a
     * restore of order later (preserve_order, see [[SequenceStages]]), which become Python items at once.
     * Each is the user's DataFrame, for planning and schemas; what the source yields when the job runs is
     * [[SparkBatchEngine.sourceRows]] (one partition under preserve_order at parallelism 1).
     */
-  val rowSources: Map[String, DataFrame] = dag.vertices.collect {
-    case v @ Vertex(_, Source(source, _), _, _, _) if source.name == "dataframe" && !v.assignsSequence =>
-      v.name -> source.parameters("dataframe").asInstanceOf[DataFrame]
-  }.toMap
+  val rowSources: Map[String, DataFrame] = dataframeSources.filter { case (name, _) => !dag.vertex(name).assignsSequence }
 
   /** The DataFrame sources whose items are numbered, by vertex (the others are [[rowSources]]): Python
     * items at once, except where an extraction of Columns reads their rows ([[PythonExtraction]]).
     */
-  val numberedRowSources: Map[String, DataFrame] = dag.vertices.collect {
-    case v @ Vertex(_, Source(source, _), _, _, _) if source.name == "dataframe" && v.assignsSequence =>
-      v.name -> source.parameters("dataframe").asInstanceOf[DataFrame]
-  }.toMap
+  val numberedRowSources: Map[String, DataFrame] = dataframeSources -- rowSources.keys
 
   /** The delegated aggregations by the vertex that emits their results. */
   val delegations: Map[String, Delegation] = dag.vertices.flatMap(delegation).map(d => d.result -> d).toMap
