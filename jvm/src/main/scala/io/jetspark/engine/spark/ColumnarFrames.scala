@@ -26,7 +26,8 @@ import scala.jdk.CollectionConverters._
   * 400k frames per partition). Through the core's processors each frame is an accumulator object in a
   * table, written by Kryo across the shuffle and combined through the operation's functions; here a
   * frame is a slot of numbers in a table per key ([[FrameTable]]), a key's frames cross the shuffle
-  * together as varints, in frame order, a key's runs of frames from each partition are merged
+  * together as varints, in frame order (where every part picks, only those that win one of the task's
+  * windows: [[winners]]), a key's runs of frames from each partition are merged
   * ([[FrameRun]]), and the windows slide over them in O(1) per window: a running count, and for a pick
   * a queue of the frames that can still win (a frame leaves it once a later frame beats it).
   *
@@ -155,7 +156,8 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
         }
       }
       counters.foreach(_.add(count))
-      tables.iterator.map { t => flush(t); packed(t) }
+      val framesPerWindow = policy.size / slide
+      tables.iterator.map { t => flush(t); packed(t, winners(t, framesPerWindow)) }
     }
     SqlBridge.internalCreateDataFrame(rows.sparkSession, produced, Schema)
   }
@@ -270,13 +272,63 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     t.clearDeferred()
   }
 
-  /** A key's frames as a [[Schema]] row: the frames in order with their numbers, as [[Varints]] (how many;
-    * the key's number where an item's field is the key: 0 for null, else 1 and the number; then per frame
-    * its distance from the one before and its numbers), and the picks' rows in the same order, each as
-    * its size and its bytes.
+  /** Of `t`'s slots in frame order, those stage 2 needs: all of them where a part counts; where every part
+    * picks, only the frames that win a window of this task's events for some pick.
+    *
+    * Why: at small slides a window spans many frames and few of them ever win one (of random values, 2 in
+    * 100 at 100 frames per window), so the rest need not cross the shuffle. Nothing changes in stage 2:
+    * the winner of a window over every task's frames wins it among its own task's frames too (none of them
+    * beats it, none before it ties it), so it is kept, and the other frames kept in that window are ones
+    * it beats or ties from before; a window with an event in some task holds that task's winner, so the
+    * same windows are non-empty. (Frame `i` wins a window unless the nearest frame before it that beats
+    * or ties it and the nearest after it that beats it lie no more than a window apart: then every window
+    * holding `i` holds one of them.)
     */
-  private def packed(t: FrameTable): InternalRow = {
+  private def winners(t: FrameTable, framesPerWindow: Long): Array[Int] = {
     val order = t.slotsInOrder
+    if (framesPerWindow == 1 || parts.contains(Count)) return order
+    val n = order.length
+    val wins = new Array[Boolean](n)
+    val stack = new Array[Int](n) // frames not yet beaten by a later one, of values that fall (or tie) towards the top
+    var i = 0
+    var p = 0
+    while (p < parts.length) {
+      val greatest = parts(p).asInstanceOf[Pick].greatest
+      def value(i: Int) = t.numbers(order(i) * numberColumns + p)
+      def frame(i: Int) = t.frames(order(i))
+      /** Whether a window holds a frame between `before` and `after` but neither of them (-1: none). */
+      def fitsBetween(before: Int, after: Int): Boolean = before < 0 || after < 0 || {
+        val gap = frame(after) - frame(before)
+        gap < 0 || gap > framesPerWindow // (negative: overflowed, farther apart than any window)
+      }
+      var top = -1
+      i = 0
+      while (i < n) {
+        while (top >= 0 && beats(value(i), value(stack(top)), greatest)) {
+          val beaten = stack(top)
+          top -= 1
+          wins(beaten) ||= fitsBetween(if (top >= 0) stack(top) else -1, i)
+        }
+        top += 1
+        stack(top) = i
+        i += 1
+      }
+      while (top >= 0) { wins(stack(top)) ||= fitsBetween(if (top > 0) stack(top - 1) else -1, -1); top -= 1 }
+      p += 1
+    }
+    val kept = new Array[Int](n)
+    var k = 0
+    i = 0
+    while (i < n) { if (wins(i)) { kept(k) = order(i); k += 1 }; i += 1 }
+    java.util.Arrays.copyOf(kept, k)
+  }
+
+  /** The frames of a key at `order` (its slots, in frame order) as a [[Schema]] row: the frames with their
+    * numbers, as [[Varints]] (how many; the key's number where an item's field is the key: 0 for null, else
+    * 1 and the number; then per frame its distance from the one before and its numbers), and the picks'
+    * rows in the same order, each as its size and its bytes.
+    */
+  private def packed(t: FrameTable, order: Array[Int]): InternalRow = {
     val n = order.length
     val out = new Varints.Writer(n * (numberColumns + 1) * 2)
     out.put(n)

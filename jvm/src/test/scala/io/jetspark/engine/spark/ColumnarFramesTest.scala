@@ -18,7 +18,8 @@ import scala.util.Random
   * adds its events: as they come, all deferred with flushes every few events, or switching to deferring
   * part way through; with direct or hashed frame indexes; its picks' items kept as numbers (with a word
   * of null bits where a field may be null) or, with a string field, as rows (always added as they come).
-  * Without a reader, each window is still one (empty) row.
+  * Without a reader, each window is still one (empty) row. Where every part picks, a task sends exactly the
+  * frames that win one of its own windows, and the windows are as the reference computes them.
   */
 class ColumnarFramesTest extends AnyFunSuite {
   import ColumnarFramesTest._
@@ -145,6 +146,69 @@ class ColumnarFramesTest extends AnyFunSuite {
     test(s"picks around counts, a field that may be null, ties: $name") {
       check(name, 40 + b, Seq("w", "n"), picksAroundCounts, budget, partitions = 3, ties = true, inOrder = true)
     }
+  }
+
+  // Picks alone: each task sends only the frames that win one of its own windows, which must still give
+  // every window's winner, ties settled as before, and the same non-empty windows.
+  private val picksAlone = Seq(Pick("v", greatest = true), Pick("w", greatest = false))
+  for (((name, budget), b) <- budgets.zipWithIndex; (extra, items) <- Seq(Seq("w") -> "numbers", Seq("w", "s") -> "rows")) {
+    test(s"picks alone, three partitions met in order, ties by row order: $name, items as $items") {
+      check(name, 50 + 10 * b + items.length, extra, picksAlone, budget, partitions = 3, ties = true, inOrder = true)
+    }
+    test(s"one pick alone, three partitions, no ties: $name, items as $items") {
+      check(name, 60 + 10 * b + items.length, extra, Seq(Pick("v", greatest = false)), budget, partitions = 3, ties = false,
+        inOrder = false)
+    }
+  }
+
+  test("where every part picks, a task sends the frames that win one of its windows for some pick, and no other") {
+    for ((policy, i) <- policies.zipWithIndex; leaves <- Seq(picksAlone, Seq(Pick("v", greatest = true)), countAndMax)) {
+      val (data, schema) = rows(new Random(80 + i), 300, Seq("w"), ties = true)
+      val partitions = spark.sparkContext.parallelize(data, 3).glom().collect().toSeq
+      val expected = partitions.map(winningFrames(_, schema, policy, leaves))
+      assert(framesSent(data, schema, policy, leaves) == expected, (policy, leaves))
+      if (leaves.contains(Counting) || policy.isTumbling) assert(expected == partitions.map(winningFrames(_, schema, policy, Seq(Counting))))
+      else assert(expected.sum < partitions.map(winningFrames(_, schema, policy, Seq(Counting))).sum, "some frames win no window")
+    }
+  }
+
+  /** Per partition of `data` in three, the frames its task sends to stage 2 (what each key's packed frames say they hold). */
+  private def framesSent(data: Seq[Row], schema: StructType, policy: SlidingWindowPolicy, leaves: Seq[Leaf]): Seq[Long] = {
+    val df = spark.createDataFrame(spark.sparkContext.parallelize(data, 3), schema)
+    val op = spec(leaves)
+    val typed = TypedWindow.plan("window", Some(Extractor.FieldName("k")), Extractor.FieldName("t"), op, df)
+      .fold(why => fail(why), identity)
+    val frames = ColumnarFrames.plan(typed, op).getOrElse(fail("no columnar frames"))
+    frames.accumulate(policy, typed.project(df), Nil).rdd.glom().collect().toSeq.map(_.map(r => firstVarint(r.getAs[Array[Byte]](1))).sum)
+  }
+
+  /** Of one partition's rows, per key, the frames that win (hold the greatest, or least, value of; on ties, the
+    * earliest such frame) one of the windows of those rows for some pick, or every frame if a part counts.
+    */
+  private def winningFrames(partition: Seq[Row], schema: StructType, policy: SlidingWindowPolicy, leaves: Seq[Leaf]): Long = {
+    val perWindow = policy.size / policy.slide
+    def frameOf(r: Row) = Math.floorDiv(r.getLong(1), policy.slide) + 1
+    partition.groupBy(r => described(r.get(0))).values.map { own =>
+      val frames = own.map(frameOf).distinct
+      if (leaves.contains(Counting)) frames.size
+      else leaves.flatMap {
+        case Counting => Nil
+        case Pick(field, greatest) =>
+          val at = schema.fieldIndex(field)
+          frames.flatMap(f => f until f + perWindow).distinct.map { end =>
+            val in = own.filter(r => frameOf(r) > end - perWindow && frameOf(r) <= end)
+            val best = if (greatest) in.map(_.getInt(at)).max else in.map(_.getInt(at)).min
+            in.filter(_.getInt(at) == best).map(frameOf).min
+          }
+      }.distinct.size
+    }.sum.toLong
+  }
+
+  /** The first zigzag varint of `bytes`. */
+  private def firstVarint(bytes: Array[Byte]): Long = {
+    var (z, shift, i) = (0L, 0, 0)
+    while ({ z |= (bytes(i) & 0x7FL) << shift; shift += 7; i += 1; (bytes(i - 1) & 0x80) != 0 }) ()
+    (z >>> 1) ^ -(z & 1)
   }
 
   test("counting alone, all deferred: its events keep no numbers") {
