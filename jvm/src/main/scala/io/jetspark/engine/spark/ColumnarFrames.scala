@@ -276,13 +276,14 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     * picks, only the frames that win a window of this task's events for some pick.
     *
     * Why: at small slides a window spans many frames and few of them ever win one (of random values, 2 in
-    * 100 at 100 frames per window), so the rest need not cross the shuffle. Nothing changes in stage 2:
-    * the winner of a window over every task's frames wins it among its own task's frames too (none of them
-    * beats it, none before it ties it), so it is kept, and the other frames kept in that window are ones
-    * it beats or ties from before; a window with an event in some task holds that task's winner, so the
-    * same windows are non-empty. (Frame `i` wins a window unless the nearest frame before it that beats
-    * or ties it and the nearest after it that beats it lie no more than a window apart: then every window
-    * holding `i` holds one of them.)
+    * 100 at 100 frames per window), so the rest need not cross the shuffle. No window's result changes:
+    * its winner over every task's frames is the value and item of the first task (in the order stage 2
+    * merges them) whose frame holds that value, and among that task's own frames nothing beats it and
+    * nothing before it ties it, so that task keeps it; the tasks before it hold less in that frame, and
+    * the other frames of the window, kept or not, nothing that beats it or ties it from before. A window
+    * with an event in some task holds that task's winner, so the same windows are non-empty. (Frame `i`
+    * wins a window unless the nearest frame before it that beats or ties it and the nearest after it that
+    * beats it lie no more than a window apart: then every window holding `i` holds one of them.)
     */
   private def winners(t: FrameTable, framesPerWindow: Long): Array[Int] = {
     val order = t.slotsInOrder
@@ -293,8 +294,8 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     var i = 0
     var p = 0
     while (p < parts.length) {
-      val greatest = parts(p).asInstanceOf[Pick].greatest
-      def value(i: Int) = t.numbers(order(i) * numberColumns + p)
+      val (pick, greatest) = (p, parts(p).asInstanceOf[Pick].greatest)
+      def value(i: Int) = t.numbers(order(i) * numberColumns + pick)
       def frame(i: Int) = t.frames(order(i))
       /** Whether a window holds a frame between `before` and `after` but neither of them (-1: none). */
       def fitsBetween(before: Int, after: Int): Boolean = before < 0 || after < 0 || {

@@ -166,19 +166,20 @@ class ColumnarFramesTest extends AnyFunSuite {
       val (data, schema) = rows(new Random(80 + i), 300, Seq("w"), ties = true)
       val partitions = spark.sparkContext.parallelize(data, 3).glom().collect().toSeq
       val expected = partitions.map(winningFrames(_, schema, policy, leaves))
-      assert(framesSent(data, schema, policy, leaves) == expected, (policy, leaves))
+      for ((name, budget) <- budgets) assert(framesSent(data, schema, policy, leaves, budget) == expected, (policy, leaves, name))
       if (leaves.contains(Counting) || policy.isTumbling) assert(expected == partitions.map(winningFrames(_, schema, policy, Seq(Counting))))
       else assert(expected.sum < partitions.map(winningFrames(_, schema, policy, Seq(Counting))).sum, "some frames win no window")
     }
   }
 
   /** Per partition of `data` in three, the frames its task sends to stage 2 (what each key's packed frames say they hold). */
-  private def framesSent(data: Seq[Row], schema: StructType, policy: SlidingWindowPolicy, leaves: Seq[Leaf]): Seq[Long] = {
+  private def framesSent(data: Seq[Row], schema: StructType, policy: SlidingWindowPolicy, leaves: Seq[Leaf],
+      budget: () => FrameTable.Budget): Seq[Long] = {
     val df = spark.createDataFrame(spark.sparkContext.parallelize(data, 3), schema)
     val op = spec(leaves)
     val typed = TypedWindow.plan("window", Some(Extractor.FieldName("k")), Extractor.FieldName("t"), op, df)
       .fold(why => fail(why), identity)
-    val frames = ColumnarFrames.plan(typed, op).getOrElse(fail("no columnar frames"))
+    val frames = ColumnarFrames.plan(typed, op, budget).getOrElse(fail("no columnar frames"))
     frames.accumulate(policy, typed.project(df), Nil).rdd.glom().collect().toSeq.map(_.map(r => firstVarint(r.getAs[Array[Byte]](1))).sum)
   }
 
