@@ -2,7 +2,7 @@ package io.jetspark.engine.spark
 
 import io.jetspark.core.window.{KeyedWindowResult, SlidingWindowPolicy}
 import io.jetspark.pipeline.{Extractor, PythonAggregateSpec}
-import org.apache.spark.sql.Row
+import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.types._
@@ -62,15 +62,10 @@ class ColumnarFramesTest extends AnyFunSuite {
     */
   private def run(rows: Seq[Row], schema: StructType, partitions: Int, policy: SlidingWindowPolicy,
       budget: () => FrameTable.Budget, leaves: Seq[Leaf], inOrder: Boolean = false): Seq[String] = {
-    val df = spark.createDataFrame(spark.sparkContext.parallelize(rows, partitions), schema)
-    val op = spec(leaves)
-    val typed = TypedWindow.plan("window", Some(Extractor.FieldName("k")), Extractor.FieldName("t"), op, df)
-      .fold(why => fail(why), identity)
-    val frames = ColumnarFrames.plan(typed, op, budget).getOrElse(fail("no columnar frames"))
+    val (frames, sent) = firstStage(rows, schema, partitions, policy, leaves, budget)
     val resultRow = windowRow(schema.fields.map(_.dataType))
     val resultSchema = StructType(Seq(StructField("key", StringType), StructField("end", LongType), StructField("window", StringType)))
-    val accumulated = frames.accumulate(policy, typed.project(df), Nil)
-    val byKey = if (inOrder) accumulated.coalesce(1) else accumulated.repartition(2, col(SparkBatchEngine.Key))
+    val byKey = if (inOrder) sent.coalesce(1) else sent.repartition(2, col(SparkBatchEngine.Key))
     val (made, madeUnread) = (spark.sparkContext.longAccumulator, spark.sparkContext.longAccumulator)
     val got = frames.combine(policy, keyed = true, byKey, Some(resultRow), resultSchema, Seq(made)).collect().toSeq
     for ((key, windows) <- got.groupBy(_.getString(0))) {
@@ -81,6 +76,19 @@ class ColumnarFramesTest extends AnyFunSuite {
     assert(unread == got.size, "without a reader, one row per window")
     assert((made.value, madeUnread.value) == (got.size, got.size), "the windows made, counted")
     got.map(_.getString(2)).sorted
+  }
+
+  /** The columnar frames of `leaves` over `rows` in `partitions` (keyed by k, timed by t), and what their
+    * first stage sends on.
+    */
+  private def firstStage(rows: Seq[Row], schema: StructType, partitions: Int, policy: SlidingWindowPolicy, leaves: Seq[Leaf],
+      budget: () => FrameTable.Budget): (ColumnarFrames, DataFrame) = {
+    val df = spark.createDataFrame(spark.sparkContext.parallelize(rows, partitions), schema)
+    val op = spec(leaves)
+    val typed = TypedWindow.plan("window", Some(Extractor.FieldName("k")), Extractor.FieldName("t"), op, df)
+      .fold(why => fail(why), identity)
+    val frames = ColumnarFrames.plan(typed, op, budget).getOrElse(fail("no columnar frames"))
+    (frames, frames.accumulate(policy, typed.project(df), Nil))
   }
 
   private val budgets: Seq[(String, () => FrameTable.Budget)] = Seq(
@@ -164,7 +172,7 @@ class ColumnarFramesTest extends AnyFunSuite {
   test("where every part picks, a task sends the frames that win one of its windows for some pick, and no other") {
     for ((policy, i) <- policies.zipWithIndex; leaves <- Seq(picksAlone, Seq(Pick("v", greatest = true)), countAndMax)) {
       val (data, schema) = rows(new Random(80 + i), 300, Seq("w"), ties = true)
-      val partitions = spark.sparkContext.parallelize(data, 3).glom().collect().toSeq
+      val partitions = spark.sparkContext.parallelize(data, 3).glom().collect().toSeq.map(_.toSeq)
       val expected = partitions.map(winningFrames(_, schema, policy, leaves))
       for ((name, budget) <- budgets) assert(framesSent(data, schema, policy, leaves, budget) == expected, (policy, leaves, name))
       if (leaves.contains(Counting) || policy.isTumbling) assert(expected == partitions.map(winningFrames(_, schema, policy, Seq(Counting))))
@@ -175,12 +183,7 @@ class ColumnarFramesTest extends AnyFunSuite {
   /** Per partition of `data` in three, the frames its task sends to stage 2 (what each key's packed frames say they hold). */
   private def framesSent(data: Seq[Row], schema: StructType, policy: SlidingWindowPolicy, leaves: Seq[Leaf],
       budget: () => FrameTable.Budget): Seq[Long] = {
-    val df = spark.createDataFrame(spark.sparkContext.parallelize(data, 3), schema)
-    val op = spec(leaves)
-    val typed = TypedWindow.plan("window", Some(Extractor.FieldName("k")), Extractor.FieldName("t"), op, df)
-      .fold(why => fail(why), identity)
-    val frames = ColumnarFrames.plan(typed, op, budget).getOrElse(fail("no columnar frames"))
-    frames.accumulate(policy, typed.project(df), Nil).rdd.glom().collect().toSeq.map(_.map(r => firstVarint(r.getAs[Array[Byte]](1))).sum)
+    firstStage(data, schema, 3, policy, leaves, budget)._2.rdd.glom().collect().toSeq.map(_.map(r => firstVarint(r.getAs[Array[Byte]](1))).sum)
   }
 
   /** Of one partition's rows, per key, the frames that win (hold the greatest, or least, value of; on ties, the
@@ -218,13 +221,9 @@ class ColumnarFramesTest extends AnyFunSuite {
 
   test("a reader that takes each partition's first window has those counted, no more") {
     val (data, schema) = rows(new Random(3), 300, Nil, ties = false)
-    val df = spark.createDataFrame(spark.sparkContext.parallelize(data, 3), schema)
-    val op = spec(Seq(Counting))
-    val typed = TypedWindow.plan("window", Some(Extractor.FieldName("k")), Extractor.FieldName("t"), op, df)
-      .fold(why => fail(why), identity)
-    val frames = ColumnarFrames.plan(typed, op).getOrElse(fail("no columnar frames"))
     val policy = SlidingWindowPolicy(6, 2)
-    val byKey = frames.accumulate(policy, typed.project(df), Nil).repartition(4, col(SparkBatchEngine.Key))
+    val (frames, sent) = firstStage(data, schema, 3, policy, Seq(Counting), budgets.head._2)
+    val byKey = sent.repartition(4, col(SparkBatchEngine.Key))
     val made = spark.sparkContext.longAccumulator
     val firsts = InPlaceRows.of(frames.combine(policy, keyed = true, byKey, None, StructType(Nil), Seq(made)))
       .mapPartitions(_.take(1)).count()
