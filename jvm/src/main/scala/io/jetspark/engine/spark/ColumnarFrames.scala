@@ -72,21 +72,25 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
       val stored = itemFields.indices.filter(i => i != fromKey && fieldOrdinals(i) != valueOrdinal).toArray
       val sources = itemFields.indices.map(i =>
         if (i == fromKey) FromKey else if (fieldOrdinals(i) == valueOrdinal) FromValue else stored.indexOf(i)).toArray
-      val layout = ItemLayout(p, first, stored, sources, stored.exists(itemFields(_)._2.nullable))
+      val layout = ItemLayout(p, first, stored, sources, stored.exists(itemFields(_)._2.nullable),
+        stored.indexWhere(fieldOrdinals(_) == TimestampOrdinal))
       first += layout.width
       layout
     }.toArray
   }
   private val numberColumns = layouts.lastOption.fold(parts.length)(l => l.first + l.width)
-  /** Where each of a frame's number columns is among a deferred event's numbers (-1: a count's, 1 for every
-    * event and not kept): the parts' columns but the counts', in order, then the columns of [[layouts]],
-    * each `countParts` places before its own.
+  /** Where each of a frame's number columns is among a deferred event's numbers, or [[OneEach]] (a count's)
+    * or [[TheTimestamp]] (an item's field that is the timestamp, which the event is deferred by): the
+    * parts' columns but the counts', in order, then the columns of [[layouts]] but the timestamps'.
     */
   private val deferredAt: Array[Int] = {
+    val timestamps = layouts.filter(_.timestamp >= 0).map(l => l.first + l.timestamp).toSet
     var kept = -1
-    Array.tabulate(numberColumns)(c => if (c < parts.length && parts(c) == Count) -1 else { kept += 1; kept })
+    Array.tabulate(numberColumns)(c =>
+      if (c < parts.length && parts(c) == Count) OneEach else if (timestamps(c)) TheTimestamp else { kept += 1; kept })
   }
-  private val countParts = parts.count(_ == Count)
+  /** Each of a frame's number columns where it is (where [[keep]] keeps an item in a slot). */
+  private val slotAt: Array[Int] = Array.tabulate(numberColumns)(identity)
 
   /** Stage 1: a partition's projected rows accumulated into frames per key, one [[Schema]] row per key.
     * The number of rows read adds to each of `counters` (the items of the vertices before it).
@@ -118,13 +122,13 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
         if (!checkedByBatch) checked.row(row)
         val frames = tableOf(row)
         if (fromKey >= 0 && frames.isEmpty) frames.keyNumber = if (row.isNullAt(0)) null else Long.box(encode(fromKey)(row, 0))
-        val frame = Math.floorDiv(row.getLong(1), slide) + 1
+        val ts = row.getLong(TimestampOrdinal)
         deferring ||= rowColumns == 0 && tasks.tableBytes > tasks.cacheBytes && count >= tasks.eventsPerKey.toLong * tables.length
         if (!deferring) {
           // (Its own loop, not mergeInto of the event's numbers: a pick encodes its item only where it
           // wins, which most events do not.)
           val held = frames.size
-          val slot = frames.slotOf(frame)
+          val slot = frames.slotOf(frameOf(ts, slide))
           val isNew = frames.size > held
           var p = 0
           while (p < parts.length) {
@@ -134,30 +138,30 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
                 val value = read(row, ordinal)
                 if (isNew || beats(value, frames.numbers(slot * numberColumns + p), greatest)) {
                   frames.numbers(slot * numberColumns + p) = value
-                  if (itemsAsNumbers) keep(layouts(picks(p)), encode, row, frames.numbers, slot * numberColumns)
+                  if (itemsAsNumbers) keep(layouts(picks(p)), encode, row, ts, frames.numbers, slot * numberColumns, slotAt)
                   else frames.rows(picks(p))(slot) = item(row).copy()
                 }
             }
             p += 1
           }
         } else {
-          val at = frames.defer(frame)
+          val at = frames.defer(ts)
           var p = 0
           while (p < parts.length) {
             parts(p) match {
               case Count =>
               case Pick(ordinal, read, _) =>
                 frames.deferred(at + deferredAt(p)) = read(row, ordinal)
-                if (itemsAsNumbers) keep(layouts(picks(p)), encode, row, frames.deferred, at - countParts)
+                if (itemsAsNumbers) keep(layouts(picks(p)), encode, row, ts, frames.deferred, at, deferredAt)
             }
             p += 1
           }
-          if (tasks.deferredLeft <= 0) tables.foreach(flush)
+          if (tasks.deferredLeft <= 0) tables.foreach(flush(_, slide))
         }
       }
       counters.foreach(_.add(count))
       val framesPerWindow = policy.size / slide
-      tables.iterator.map { t => flush(t); packed(t, winners(t, framesPerWindow)) }
+      tables.iterator.map { t => flush(t, slide); packed(t, winners(t, framesPerWindow)) }
     }
     SqlBridge.internalCreateDataFrame(rows.sparkSession, produced, Schema)
   }
@@ -216,18 +220,27 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
   }
 
   private def newTable(key: PickledKey, tasks: FrameTable.Budget) =
-    new FrameTable(key, numberColumns, rowColumns, numberColumns - countParts, tasks)
+    new FrameTable(key, numberColumns, rowColumns, deferredAt.count(_ >= 0), tasks)
 
-  /** Keeps the stored fields of `row`'s item as `layout` says, in the numbers of the slot at `at`. */
-  private def keep(layout: ItemLayout, encode: Array[LongField], row: InternalRow, numbers: Array[Long], at: Int): Unit = {
+  /** Keeps the stored fields of `row`'s item (whose timestamp is `ts`) as `layout` says, in `numbers` from
+    * `at`: column `c` of the layout at `at + columnAt(c)`, none where that is negative.
+    */
+  private def keep(layout: ItemLayout, encode: Array[LongField], row: InternalRow, ts: Long, numbers: Array[Long], at: Int,
+      columnAt: Array[Int]): Unit = {
     var bits = 0L
     var j = 0
     while (j < layout.stored.length) {
-      val i = layout.stored(j)
-      if (row.isNullAt(fieldOrdinals(i))) bits |= 1L << j else numbers(at + layout.first + j) = encode(i)(row, fieldOrdinals(i))
+      val c = columnAt(layout.first + j)
+      if (c >= 0) {
+        val i = layout.stored(j)
+        // (The timestamp is never null, and is read already.)
+        if (j == layout.timestamp) numbers(at + c) = ts
+        else if (row.isNullAt(fieldOrdinals(i))) bits |= 1L << j
+        else numbers(at + c) = encode(i)(row, fieldOrdinals(i))
+      }
       j += 1
     }
-    if (layout.nullBits) numbers(at + layout.first + layout.stored.length) = bits
+    if (layout.nullBits) numbers(at + columnAt(layout.first + layout.stored.length)) = bits
   }
 
   /** Adds the numbers of one frame (`from`, at `fromAt`) into those of another (`into`, at `at`; holding
@@ -256,16 +269,21 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
   }
 
   /** Adds the events `t` deferred into its frames, in the order they came (items are numbers: see [[accumulate]]). */
-  private def flush(t: FrameTable): Unit = if (t.deferredEvents > 0) {
-    t.reserveForDeferred()
+  private def flush(t: FrameTable, slide: Long): Unit = if (t.deferredEvents > 0) {
+    t.reserveForDeferred(frameOf(_, slide))
     val width = t.deferredWidth
-    val event = Array.tabulate(numberColumns)(c => if (deferredAt(c) < 0) 1L else 0L) // an event's numbers as a frame's
+    val event = Array.tabulate(numberColumns)(c => if (deferredAt(c) == OneEach) 1L else 0L) // an event's numbers as a frame's
     var e = 0
     while (e < t.deferredEvents) {
+      val ts = t.deferred(e * width)
       var c = 0
-      while (c < numberColumns) { if (deferredAt(c) >= 0) event(c) = t.deferred(e * width + 1 + deferredAt(c)); c += 1 }
+      while (c < numberColumns) {
+        val from = deferredAt(c)
+        if (from >= 0) event(c) = t.deferred(e * width + 1 + from) else if (from == TheTimestamp) event(c) = ts
+        c += 1
+      }
       val held = t.size
-      val slot = t.slotOf(t.deferred(e * width))
+      val slot = t.slotOf(frameOf(ts, slide))
       mergeInto(t.numbers, slot * numberColumns, t.size > held, event, 0)
       e += 1
     }
@@ -526,12 +544,25 @@ private[spark] object ColumnarFrames {
     * A word of null bits (bit `j` for stored field `j`) follows the stored fields where one may be null.
     * A field stands for the key or the value only where it is that very column, so the frame need not
     * hold it again: a pick by a field of a row of three keeps one number of the row, not three.
+    * `timestamp` is the stored field that is the timestamp column itself (-1: none): it is kept from the
+    * timestamp already read, and a deferred event holds it once, as what it is deferred by.
     */
-  final case class ItemLayout(value: Int, first: Int, stored: Array[Int], sources: Array[Int], nullBits: Boolean) {
+  final case class ItemLayout(value: Int, first: Int, stored: Array[Int], sources: Array[Int], nullBits: Boolean, timestamp: Int) {
     def width: Int = stored.length + (if (nullBits) 1 else 0)
   }
   val FromKey: Int = -1
   val FromValue: Int = -2
+
+  /** The ordinal of a projected row's timestamp ([[TypedWindow.project]]). */
+  private val TimestampOrdinal = 1
+
+  /** The frame of timestamp `ts`: frame `f` holds the times in `[(f - 1) * slide, f * slide)`. */
+  private def frameOf(ts: Long, slide: Long): Long = Math.floorDiv(ts, slide) + 1
+
+  /** Of [[ColumnarFrames.deferredAt]]: a count's column, 1 for every event and not deferred. */
+  private val OneEach = -1
+  /** Of [[ColumnarFrames.deferredAt]]: a column that is the event's timestamp, which it is deferred by. */
+  private val TheTimestamp = -2
 
   /** How the leaf parts' results make the operation's result. */
   sealed trait Shape extends Serializable
@@ -665,8 +696,9 @@ private[spark] object ColumnarFrames {
   * budget keeps a key's first frames from starting out hashed, the density rule bounds the memory of an
   * index once the budget is spent.)
   *
-  * Events may be deferred ([[defer]]): held in arrival order, each as its frame and `deferredColumns`
-  * numbers, until the table's owner adds them all at once. The task's budget bounds what its tables defer.
+  * Events may be deferred ([[defer]]): held in arrival order, each as its time (from which its owner tells
+  * its frame) and `deferredColumns` numbers, until the owner adds them all at once. The task's budget
+  * bounds what its tables defer.
   */
 private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColumns: Int, deferredColumns: Int,
     budget: FrameTable.Budget) {
@@ -684,7 +716,7 @@ private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColu
   private var highest = 0L
   private var index = { budget.left -= 64; budget.tableBytes += 8 * 8 + 8 * 8 * columns + 64 * 4; free(64) }
 
-  /** The deferred events: per event, its frame and then `deferredColumns` numbers. */
+  /** The deferred events: per event, its time and then `deferredColumns` numbers. */
   var deferred: Array[Long] = noneDeferred
   /** How many longs an event takes in [[deferred]]. */
   val deferredWidth: Int = deferredColumns + 1
@@ -698,25 +730,27 @@ private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColu
   /** The slot of frame `f`, added if it is not held. */
   def slotOf(f: Long): Int = if (direct) directSlot(f) else hashedSlot(f)
 
-  /** Defers an event of frame `f`: returns where its numbers go in [[deferred]]. */
-  def defer(f: Long): Int = {
+  /** Defers an event of time `time`: returns where its numbers go in [[deferred]]. */
+  def defer(time: Long): Int = {
     val width = deferredWidth
     val at = deferredEvents * width
     if (at + width > deferred.length) deferred = java.util.Arrays.copyOf(deferred, math.max(deferred.length * 2, 8 * width))
-    deferred(at) = f
-    if (deferredEvents == 0) { deferredLowest = f; deferredHighest = f }
-    else if (f < deferredLowest) deferredLowest = f
-    else if (f > deferredHighest) deferredHighest = f
+    deferred(at) = time
+    if (deferredEvents == 0) { deferredLowest = time; deferredHighest = time }
+    else if (time < deferredLowest) deferredLowest = time
+    else if (time > deferredHighest) deferredHighest = time
     budget.deferredLeft -= width
     deferredEvents += 1
     at + 1
   }
 
-  /** Makes room for the deferred events' frames, so that adding them grows nothing. */
-  def reserveForDeferred(): Unit = if (deferredEvents > 0) {
-    val (low, high) = if (size == 0) (deferredLowest, deferredHighest)
-      else (math.min(lowest, deferredLowest), math.max(highest, deferredHighest))
-    val spread = deferredHighest - deferredLowest // (negative where it overflows)
+  /** Makes room for the deferred events' frames (`frameOf` a time, which never falls as time rises), so that
+    * adding them grows nothing.
+    */
+  def reserveForDeferred(frameOf: Long => Long): Unit = if (deferredEvents > 0) {
+    val (deferredLow, deferredHigh) = (frameOf(deferredLowest), frameOf(deferredHighest))
+    val (low, high) = if (size == 0) (deferredLow, deferredHigh) else (math.min(lowest, deferredLow), math.max(highest, deferredHigh))
+    val spread = deferredHigh - deferredLow // (negative where it overflows)
     val fresh = if (spread >= 0 && spread < deferredEvents) spread.toInt + 1 else deferredEvents
     val range = high - low // (negative where it overflows)
     val room = if (range >= 0 && range < Int.MaxValue) range + 1 - size else Long.MaxValue // the range's frames not held yet

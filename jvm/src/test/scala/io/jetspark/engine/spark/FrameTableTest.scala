@@ -31,7 +31,7 @@ class FrameTableTest extends AnyFunSuite {
       case Some(batch) =>
         for (group <- frames.grouped(batch)) {
           for (f <- group) { val at = t.defer(f); t.deferred(at - 1) should be (f) }
-          t.reserveForDeferred()
+          t.reserveForDeferred(identity)
           val reserved = t.frames // the batch's frames fit: adding them grows nothing
           (0 until t.deferredEvents).foreach(e => found(t.deferred(e * 2)))
           assert(t.frames eq reserved)
