@@ -212,6 +212,29 @@ def test_the_items_and_the_columns_of_a_numbered_dataframe_source_are_of_one_rea
     assert sorted((r.id, r.r) for r in firsts) == [(i, drawn[i]) for i in range(4)]
 
 
+def test_a_dataframe_source_read_as_one_partition_runs_its_query_once(jet):
+    # df: 30 rows, each counted as a UDF makes it, grouped by id % 5 [one processor: read as one
+    # partition] ~~by Column k~~> sums
+    # Adaptive execution runs the group-by's shuffle to tell the query's partitions (and coalesces so few
+    # rows into one partition): the job must read the rows that made, not plan the DataFrame again.
+    from pyspark.sql import functions as F
+
+    made = jet.spark.sparkContext.accumulator(0)
+
+    def counted(i: int) -> int:
+        made.add(1)
+        return i
+
+    rows = jet.spark.range(0, 30, 1, 3).select(F.udf(counted, "long")("id").alias("id"))
+    df = rows.groupBy((F.col("id") % 5).alias("k")).agg(F.count("*").alias("n"))
+    p = Pipeline.create(preserve_order=True)
+    (p.read_from(Sources.dataframe(df)).set_local_parallelism(1).grouping_key(F.col("k"))
+     .aggregate(ops.summing("n")).write_to(Sinks.list("sums")))
+    _, (sums,) = run_job(jet, p, "sums")
+    assert sorted(sums) == [(k, 6) for k in range(5)]
+    assert made.value == 30
+
+
 def test_a_hidden_column_read_where_a_file_source_is_read_as_one_partition_fails_naming_it_and_selected_works(
         jet, tmp_path):
     # parquet(4 partitions) [one processor: read as one partition, in order, of its columns alone]

@@ -16,6 +16,7 @@ import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex, 
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.JoinedRow
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec
 import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.types.{ArrayType, BinaryType, IntegerType, LongType, StructField, StructType}
@@ -504,31 +505,29 @@ object SparkBatchEngine {
   /** Fails, naming the source, where a DataFrame source read as one partition ([[sourceRows]]), whose rows
     * are its DataFrame's columns alone, is read by a Column of the stages after it that resolves against the
     * DataFrame but not against those rows: one that reads a hidden metadata column (a file source's
-    * `_metadata`). It takes the DataFrame's partitions as the job would (where the DataFrame's query has
-    * shuffles, Spark runs them now rather than when the source is read).
+    * `_metadata`). Only where such a Column is found does it take the DataFrame's partitions, as the job
+    * would (where the DataFrame's query has shuffles, adaptive execution runs them to tell).
     */
   def requireColumnsResolveInOnePartition(dag: PhysicalDag): Unit = dag.vertices.foreach { v =>
     v.description match {
       case Source(source, _) if source.name == "dataframe" && readAsOnePartition(dag, v) =>
         val df = source.parameters("dataframe").asInstanceOf[DataFrame]
-        if (InPlaceRows.of(df).getNumPartitions > 1) {
-          val rows = SqlBridge.withRows(df, df.sparkSession.sparkContext.emptyRDD[InternalRow])
-          // (A select analyses when its schema is asked for: a Column that does not resolve fails there.)
-          val failing = columnsOf(dag, after = v).flatMap(c => Try { val read = df.select(c); read.schema; c -> read }.toOption)
-            .filter { case (c, _) => Try(rows.select(c).schema).isFailure }
-          if (failing.nonEmpty) {
-            // (What the select's own projection reads, not what the DataFrame's query below it reads.)
-            val read = failing.flatMap(_._2.queryExecution.analyzed.references.toSeq).map(_.exprId).toSet
-            val hidden = df.queryExecution.analyzed.metadataOutput.filter(a => read(a.exprId)).map(_.name).distinct
-            val remedy = if (hidden.isEmpty) "select what it reads into the DataFrame"
-              else s"select ${if (hidden.size == 1) "it" else "them"} into the DataFrame " +
-                s"(df.select(${("\"*\"" +: hidden.map(h => s"\"$h\"")).mkString(", ")}))"
-            throw new PipelineDefinitionError(TypedPlan.stageOf(v), HiddenColumnsInOnePartition,
-              s"under preserve_order this source runs as one processor, so it reads its DataFrame's partitions as one, " +
-                s"in order, which holds the DataFrame's columns but not its hidden ones${hidden.mkString(" (", ", ", ")")}, " +
-                s"which ${failing.map(_._1).distinct.mkString(", ")} reads: $remedy, or run the source with more processors " +
-                "(set_local_parallelism)")
-          }
+        val rows = SqlBridge.withRows(df, df.sparkSession.sparkContext.emptyRDD[InternalRow])
+        // (A select analyses when its schema is asked for: a Column that does not resolve fails there.)
+        val failing = columnsOf(dag, after = v).flatMap(c => Try { val read = df.select(c); read.schema; c -> read }.toOption)
+          .filter { case (c, _) => Try(rows.select(c).schema).isFailure }
+        if (failing.nonEmpty && InPlaceRows.of(df).getNumPartitions > 1) {
+          // (What the select's own projection reads, not what the DataFrame's query below it reads.)
+          val read = failing.flatMap(_._2.queryExecution.analyzed.references.toSeq).map(_.exprId).toSet
+          val hidden = df.queryExecution.analyzed.metadataOutput.filter(a => read(a.exprId)).map(_.name).distinct
+          val remedy = if (hidden.isEmpty) "select what it reads into the DataFrame"
+            else s"select ${if (hidden.size == 1) "it" else "them"} into the DataFrame " +
+              s"(df.select(${("\"*\"" +: hidden.map(h => s"\"$h\"")).mkString(", ")}))"
+          throw new PipelineDefinitionError(TypedPlan.stageOf(v), HiddenColumnsInOnePartition,
+            s"under preserve_order this source runs as one processor, so it reads its DataFrame's partitions as one, " +
+              s"in order, which holds the DataFrame's columns but not its hidden ones${hidden.mkString(" (", ", ", ")")}, " +
+              s"which ${failing.map(_._1).distinct.mkString(", ")} reads: $remedy, or run the source with more processors " +
+              "(set_local_parallelism)")
         }
       case _ =>
     }
@@ -562,10 +561,18 @@ object SparkBatchEngine {
 
   /** `df`'s rows in one partition, its partitions in index order (Spark's own coalesce groups them by
     * location, which need not keep that order), with `df`'s columns.
+    *
+    * Where `df` is one partition already, `df` itself, unless adaptive execution ran its shuffles to tell
+    * its partitions (and coalesced them into one): then the rows it made, as `df` read again would be
+    * planned again and run its shuffles (and whatever is below them) a second time.
     */
   def inOnePartition(df: DataFrame): DataFrame = {
     val rows = InPlaceRows.of(df)
-    if (rows.getNumPartitions == 1) df else SqlBridge.withRows(df, rows.coalesce(1, shuffle = false, Some(RowDelegation.InOrder)))
+    if (rows.getNumPartitions > 1) SqlBridge.withRows(df, rows.coalesce(1, shuffle = false, Some(RowDelegation.InOrder)))
+    else df.queryExecution.executedPlan match {
+      case adaptive: AdaptiveSparkPlanExec if adaptive.isFinalPlan => SqlBridge.withRows(df, rows)
+      case _ => df
+    }
   }
 
   /** The counter of the dead letters that `stage`, fused into `vertex`, routes to its dead-letter sink. */
