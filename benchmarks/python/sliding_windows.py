@@ -1,12 +1,12 @@
-"""Batch sliding windows against Spark's ``window()`` group-by, the floor, and its keyed and per-frame group-bys.
+"""Batch sliding windows against Spark's ``window()`` group-by, the floor, and its keyed, reading and per-frame group-bys.
 
 Builds ``--events`` events over ``--span-s`` seconds and ``--keys`` keys as a cached DataFrame (local[2],
 bound to 127.0.0.1; both sides shuffle into two partitions): columns ``key`` (int), ``ts`` (int, ms) and
 ``value`` (int). For each slide of ``--slides`` (ms; the window is ``--window-ms``) and each operation
 (count, max), it times, alternating after a warm-up round, ``--runs`` runs of Spark's query and
-``--fast-runs`` of jetspark's job, of the floor, of the keyed operation and of the frames' operation
-(before the first slide, ``--warmup-rounds`` rounds of the floor, the keyed operation, and the first slide's
-jobs and frames' operations warm the JIT):
+``--fast-runs`` of jetspark's job, of the floor, of the keyed operation, of the reading and of the frames'
+operation (before the first slide, ``--warmup-rounds`` rounds of the floor, the keyed operations, the
+readings, and the first slide's jobs and frames' operations warm the JIT):
 
 - Spark: ``groupBy(window(timestamp_millis(ts), size, slide), key).agg(count(1) | max(value))`` written to
   the noop format (Spark expands every event into size/slide rows before grouping);
@@ -19,14 +19,17 @@ jobs and frames' operations warm the JIT):
   for count the floor itself, for max ``groupBy(key).agg(max_by(struct(key, ts, value), value))``, which
   reads the three columns jetspark's max reads (the floor reads one) and keeps the row of the greatest
   value, as ``max_by`` does. It shows what keeping the item costs Spark without windows;
+- the reading: ``groupBy(key).agg(max(c), ...)`` of every other column jetspark's job reads (``ts`` for
+  count; ``ts`` and ``value`` for max), the cheapest keyed pass that reads what the job must. Over the
+  floor, it is what reading those columns alone costs, before any frame or window;
 - the frames' operation: the same operation per key and frame (``groupBy(key, floor(ts / slide))``), as
   Spark computes it: a tumbling window of one slide, the frames a sliding window is made of (jetspark's
   first stage makes them before its windows slide). It shows what a group-by with as many groups as there
   are frames costs Spark, before any sliding.
 
 Slides below ``--spark-min-slide-ms`` are timed for jetspark alone (Spark's expansion makes them take
-minutes). Prints medians and the ratios Spark / jetspark, jetspark / floor, jetspark / keyed operation and
-jetspark / frames' operation.
+minutes). Prints medians and the ratios Spark / jetspark, jetspark / floor, reading / floor, jetspark /
+keyed operation and jetspark / frames' operation.
 Before timing a slide, with ``--check`` (default when there are at most 200k events), both sides' window
 counts are compared window by window. A measurement, not a test: nothing here asserts a time.
 
@@ -54,10 +57,11 @@ def main() -> None:
     parser.add_argument("--spark-min-slide-ms", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3, help="timed runs of Spark's window() queries")
     parser.add_argument("--fast-runs", type=int, default=9,
-                        help="timed runs of the jetspark jobs, the floor, the keyed and the frames' operations "
+                        help="timed runs of the jetspark jobs, the floor, the keyed operations, the readings and "
+                             "the frames' operations "
                              "(each a second or less)")
     parser.add_argument("--warmup-rounds", type=int, default=5,
-                        help="rounds of the floor, the keyed operation, and the first slide's jobs and frames' "
+                        help="rounds of the floor, the keyed operations, the readings, and the first slide's jobs and frames' "
                              "operations run before any timing")
     parser.add_argument("--check", action=argparse.BooleanOptionalAction, default=None)
     args = parser.parse_args()
@@ -86,11 +90,11 @@ def main() -> None:
           .cache())
     df.count()
 
-    # Per operation: Spark's aggregate in window(), jetspark's, and Spark's aggregate of the keyed and the
-    # frames' operations.
-    operations = {"count": (F.count(F.lit(1)), ops.counting, F.count(F.lit(1))),
+    # Per operation: Spark's aggregate in window(), jetspark's, Spark's aggregate of the keyed and the
+    # frames' operations, and the columns besides the key that jetspark's job reads.
+    operations = {"count": (F.count(F.lit(1)), ops.counting, F.count(F.lit(1)), ["ts"]),
                   "max": (F.max("value"), lambda: ops.max_by("value"),
-                          F.max_by(F.struct("key", "ts", "value"), "value"))}
+                          F.max_by(F.struct("key", "ts", "value"), "value"), ["ts", "value"])}
 
     def spark_query(slide: int, op: str):
         w = F.window(F.timestamp_millis("ts"), f"{args.window_ms} milliseconds", f"{slide} milliseconds")
@@ -133,6 +137,7 @@ def main() -> None:
     floor = noop(df.groupBy("key").count())
     # (For count the keyed operation is the floor.)
     keyed = {op: noop(df.groupBy("key").agg(operations[op][2].alias("result"))) for op in operations if op != "count"}
+    reading = {op: noop(df.groupBy("key").agg(*(F.max(c) for c in operations[op][3]))) for op in operations}
 
     def frames_op(slide: int, op: str) -> Callable[[], None]:
         frame = F.floor(F.col("ts") / slide).alias("frame")
@@ -141,14 +146,15 @@ def main() -> None:
     # came out up to 1.6x slower than the same queries later in the run.
     slides = [int(s) for s in args.slides.split(",")]
     for _ in range(args.warmup_rounds):
-        for fn in [floor, *keyed.values()] + [f(slides[0], op) for op in operations for f in (jetspark_job, frames_op)]:
+        for fn in [floor, *keyed.values(), *reading.values()] + [f(slides[0], op) for op in operations
+                                                                 for f in (jetspark_job, frames_op)]:
             fn()
     print(f"{args.events:,} events over {args.span_s} s, {args.keys} keys, window {args.window_ms} ms, local[2], "
           f"medians of {args.runs} runs (Spark's window()) and {args.fast_runs} (jetspark, the floor, keyed op, "
-          f"frames op)")
+          f"reading, frames op)")
     print(f"  {'slide':>8} {'op':>5} {'Spark window()':>15} {'jetspark':>10} {'floor':>8} {'keyed op':>9} "
-          f"{'frames op':>10} {'Spark/jetspark':>15} {'jetspark/floor':>15} {'jetspark/keyed':>15} "
-          f"{'jetspark/frames':>16}")
+          f"{'reading':>8} {'frames op':>10} {'Spark/jetspark':>15} {'jetspark/floor':>15} {'reading/floor':>14} "
+          f"{'jetspark/keyed':>15} {'jetspark/frames':>16}")
     for slide in slides:
         with_spark = slide >= args.spark_min_slide_ms
         if check and with_spark:
@@ -157,7 +163,7 @@ def main() -> None:
             # The floor runs alongside, warm as jetspark is: timed once up front, right after caching, it
             # came out 1.6x slower than it is, and the ratios to it better than they are.
             fns = {"jetspark": (jetspark_job(slide, op), args.fast_runs), "floor": (floor, args.fast_runs),
-                   "frames": (frames_op(slide, op), args.fast_runs)}
+                   "reading": (reading[op], args.fast_runs), "frames": (frames_op(slide, op), args.fast_runs)}
             if op in keyed:
                 fns["keyed"] = (keyed[op], args.fast_runs)
             if with_spark:
@@ -167,8 +173,8 @@ def main() -> None:
             spark_text = f"{t['spark'] * 1000:12.0f} ms" if with_spark else f"{'-':>15}"
             ratio_text = f"{t['spark'] / t['jetspark']:15.1f}" if with_spark else f"{'-':>15}"
             print(f"  {slide:>5} ms {op:>5} {spark_text} {t['jetspark'] * 1000:7.0f} ms {t['floor'] * 1000:5.0f} ms "
-                  f"{t['keyed'] * 1000:6.0f} ms {t['frames'] * 1000:7.0f} ms {ratio_text} "
-                  f"{t['jetspark'] / t['floor']:15.2f} {t['jetspark'] / t['keyed']:15.2f} "
+                  f"{t['keyed'] * 1000:6.0f} ms {t['reading'] * 1000:5.0f} ms {t['frames'] * 1000:7.0f} ms {ratio_text} "
+                  f"{t['jetspark'] / t['floor']:15.2f} {t['reading'] / t['floor']:14.2f} {t['jetspark'] / t['keyed']:15.2f} "
                   f"{t['jetspark'] / t['frames']:16.2f}", flush=True)
     jet.stop()
 
