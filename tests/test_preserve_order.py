@@ -212,11 +212,13 @@ def test_the_items_and_the_columns_of_a_numbered_dataframe_source_are_of_one_rea
     assert sorted((r.id, r.r) for r in firsts) == [(i, drawn[i]) for i in range(4)]
 
 
-def test_a_dataframe_source_read_as_one_partition_runs_its_query_once(jet):
+@pytest.mark.parametrize("coalesced", [True, False], ids=["coalesced into one partition", "two partitions"])
+def test_a_dataframe_source_read_as_one_partition_runs_its_query_once(jet, coalesced):
     # df: 30 rows, each counted as a UDF makes it, grouped by id % 5 [one processor: read as one
     # partition] ~~by Column k~~> sums
-    # Adaptive execution runs the group-by's shuffle to tell the query's partitions (and coalesces so few
-    # rows into one partition): the job must read the rows that made, not plan the DataFrame again.
+    # Adaptive execution runs the group-by's shuffle to tell the query's partitions, and coalesces so few
+    # rows into one partition unless told not to: the job must read the rows that made, not plan the
+    # DataFrame again.
     from pyspark.sql import functions as F
 
     made = jet.spark.sparkContext.accumulator(0)
@@ -225,14 +227,42 @@ def test_a_dataframe_source_read_as_one_partition_runs_its_query_once(jet):
         made.add(1)
         return i
 
-    rows = jet.spark.range(0, 30, 1, 3).select(F.udf(counted, "long")("id").alias("id"))
-    df = rows.groupBy((F.col("id") % 5).alias("k")).agg(F.count("*").alias("n"))
-    p = Pipeline.create(preserve_order=True)
-    (p.read_from(Sources.dataframe(df)).set_local_parallelism(1).grouping_key(F.col("k"))
-     .aggregate(ops.summing("n")).write_to(Sinks.list("sums")))
-    _, (sums,) = run_job(jet, p, "sums")
+    def query(ids: Any) -> Any:
+        return ids.groupBy((F.col("id") % 5).alias("k")).agg(F.count("*").alias("n"))
+
+    setting = "spark.sql.adaptive.coalescePartitions.enabled"
+    before = jet.spark.conf.get(setting)
+    jet.spark.conf.set(setting, str(coalesced).lower())
+    try:
+        # (The same query without the UDF tells which way the source reads it.)
+        assert query(jet.spark.range(0, 30, 1, 3)).rdd.getNumPartitions() == (1 if coalesced else 2)
+        df = query(jet.spark.range(0, 30, 1, 3).select(F.udf(counted, "long")("id").alias("id")))
+        p = Pipeline.create(preserve_order=True)
+        (p.read_from(Sources.dataframe(df)).set_local_parallelism(1).grouping_key(F.col("k"))
+         .aggregate(ops.summing("n")).write_to(Sinks.list("sums")))
+        _, (sums,) = run_job(jet, p, "sums")
+    finally:
+        jet.spark.conf.set(setting, before)
     assert sorted(sums) == [(k, 6) for k in range(5)]
     assert made.value == 30
+
+
+def test_a_hidden_column_read_behind_a_shuffled_file_source_of_one_partition_is_read(jet, tmp_path):
+    # parquet(4 files).repartition(1) [one processor: one partition already] ~~by _metadata.file_name~~> counts
+    # Adaptive execution runs the repartition to tell its partitions; the rows that made hold no
+    # _metadata, which the DataFrame itself still has (a repartition keeps its child's hidden columns).
+    from pyspark.sql import functions as F
+
+    jet.spark.range(0, 40, 1, 4).selectExpr("id").write.parquet(str(tmp_path / "t"))
+    files = jet.spark.read.parquet(str(tmp_path / "t")).repartition(1)
+    p = Pipeline.create(preserve_order=True)
+    (p.read_from(Sources.dataframe(files)).set_local_parallelism(1).grouping_key(F.col("_metadata.file_name"))
+     .aggregate(ops.counting()).write_to(Sinks.list("file_counts")))
+    _, (file_counts,) = run_job(jet, p, "file_counts")
+    expected = Counter(r.f for r in jet.spark.read.parquet(str(tmp_path / "t")).select(
+        F.col("_metadata.file_name").alias("f")).collect())
+    assert sorted(file_counts) == sorted(expected.items())
+    assert len(expected) == 4
 
 
 def test_a_hidden_column_read_where_a_file_source_is_read_as_one_partition_fails_naming_it_and_selected_works(

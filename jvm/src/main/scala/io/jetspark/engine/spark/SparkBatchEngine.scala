@@ -502,8 +502,8 @@ object SparkBatchEngine {
     */
   val HiddenColumnsInOnePartition = "hidden-columns-in-one-partition"
 
-  /** Fails, naming the source, where a DataFrame source read as one partition ([[sourceRows]]), whose rows
-    * are its DataFrame's columns alone, is read by a Column of the stages after it that resolves against the
+  /** Fails, naming the source, where a DataFrame source read as one partition ([[sourceRows]]) from several,
+    * whose rows are then its DataFrame's columns alone, is read by a Column of the stages after it that resolves against the
     * DataFrame but not against those rows: one that reads a hidden metadata column (a file source's
     * `_metadata`). Only where such a Column is found does it take the DataFrame's partitions, as the job
     * would (where the DataFrame's query has shuffles, adaptive execution runs them to tell).
@@ -512,10 +512,10 @@ object SparkBatchEngine {
     v.description match {
       case Source(source, _) if source.name == "dataframe" && readAsOnePartition(dag, v) =>
         val df = source.parameters("dataframe").asInstanceOf[DataFrame]
-        val rows = SqlBridge.withRows(df, df.sparkSession.sparkContext.emptyRDD[InternalRow])
+        val columnsAlone = SqlBridge.withRows(df, df.sparkSession.sparkContext.emptyRDD[InternalRow])
         // (A select analyses when its schema is asked for: a Column that does not resolve fails there.)
         val failing = columnsOf(dag, after = v).flatMap(c => Try { val read = df.select(c); read.schema; c -> read }.toOption)
-          .filter { case (c, _) => Try(rows.select(c).schema).isFailure }
+          .filter { case (c, _) => Try(columnsAlone.select(c).schema).isFailure }
         if (failing.nonEmpty && InPlaceRows.of(df).getNumPartitions > 1) {
           // (What the select's own projection reads, not what the DataFrame's query below it reads.)
           val read = failing.flatMap(_._2.queryExecution.analyzed.references.toSeq).map(_.exprId).toSet
@@ -562,15 +562,19 @@ object SparkBatchEngine {
   /** `df`'s rows in one partition, its partitions in index order (Spark's own coalesce groups them by
     * location, which need not keep that order), with `df`'s columns.
     *
-    * Where `df` is one partition already, `df` itself, unless adaptive execution ran its shuffles to tell
-    * its partitions (and coalesced them into one): then the rows it made, as `df` read again would be
-    * planned again and run its shuffles (and whatever is below them) a second time.
+    * Where `df` is one partition already, `df` itself, unless adaptive execution ran its query (its
+    * shuffles) to tell its partitions and coalesced them into one: then the rows that made, as `df` read
+    * again would be planned again and its shuffles, and whatever is below them, run a second time. (Not
+    * where `df` has hidden columns, a file source's `_metadata`, which a Column after it may read and
+    * those rows do not hold: see [[requireColumnsResolveInOnePartition]].)
     */
   def inOnePartition(df: DataFrame): DataFrame = {
     val rows = InPlaceRows.of(df)
     if (rows.getNumPartitions > 1) SqlBridge.withRows(df, rows.coalesce(1, shuffle = false, Some(RowDelegation.InOrder)))
     else df.queryExecution.executedPlan match {
-      case adaptive: AdaptiveSparkPlanExec if adaptive.isFinalPlan => SqlBridge.withRows(df, rows)
+      // (Read from a cache's batches, `rows` ran nothing: see InPlaceRows.)
+      case adaptive: AdaptiveSparkPlanExec if adaptive.isFinalPlan && InPlaceRows.batchesOf(adaptive).isEmpty &&
+          df.queryExecution.analyzed.metadataOutput.isEmpty => SqlBridge.withRows(df, rows)
       case _ => df
     }
   }
