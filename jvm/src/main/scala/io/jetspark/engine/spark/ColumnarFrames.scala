@@ -72,8 +72,10 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
       val stored = itemFields.indices.filter(i => i != fromKey && fieldOrdinals(i) != valueOrdinal).toArray
       val sources = itemFields.indices.map(i =>
         if (i == fromKey) FromKey else if (fieldOrdinals(i) == valueOrdinal) FromValue else stored.indexOf(i)).toArray
-      val layout = ItemLayout(p, first, stored, sources, stored.exists(itemFields(_)._2.nullable),
-        stored.indexWhere(fieldOrdinals(_) == TimestampOrdinal))
+      val timestamp = stored.indexWhere(fieldOrdinals(_) == TimestampOrdinal)
+      // (A field stands for the timestamp only where it is of its type: TypedWindow.plan.)
+      require(timestamp < 0 || fieldTypes(stored(timestamp)) == LongType, "an item's timestamp field is a long")
+      val layout = ItemLayout(p, first, stored, sources, stored.exists(itemFields(_)._2.nullable), timestamp)
       first += layout.width
       layout
     }.toArray
@@ -89,15 +91,15 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     Array.tabulate(numberColumns)(c =>
       if (c < parts.length && parts(c) == Count) OneEach else if (timestamps(c)) TheTimestamp else { kept += 1; kept })
   }
-  /** Each of a frame's number columns where it is (where [[keep]] keeps an item in a slot). */
-  private val slotAt: Array[Int] = Array.tabulate(numberColumns)(identity)
+  /** Each of a frame's number columns at its own place (where [[keep]] keeps an item in a frame's slot). */
+  private val asInFrame: Array[Int] = Array.tabulate(numberColumns)(identity)
 
   /** Stage 1: a partition's projected rows accumulated into frames per key, one [[Schema]] row per key.
     * The number of rows read adds to each of `counters` (the items of the vertices before it).
     *
     * Rows are added as they come until the task's tables outgrow a core's cache
     * ([[FrameTable.CacheBytes]]) while its keys have many events each; from then on, where items are
-    * numbers, in two passes: each row's frame and numbers are first appended to its key's table
+    * numbers, in two passes: each row's time and numbers are first appended to its key's table
     * ([[FrameTable.defer]]), and then each table adds its own in turn ([[flush]]). Added as they come,
     * the events of a hundred keys at small slides touch frame indexes and numbers larger than the cache
     * at random, a miss or two per event; a key's own fit, and the appends are sequential. (While the
@@ -138,7 +140,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
                 val value = read(row, ordinal)
                 if (isNew || beats(value, frames.numbers(slot * numberColumns + p), greatest)) {
                   frames.numbers(slot * numberColumns + p) = value
-                  if (itemsAsNumbers) keep(layouts(picks(p)), encode, row, ts, frames.numbers, slot * numberColumns, slotAt)
+                  if (itemsAsNumbers) keep(layouts(picks(p)), encode, row, ts, frames.numbers, slot * numberColumns, asInFrame)
                   else frames.rows(picks(p))(slot) = item(row).copy()
                 }
             }
@@ -223,7 +225,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
     new FrameTable(key, numberColumns, rowColumns, deferredAt.count(_ >= 0), tasks)
 
   /** Keeps the stored fields of `row`'s item (whose timestamp is `ts`) as `layout` says, in `numbers` from
-    * `at`: column `c` of the layout at `at + columnAt(c)`, none where that is negative.
+    * `at`: the field of a frame's number column `c` at `at + columnAt(c)`, not at all where that is negative.
     */
   private def keep(layout: ItemLayout, encode: Array[LongField], row: InternalRow, ts: Long, numbers: Array[Long], at: Int,
       columnAt: Array[Int]): Unit = {
@@ -883,7 +885,7 @@ private[spark] object FrameTable {
   private val Slack = 4096
 
   /** What one task's tables may still hold: direct index positions beyond the density rule, and deferred
-    * events (in longs: an event's frame and numbers); and past how many bytes of tables (their frames,
+    * events (in longs: an event's time and numbers); and past how many bytes of tables (their frames,
     * numbers and indexes) and events per key a task defers events.
     */
   final class Budget(var left: Long = 4L << 20, var deferredLeft: Long = 4L << 20, val cacheBytes: Long = CacheBytes,

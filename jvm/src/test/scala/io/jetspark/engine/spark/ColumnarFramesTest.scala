@@ -41,16 +41,16 @@ class ColumnarFramesTest extends AnyFunSuite {
   /** Each window of `rows` as "key|end|part|part...", a count as its number and a pick as its row's fields. */
   private def reference(rows: Seq[Row], schema: StructType, policy: SlidingWindowPolicy, leaves: Seq[Leaf]): Seq[String] =
     rows.groupBy(r => described(r.get(0))).toSeq.flatMap { case (key, own) =>
-      val ends = own.flatMap(r => (0L until policy.size / policy.slide).map(i => (Math.floorDiv(r.getLong(1), policy.slide) + 1 + i) * policy.slide))
+      val ends = own.flatMap(r => (0L until policy.size / policy.slide).map(i => (Math.floorDiv(timeOf(r), policy.slide) + 1 + i) * policy.slide))
       ends.distinct.map { end =>
-        val in = own.filter(r => r.getLong(1) >= end - policy.size && r.getLong(1) < end)
+        val in = own.filter(r => timeOf(r) >= end - policy.size && timeOf(r) < end)
         val parts = leaves.map {
           case Counting => in.size.toString
           case Pick(field, greatest) =>
             val at = schema.fieldIndex(field)
             val best = if (greatest) in.map(_.getInt(at)).max else in.map(_.getInt(at)).min
             // of the best, the one of the earliest frame, and of those the first (minBy keeps the first)
-            in.filter(_.getInt(at) == best).minBy(r => Math.floorDiv(r.getLong(1), policy.slide)).toSeq.map(described).mkString(",")
+            in.filter(_.getInt(at) == best).minBy(r => Math.floorDiv(timeOf(r), policy.slide)).toSeq.map(described).mkString(",")
         }
         (key +: end.toString +: parts).mkString("|")
       }
@@ -102,12 +102,12 @@ class ColumnarFramesTest extends AnyFunSuite {
 
   private def field(name: String, t: DataType, nullable: Boolean) = StructField(name, t, nullable)
 
-  /** Rows of (k, t, v, then `extra` fields): k now and then null, t near 0 or now and then far from it; v and
-    * an extra int field (w) with ties, or (without `ties`) distinct; a nullable int (n) or string (s) field
-    * null half the time.
+  /** Rows of (k, t, v, then `extra` fields): k now and then null, t (a long, or an int with `intTime`) near 0
+    * or now and then far from it; v and an extra int field (w) with ties, or (without `ties`) distinct; a
+    * nullable int (n) or string (s) field null half the time.
     */
-  private def rows(random: Random, n: Int, extra: Seq[String], ties: Boolean): (Seq[Row], StructType) = {
-    val schema = StructType(Seq(field("k", IntegerType, nullable = true), field("t", LongType, nullable = false),
+  private def rows(random: Random, n: Int, extra: Seq[String], ties: Boolean, intTime: Boolean = false): (Seq[Row], StructType) = {
+    val schema = StructType(Seq(field("k", IntegerType, nullable = true), field("t", if (intTime) IntegerType else LongType, nullable = false),
       field("v", IntegerType, nullable = false)) ++ extra.map {
       case "w" => field("w", IntegerType, nullable = false)
       case "n" => field("n", IntegerType, nullable = true)
@@ -117,7 +117,7 @@ class ColumnarFramesTest extends AnyFunSuite {
       val k: Integer = if (random.nextInt(8) == 0) null else random.nextInt(5)
       val t = if (random.nextInt(6) == 0) (random.nextInt(60) - 20) * 1009L else random.nextInt(60) - 20L
       val v = if (ties) random.nextInt(4) else i * 7 - 50 // without ties: whichever partition comes first, one wins
-      Row.fromSeq(Seq[Any](k, t, v) ++ extra.map {
+      Row.fromSeq(Seq[Any](k, if (intTime) t.toInt else t, v) ++ extra.map {
         case "w" => if (ties) random.nextInt(4) else 900 - i * 3
         case "n" => if (random.nextBoolean()) null else random.nextInt(100)
         case "s" => if (random.nextBoolean()) null else s"s$i"
@@ -127,10 +127,10 @@ class ColumnarFramesTest extends AnyFunSuite {
   }
 
   private def check(name: String, seed: Int, extra: Seq[String], leaves: Seq[Leaf], budget: () => FrameTable.Budget,
-      partitions: Int, ties: Boolean, inOrder: Boolean): Unit = {
+      partitions: Int, ties: Boolean, inOrder: Boolean, intTime: Boolean = false): Unit = {
     val random = new Random(seed)
     for (policy <- policies) {
-      val (data, schema) = rows(random, 300, extra, ties)
+      val (data, schema) = rows(random, 300, extra, ties, intTime)
       assert(run(data, schema, partitions, policy, budget, leaves, inOrder) == reference(data, schema, policy, leaves), (name, policy))
     }
   }
@@ -148,11 +148,20 @@ class ColumnarFramesTest extends AnyFunSuite {
   }
 
   // Counts between picks, and items with a field that may be null: a deferred event keeps a pick's value,
-  // its item's stored fields and their null bits, and no count, each where its frame's columns expect it.
+  // its item's stored fields (but t, the time it is deferred by) and their null bits, and no count, each
+  // where its frame's columns expect it.
   private val picksAroundCounts = Seq(Pick("v", greatest = true), Counting, Pick("w", greatest = false), Counting)
   for (((name, budget), b) <- budgets.zipWithIndex) {
     test(s"picks around counts, a field that may be null, ties: $name") {
       check(name, 40 + b, Seq("w", "n"), picksAroundCounts, budget, partitions = 3, ties = true, inOrder = true)
+    }
+  }
+
+  // An int time column: the window reads it as a long, so the item's own field t is not the timestamp
+  // column and is kept as any other field (long times are kept from the timestamp, and not deferred twice).
+  for (((name, budget), b) <- budgets.zipWithIndex) {
+    test(s"an int time column, kept in the item as its own field, picks around counts, ties: $name") {
+      check(name, 90 + b, Seq("w", "n"), picksAroundCounts, budget, partitions = 3, ties = true, inOrder = true, intTime = true)
     }
   }
 
@@ -191,7 +200,7 @@ class ColumnarFramesTest extends AnyFunSuite {
     */
   private def winningFrames(partition: Seq[Row], schema: StructType, policy: SlidingWindowPolicy, leaves: Seq[Leaf]): Long = {
     val perWindow = policy.size / policy.slide
-    def frameOf(r: Row) = Math.floorDiv(r.getLong(1), policy.slide) + 1
+    def frameOf(r: Row) = Math.floorDiv(timeOf(r), policy.slide) + 1
     partition.groupBy(r => described(r.get(0))).values.map { own =>
       val frames = own.map(frameOf).distinct
       if (leaves.contains(Counting)) frames.size
@@ -238,6 +247,9 @@ private object ColumnarFramesTest {
   final case class Pick(field: String, greatest: Boolean) extends Leaf
 
   def described(value: Any): String = Option(value).fold("null")(_.toString)
+
+  /** A row's time, its field t (a long or an int). */
+  def timeOf(r: Row): Long = r.get(1).asInstanceOf[Number].longValue
 
   /** A window's result as a row of its key, its end and "key|end|part|part..." as the reference describes
     * it, of items whose fields are of `types`. (Made here, not in the suite: a task takes it.)

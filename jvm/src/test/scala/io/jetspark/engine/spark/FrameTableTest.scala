@@ -15,9 +15,10 @@ class FrameTableTest extends AnyFunSuite {
     new FrameTable.Budget(budget))
 
   /** Finds the slots of `frames` as they come or, with `deferred`, in batches of that many deferred events
-    * (the table made room for each batch first).
+    * (the table made room for each batch first), each deferred by a time of its frame: `f * timesPerFrame`
+    * and up to `timesPerFrame - 1` more.
     */
-  private def check(frames: Seq[Long], budget: Long, deferred: Option[Int] = None): Unit = {
+  private def check(frames: Seq[Long], budget: Long, deferred: Option[Int] = None, timesPerFrame: Int = 1): Unit = {
     val t = table(budget)
     val slots = mutable.LinkedHashMap.empty[Long, Int]
     def found(f: Long): Unit = {
@@ -30,10 +31,15 @@ class FrameTableTest extends AnyFunSuite {
       case None => frames.foreach(found)
       case Some(batch) =>
         for (group <- frames.grouped(batch)) {
-          for (f <- group) { val at = t.defer(f); t.deferred(at - 1) should be (f) }
-          t.reserveForDeferred(identity)
+          def frameOf(time: Long) = Math.floorDiv(time, timesPerFrame.toLong)
+          for (f <- group) {
+            val time = f * timesPerFrame + random.nextInt(timesPerFrame)
+            val at = t.defer(time)
+            t.deferred(at - 1) should be (time)
+          }
+          t.reserveForDeferred(frameOf)
           val reserved = t.frames // the batch's frames fit: adding them grows nothing
-          (0 until t.deferredEvents).foreach(e => found(t.deferred(e * 2)))
+          (0 until t.deferredEvents).foreach(e => found(frameOf(t.deferred(e * 2))))
           assert(t.frames eq reserved)
           t.clearDeferred()
         }
@@ -58,5 +64,13 @@ class FrameTableTest extends AnyFunSuite {
   for ((name, frames) <- shapes; (budgetName, budget) <- Seq("no budget" -> 0L, "a budget" -> (4L << 20))) {
     test(s"frames $name, $budgetName") { check(frames(), budget) }
     test(s"frames $name, $budgetName, deferred in batches") { check(frames(), budget, deferred = Some(700)) }
+  }
+
+  // Events deferred by times, several to a frame, negative ones too (frames far from the ends of the longs,
+  // whose times would overflow).
+  for ((name, frames) <- shapes.take(5); (budgetName, budget) <- Seq("no budget" -> 0L, "a budget" -> (4L << 20))) {
+    test(s"frames $name, $budgetName, deferred in batches by times of three to a frame") {
+      check(frames(), budget, deferred = Some(700), timesPerFrame = 3)
+    }
   }
 }
