@@ -223,7 +223,7 @@ def test_a_dataframe_source_read_as_one_partition_runs_its_query_once(jet, coale
 
     made = jet.spark.sparkContext.accumulator(0)
 
-    def counted(i: int) -> int:
+    def counted(i):  # (no type hints: with them PySpark looks for a pandas UDF and warns)
         made.add(1)
         return i
 
