@@ -247,6 +247,31 @@ def test_a_dataframe_source_read_as_one_partition_runs_its_query_once(jet, coale
     assert made.value == 30
 
 
+@pytest.mark.parametrize("preserve_order", [True, False], ids=["preserve_order, merged as one partition", "unordered"])
+def test_merged_dataframe_sources_run_their_queries_once(jet, preserve_order):
+    # df(0..29), df(100..129): each row counted as a UDF makes it, grouped by id % 5
+    #   -> merge [one processor] ~~by field k~~> sums
+    # Telling the merge's partitions (adaptive execution runs the shuffles below) must not run either query twice.
+    from pyspark.sql import functions as F
+
+    made = jet.spark.sparkContext.accumulator(0)
+
+    def counted(i):  # (no type hints: with them PySpark looks for a pandas UDF and warns)
+        made.add(1)
+        return i
+
+    def df(first: int) -> Any:
+        ids = jet.spark.range(first, first + 30, 1, 3).select(F.udf(counted, "long")("id").alias("id"))
+        return ids.groupBy((F.col("id") % 5).alias("k")).agg(F.count("*").alias("n"))
+
+    p = Pipeline.create(preserve_order=preserve_order)
+    merged = p.read_from(Sources.dataframe(df(0))).merge(p.read_from(Sources.dataframe(df(100))))
+    merged.set_local_parallelism(1).grouping_key("k").aggregate(ops.summing("n")).write_to(Sinks.list("sums"))
+    _, (sums,) = run_job(jet, p, "sums")
+    assert sorted(sums) == [(k, 12) for k in range(5)]
+    assert made.value == 60
+
+
 def test_a_hidden_column_read_behind_a_shuffled_file_source_of_one_partition_is_read(jet, tmp_path):
     # parquet(4 files).repartition(1) [one processor: one partition already] ~~by _metadata.file_name~~> counts
     # Adaptive execution runs the repartition to tell its partitions; the rows that made hold no
