@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -212,13 +213,10 @@ def test_the_items_and_the_columns_of_a_numbered_dataframe_source_are_of_one_rea
     assert sorted((r.id, r.r) for r in firsts) == [(i, drawn[i]) for i in range(4)]
 
 
-@pytest.mark.parametrize("coalesced", [True, False], ids=["coalesced into one partition", "two partitions"])
-def test_a_dataframe_source_read_as_one_partition_runs_its_query_once(jet, coalesced):
-    # df: 30 rows, each counted as a UDF makes it, grouped by id % 5 [one processor: read as one
-    # partition] ~~by Column k~~> sums
-    # Adaptive execution runs the group-by's shuffle to tell the query's partitions, and coalesces so few
-    # rows into one partition unless told not to: the job must read the rows that made, not plan the
-    # DataFrame again.
+def _grouped_ids(jet: Any) -> tuple[Callable[..., Any], Any]:
+    """A maker of DataFrames of the 30 ids from ``first`` (in 3 partitions) grouped by ``id % 5`` into
+    ``(k, n)``, and the accumulator that counts the ids a UDF below the group-by's shuffle makes (none
+    without ``counting``)."""
     from pyspark.sql import functions as F
 
     made = jet.spark.sparkContext.accumulator(0)
@@ -227,18 +225,32 @@ def test_a_dataframe_source_read_as_one_partition_runs_its_query_once(jet, coale
         made.add(1)
         return i
 
-    def query(ids: Any) -> Any:
+    def grouped(first: int, counting: bool = True) -> Any:
+        ids = jet.spark.range(first, first + 30, 1, 3)
+        if counting:
+            ids = ids.select(F.udf(counted, "long")("id").alias("id"))
         return ids.groupBy((F.col("id") % 5).alias("k")).agg(F.count("*").alias("n"))
 
+    return grouped, made
+
+
+@pytest.mark.parametrize("coalesced", [True, False], ids=["coalesced into one partition", "two partitions"])
+def test_a_dataframe_source_read_as_one_partition_runs_its_query_once(jet, coalesced):
+    # grouped ids [one processor: read as one partition] ~~by Column k~~> sums
+    # Adaptive execution runs the group-by's shuffle to tell the query's partitions, and coalesces so few
+    # rows into one partition unless told not to: the job must read the rows that made, not plan the
+    # DataFrame again.
+    from pyspark.sql import functions as F
+
+    grouped, made = _grouped_ids(jet)
     setting = "spark.sql.adaptive.coalescePartitions.enabled"
     before = jet.spark.conf.get(setting)
     jet.spark.conf.set(setting, str(coalesced).lower())
     try:
         # (The same query without the UDF tells which way the source reads it.)
-        assert query(jet.spark.range(0, 30, 1, 3)).rdd.getNumPartitions() == (1 if coalesced else 2)
-        df = query(jet.spark.range(0, 30, 1, 3).select(F.udf(counted, "long")("id").alias("id")))
+        assert grouped(0, counting=False).rdd.getNumPartitions() == (1 if coalesced else 2)
         p = Pipeline.create(preserve_order=True)
-        (p.read_from(Sources.dataframe(df)).set_local_parallelism(1).grouping_key(F.col("k"))
+        (p.read_from(Sources.dataframe(grouped(0))).set_local_parallelism(1).grouping_key(F.col("k"))
          .aggregate(ops.summing("n")).write_to(Sinks.list("sums")))
         _, (sums,) = run_job(jet, p, "sums")
     finally:
@@ -249,23 +261,11 @@ def test_a_dataframe_source_read_as_one_partition_runs_its_query_once(jet, coale
 
 @pytest.mark.parametrize("preserve_order", [True, False], ids=["preserve_order, merged as one partition", "unordered"])
 def test_merged_dataframe_sources_run_their_queries_once(jet, preserve_order):
-    # df(0..29), df(100..129): each row counted as a UDF makes it, grouped by id % 5
-    #   -> merge [one processor] ~~by field k~~> sums
+    # grouped ids 0..29, grouped ids 100..129 -> merge [one processor] ~~by field k~~> sums
     # Telling the merge's partitions (adaptive execution runs the shuffles below) must not run either query twice.
-    from pyspark.sql import functions as F
-
-    made = jet.spark.sparkContext.accumulator(0)
-
-    def counted(i):  # (no type hints: with them PySpark looks for a pandas UDF and warns)
-        made.add(1)
-        return i
-
-    def df(first: int) -> Any:
-        ids = jet.spark.range(first, first + 30, 1, 3).select(F.udf(counted, "long")("id").alias("id"))
-        return ids.groupBy((F.col("id") % 5).alias("k")).agg(F.count("*").alias("n"))
-
+    grouped, made = _grouped_ids(jet)
     p = Pipeline.create(preserve_order=preserve_order)
-    merged = p.read_from(Sources.dataframe(df(0))).merge(p.read_from(Sources.dataframe(df(100))))
+    merged = p.read_from(Sources.dataframe(grouped(0))).merge(p.read_from(Sources.dataframe(grouped(100))))
     merged.set_local_parallelism(1).grouping_key("k").aggregate(ops.summing("n")).write_to(Sinks.list("sums"))
     _, (sums,) = run_job(jet, p, "sums")
     assert sorted(sums) == [(k, 12) for k in range(5)]
