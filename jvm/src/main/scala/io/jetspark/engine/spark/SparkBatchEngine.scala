@@ -505,29 +505,32 @@ object SparkBatchEngine {
   /** Fails, naming the source, where a DataFrame source read as one partition ([[sourceRows]]) from several,
     * whose rows are then its DataFrame's columns alone, is read by a Column of the stages after it that resolves against the
     * DataFrame but not against those rows: one that reads a hidden metadata column (a file source's
-    * `_metadata`). Only where such a Column is found does it take the DataFrame's partitions, as the job
-    * would (where the DataFrame's query has shuffles, adaptive execution runs them to tell).
+    * `_metadata`). It takes the DataFrame's partitions as the job does, from the same query execution (where
+    * the query has shuffles, adaptive execution runs them to tell, once for both), and analyses the Columns
+    * only where there are several.
     */
   def requireColumnsResolveInOnePartition(dag: PhysicalDag): Unit = dag.vertices.foreach { v =>
     v.description match {
       case Source(source, _) if source.name == "dataframe" && readAsOnePartition(dag, v) =>
         val df = source.parameters("dataframe").asInstanceOf[DataFrame]
-        val columnsAlone = SqlBridge.withRows(df, df.sparkSession.sparkContext.emptyRDD[InternalRow])
-        // (A select analyses when its schema is asked for: a Column that does not resolve fails there.)
-        val failing = columnsOf(dag, after = v).flatMap(c => Try { val read = df.select(c); read.schema; c -> read }.toOption)
-          .filter { case (c, _) => Try(columnsAlone.select(c).schema).isFailure }
-        if (failing.nonEmpty && InPlaceRows.of(df).getNumPartitions > 1) {
-          // (What the select's own projection reads, not what the DataFrame's query below it reads.)
-          val read = failing.flatMap(_._2.queryExecution.analyzed.references.toSeq).map(_.exprId).toSet
-          val hidden = df.queryExecution.analyzed.metadataOutput.filter(a => read(a.exprId)).map(_.name).distinct
-          val remedy = if (hidden.isEmpty) "select what it reads into the DataFrame"
-            else s"select ${if (hidden.size == 1) "it" else "them"} into the DataFrame " +
-              s"(df.select(${("\"*\"" +: hidden.map(h => s"\"$h\"")).mkString(", ")}))"
-          throw new PipelineDefinitionError(TypedPlan.stageOf(v), HiddenColumnsInOnePartition,
-            s"under preserve_order this source runs as one processor, so it reads its DataFrame's partitions as one, " +
-              s"in order, which holds the DataFrame's columns but not its hidden ones${hidden.mkString(" (", ", ", ")")}, " +
-              s"which ${failing.map(_._1).distinct.mkString(", ")} reads: $remedy, or run the source with more processors " +
-              "(set_local_parallelism)")
+        if (InPlaceRows.of(df).getNumPartitions > 1) {
+          val columnsAlone = SqlBridge.withRows(df, df.sparkSession.sparkContext.emptyRDD[InternalRow])
+          // (A select analyses when its schema is asked for: a Column that does not resolve fails there.)
+          val failing = columnsOf(dag, after = v).flatMap(c => Try { val read = df.select(c); read.schema; c -> read }.toOption)
+            .filter { case (c, _) => Try(columnsAlone.select(c).schema).isFailure }
+          if (failing.nonEmpty) {
+            // (What the select's own projection reads, not what the DataFrame's query below it reads.)
+            val read = failing.flatMap(_._2.queryExecution.analyzed.references.toSeq).map(_.exprId).toSet
+            val hidden = df.queryExecution.analyzed.metadataOutput.filter(a => read(a.exprId)).map(_.name).distinct
+            val remedy = if (hidden.isEmpty) "select what it reads into the DataFrame"
+              else s"select ${if (hidden.size == 1) "it" else "them"} into the DataFrame " +
+                s"(df.select(${("\"*\"" +: hidden.map(h => s"\"$h\"")).mkString(", ")}))"
+            throw new PipelineDefinitionError(TypedPlan.stageOf(v), HiddenColumnsInOnePartition,
+              s"under preserve_order this source runs as one processor, so it reads its DataFrame's partitions as one, " +
+                s"in order, which holds the DataFrame's columns but not its hidden ones${hidden.mkString(" (", ", ", ")")}, " +
+                s"which ${failing.map(_._1).distinct.mkString(", ")} reads: $remedy, or run the source with more processors " +
+                "(set_local_parallelism)")
+          }
         }
       case _ =>
     }
