@@ -76,7 +76,15 @@ def test_hash_join_takes_the_enriching_side_as_input_one():
 def test_a_stream_source_must_choose_timestamps_before_anything_else():
     stage = Pipeline.create().read_from(Sources.items_stream([1]))
     assert isinstance(stage, StreamSourceStage)
-    assert not hasattr(stage, "map")
+    for transform in ("map", "filter", "grouping_key", "window", "write_to", "merge", "rebalance"):
+        with pytest.raises(PipelineDefinitionError) as e:
+            getattr(stage, transform)
+        assert e.value.rule == "stream-source-timestamps" and e.value.stage == stage.name
+        assert "breaks rule 'stream-source-timestamps'" in str(e.value) and f"'{transform}'" in str(e.value)
+        for way in ("with_timestamps", "with_native_timestamps", "with_ingestion_timestamps", "without_timestamps"):
+            assert way in str(e.value)
+    with pytest.raises(AttributeError):
+        stage.no_such_transform
     stage.without_timestamps()
     with pytest.raises(ValueError, match="already chosen"):
         stage.with_ingestion_timestamps()

@@ -458,6 +458,17 @@ class StreamSourceStage(_Stage):
         """No event time: windows are not available downstream."""
         return self._timestamps("without_timestamps")
 
+    def __getattr__(self, name: str) -> Any:
+        # Jet's StreamSourceStage has no transforms at all: a user who reaches for one gets the rule and
+        # the four ways out, not Python's bare AttributeError.
+        if not name.startswith("_") and hasattr(StreamStage, name):
+            rule = "stream-source-timestamps"
+            raise PipelineDefinitionError(
+                f"stage '{self.name}' breaks rule '{rule}': a stream source must choose its timestamps before "
+                f"'{name}': call with_timestamps(ts, allowed_lag_ms), with_native_timestamps(allowed_lag_ms), "
+                "with_ingestion_timestamps() or without_timestamps() first", stage=self.name, rule=rule)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
 
 class _KeyedStage:
     """A stage grouped by a key: keyed transforms come next."""
