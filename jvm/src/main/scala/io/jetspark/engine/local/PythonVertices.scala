@@ -5,7 +5,7 @@ import io.jetspark.core.{Processor, ProcessorContext}
 import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
 import io.jetspark.core.processor._
 // Spark-free helpers of the Spark engine (Pyrolite values, pickled keys, bound Python aggregations).
-import io.jetspark.engine.spark.{Extracted, PickledItem, PickledKey, PythonAggregations, PythonValues}
+import io.jetspark.engine.spark.{CustomAggregations, Extracted, PickledItem, PickledKey, PythonAggregations, PythonValues}
 import io.jetspark.pipeline.{Extractor, PythonAggregateSpec, PythonExtractors, PythonRef}
 import io.jetspark.pipeline.transform.{PeekTransform, StatelessTransform}
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
@@ -65,6 +65,9 @@ object PythonVertices {
   /** The local DAG of `dag`, whose Python work runs through `python`; fails naming the vertex it cannot run. */
   def translate(dag: PhysicalDag, python: PythonCallback): LocalDag = {
     LocalVertices.requireNoSequenceOrdering(dag)
+    // Checked before any edge's extraction binds the operation, which would fail without naming the vertex.
+    dag.vertices.find(CustomAggregations.runsInPython)
+      .foreach(LocalVertices.unsupported(_, "an AggregateOperation.of(...) runs its functions in Spark's Python workers"))
     val vertices = dag.vertices.map(v => vertex(dag, v, python))
     val extractedKey: Any => Any = _.asInstanceOf[Extracted].key
     // A dead-letter sink's inputs from extractions come after its own, numbered across all of them: the
