@@ -152,10 +152,11 @@ def test_columns_on_a_dataframe_source_numbered_for_restore_points_keep_its_orde
     assert job.metrics()["vertices"]["dataframe-source"]["items_out"] == len(rows)  # each row counted once
 
 
-@pytest.mark.parametrize("mover", ["window function", "correlated subquery", "IN subquery"])
+@pytest.mark.parametrize("mover", ["window function", "generator", "correlated subquery", "IN subquery"])
 def test_a_column_that_moves_a_numbered_sources_rows_is_refused_naming_the_stage(jet, mover):
-    #  df [assigns ids] ~~partitioned by the Column~~> distinct [restore]: a window function, or a correlated
-    #  or IN subquery (a join), would move the rows before they are numbered as the source numbers them
+    #  df [assigns ids] ~~partitioned by the Column~~> distinct [restore]: a window function, a generator (it
+    #  makes rows), or a correlated or IN subquery (a join), would move the rows before they are numbered as
+    #  the source numbers them
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -164,6 +165,7 @@ def test_a_column_that_moves_a_numbered_sources_rows_is_refused_naming_the_stage
     df = jet.spark.range(0, 10, 1, 2).select(F.col("id").alias("n"))
     key, shown = {
         "window function": (F.row_number().over(Window.orderBy(F.desc("n"))) % 2, "row_number"),
+        "generator": (F.explode(F.array(F.col("n"), F.col("n") + 1)), "explode"),
         "correlated subquery": (jet.spark.range(3).where(F.col("id") == (F.col("n") % 5).outer()).exists(), "EXISTS"),
         "IN subquery": (F.col("n").isin(jet.spark.range(3)), "IN"),
     }[mover]
