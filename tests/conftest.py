@@ -9,10 +9,25 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 REPO = Path(__file__).resolve().parent.parent
 LOOPBACK_ENV = {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
 os.environ.update(LOOPBACK_ENV)
+
+#: Hypothesis profiles: "dev", a developer's quick run, runs each property's own count of examples; "ci"
+#: (the default where CI is set) runs three times as many. HYPOTHESIS_PROFILE chooses one by name.
+EXAMPLE_SCALE = {"dev": 1, "ci": 3}
+for _profile in EXAMPLE_SCALE:
+    settings.register_profile(_profile, deadline=None, max_examples=100 * EXAMPLE_SCALE[_profile])
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+settings.load_profile(PROFILE)
+
+
+def examples(n: int) -> int:
+    """How many examples a property of ``n`` examples (its count in a quick run) runs under this run's profile."""
+    return n * EXAMPLE_SCALE[PROFILE]
+
 
 TEST_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}
 

@@ -8,6 +8,7 @@ import json
 import math
 
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from reference import as_multiset, run_reference
 from strategies import batch_pipelines
@@ -426,7 +427,7 @@ CO_AGGREGATING = frozenset({"aggregate2", "join2", "custom_aggregate", "map", "f
                             "failing_map"})
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(batch_pipelines(max_steps=3, allowed=CO_AGGREGATING, preserve_order=False))
 def test_random_co_aggregating_pipelines_match_the_reference(jet, generated):
@@ -434,7 +435,7 @@ def test_random_co_aggregating_pipelines_match_the_reference(jet, generated):
     assert not problems, f"{generated}\n" + "\n".join(problems)
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=examples(5), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(batch_pipelines(max_steps=3, allowed=frozenset({"custom_rolling", "map", "filter"}), preserve_order=True))
 def test_random_custom_rolling_aggregates_keep_the_reference_order(jet, generated):

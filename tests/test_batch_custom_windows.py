@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import run_job
+from conftest import examples, run_job
 from hypothesis import HealthCheck, given, settings
 from reference import as_multiset, run_reference
 from strategies import batch_pipelines
@@ -303,7 +303,7 @@ def test_a_window_whose_records_all_failed_still_has_the_result_of_an_empty_accu
     assert [d.record for d in got["all-failed"]] == [{"t": 1, "v": 4}]
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                 HealthCheck.too_slow])
 @given(batch_pipelines(max_steps=2, allowed=frozenset({"custom_window", "map", "filter", "flat_map", "failing_map"}),
                        preserve_order=False, first=("custom_window",)))

@@ -8,7 +8,7 @@ import time
 from collections import Counter
 
 import pytest
-from conftest import run_job
+from conftest import examples, run_job
 
 from jetspark import (DeadLetter, JobCancelledError, JobConfig, JobFailedError, JobStatus, JoinClause, Pipeline, Sinks,
                       Sources, WindowDefinition)
@@ -147,7 +147,7 @@ def group(items, key):
     return groups
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(records)
 def test_keyed_aggregations_equal_a_plain_python_group_by(run, items):
     p = Pipeline.create()

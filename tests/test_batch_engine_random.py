@@ -7,6 +7,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import examples
 from strategies import batch_pipelines
 
 # The step kinds of tests/strategies.py that the engine runs today.
@@ -21,8 +22,8 @@ AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate", "distinct", "join", "
 # order-sensitive window).
 ORDERED = STATELESS | {"rolling", "map_stateful", "merge", "custom_rolling", "join", "join2", "window"}
 
-SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                            HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(10), deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 def mismatches_on_engine(jet, generated) -> list[str]:

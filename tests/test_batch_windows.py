@@ -9,7 +9,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from conftest import run_job
+from conftest import examples, run_job
 from hypothesis import HealthCheck, assume, given, settings
 from reference import as_multiset, run_reference
 from strategies import batch_pipelines
@@ -381,7 +381,7 @@ def test_explain_shows_timestamps_and_both_window_stages(jet):
     assert "addTimestamps:1 -> windowAggregate-2:0  all-to-one" in plan
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                 HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(batch_pipelines(max_steps=3, allowed=frozenset({"window", "map", "filter", "flat_map", "to_kv"}),
                        preserve_order=False))

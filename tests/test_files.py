@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import run_job
+from conftest import examples, run_job
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import Row
@@ -331,7 +331,7 @@ records = st.lists(st.fixed_dictionaries(
               "tags": st.lists(st.integers(0, 9), min_size=1, max_size=2)}), min_size=1, max_size=15)
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(5), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(records)
 def test_written_rows_equal_what_create_dataframe_makes_of_the_items(jet, tmp_path_factory, items):
     path = str(tmp_path_factory.mktemp("random") / "out")

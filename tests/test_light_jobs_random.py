@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 
+from conftest import examples
 from strategies import batch_pipelines
 from test_batch_engine_random import sink_mismatches
 
@@ -17,8 +18,8 @@ AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate", "distinct", "map_stat
 # Under preserve_order a keyed rebalance needs order restored by sequence ids, which light jobs refuse yet.
 ORDERED = (STATELESS - {"rebalance_map"}) | {"rolling", "map_stateful"}
 
-SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                            HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(30), deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 def mismatches_as_light_job(jet, generated) -> list[str]:

@@ -8,6 +8,7 @@ import pickle
 
 import pyarrow as pa
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import Row
@@ -29,7 +30,7 @@ dict_items = st.lists(st.fixed_dictionaries(
 tuple_items = st.lists(st.tuples(st.integers(), st.one_of(st.none(), st.text(max_size=3))), min_size=1, max_size=8)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.one_of(dict_items, tuple_items))
 def test_the_inferred_schema_is_the_one_create_dataframe_infers(jet, items):
     try:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import run_job
+from conftest import examples, run_job
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
@@ -36,7 +36,7 @@ KEYS: dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]] = {
     "string column": (lambda: F.concat(F.col("s"), F.lit("!")), lambda r: r.s + "!"),
 }
 
-SETTINGS = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+SETTINGS = settings(max_examples=examples(5), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                           HealthCheck.too_slow])
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import run_job
+from conftest import examples, run_job
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
@@ -65,7 +65,7 @@ def expected(items: list[Any], build: Callable[[Any], Any], name: str = "out") -
     return run_reference(p)[name]
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(rows, st.sampled_from(sorted(OPERATIONS)), st.sampled_from(sorted(KEYS) + [None]))
 def test_typed_aggregations_equal_the_reference(jet, data, op_name, key_name):
     typed_op, python_op, delegated = OPERATIONS[op_name]

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import run_job
+from conftest import examples, run_job
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
@@ -64,7 +64,7 @@ def windowed(source: Any, key: Any, window: Any, op: Any) -> Any:
     return (stamped if key is None else stamped.grouping_key(key)).window(window).aggregate(op)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(rows, st.sampled_from(sorted(OPERATIONS)), st.sampled_from(sorted(KEYS) + [None]), st.sampled_from(sorted(WINDOWS)))
 def test_windows_over_typed_rows_equal_the_reference(jet, data, op_name, key_name, window_name):
     typed_op, python_op, in_jvm, columnar = OPERATIONS[op_name]
@@ -89,7 +89,7 @@ def test_windows_over_typed_rows_equal_the_reference(jet, data, op_name, key_nam
 COLUMNAR = sorted(name for name, (_, _, _, columnar) in OPERATIONS.items() if columnar)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.integers(0, 5), times, st.none() | st.integers(-400, 400).map(lambda q: q / 4)), max_size=150)
        .map(lambda drawn: [(k, t, i * 7 - 50, x, None if x is None else f"s{i}") for i, (k, t, x) in enumerate(drawn)]),
        st.booleans(), st.sampled_from(COLUMNAR), st.sampled_from(["field", "wide column", None]),
