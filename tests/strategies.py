@@ -40,6 +40,13 @@ kv_items = st.lists(st.fixed_dictionaries({"k": st.integers(0, 3), "v": st.integ
 """Random ``{"k": key, "v": value}`` inputs with few distinct keys."""
 
 
+def _nontrivial(items: list[Any]) -> bool:
+    """At least four items of at least two keys with at least three distinct values: rejects the empty and
+    the all-equal inputs that Hypothesis tries first (its simplest example), where few examples are run."""
+    keys = {i["k"] if isinstance(i, dict) else i % 3 for i in items}
+    return len(items) >= 4 and len(keys) >= 2 and len({repr(i) for i in items}) >= 3
+
+
 @dataclass
 class GeneratedPipeline:
     """A drawn pipeline with what a test needs to know about it: its list sinks, the dead letters its
@@ -110,8 +117,9 @@ class _Current:
 class _Builder:
     """Draws one pipeline: the current stage, and earlier ones to branch from."""
 
-    def __init__(self, draw: Callable[[Any], Any], preserve_order: bool) -> None:
+    def __init__(self, draw: Callable[[Any], Any], preserve_order: bool, nontrivial: bool = False) -> None:
         self.draw = draw
+        self.nontrivial = nontrivial
         self.generated = GeneratedPipeline(Pipeline.create(preserve_order))
         self.p = self.generated.pipeline
         self.earlier: list[_Current] = []
@@ -125,7 +133,10 @@ class _Builder:
         return self.origins
 
     def source(self, item_type: str) -> _Current:
-        items = self.draw(int_items if item_type == INT else kv_items)
+        drawn = int_items if item_type == INT else kv_items
+        if self.nontrivial:
+            drawn = drawn.filter(_nontrivial)
+        items = self.draw(drawn)
         name = f"src{len(self.generated.steps)}"
         self.log(f"{name} = items({items!r})")
         stage = self.p.read_from(Sources.items(items)).set_name(name)
@@ -600,7 +611,8 @@ _TRANSFORMS: dict[str, tuple[list[Transform], list[Transform]]] = {
 
 @st.composite
 def batch_pipelines(draw: Callable[[Any], Any], max_steps: int = 5, allowed: frozenset[str] | None = None,
-                    preserve_order: bool | None = None, first: tuple[str, ...] = ()) -> GeneratedPipeline:
+                    preserve_order: bool | None = None, first: tuple[str, ...] = (),
+                    nontrivial: bool = False) -> GeneratedPipeline:
     """A random valid batch pipeline: a source, up to ``max_steps`` transforms, a sink at the end and
     possibly sinks on intermediate stages (fan-out). See the module docstring and
     :class:`GeneratedPipeline` for what an engine must match.
@@ -609,8 +621,11 @@ def batch_pipelines(draw: Callable[[Any], Any], max_steps: int = 5, allowed: fro
     the step functions here without their item-type prefix), for an engine that runs only some;
     ``preserve_order`` fixes that choice instead of drawing it. ``first`` names int transforms that open
     the pipeline, in that order (the source then gives ints), before up to ``max_steps`` drawn ones: to
-    make a shape that random draws reach rarely (a keyed rebalance, a fork) the start of every example."""
-    b = _Builder(draw, preserve_order=draw(st.booleans()) if preserve_order is None else preserve_order)
+    make a shape that random draws reach rarely (a keyed rebalance, a fork) the start of every example.
+    ``nontrivial`` draws every source's items from inputs of several keys and values only: for runs of a
+    few examples, whose first would otherwise be Hypothesis's simplest, the empty input."""
+    b = _Builder(draw, preserve_order=draw(st.booleans()) if preserve_order is None else preserve_order,
+                 nontrivial=nontrivial)
     current = b.source(INT if first else draw(st.sampled_from([INT, KV])))
     opening = [next(t for t in _TRANSFORMS[INT][0] + _TRANSFORMS[INT][1] if t.__name__ == f"_int_{name}") for name in first]
     for step in range(len(opening) + draw(st.integers(1, max_steps))):

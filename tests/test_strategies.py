@@ -4,6 +4,7 @@ stated without it (counts add up, one result per key, sorting permutes, ...)."""
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import pickle
@@ -11,6 +12,7 @@ import random
 from collections import Counter
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import as_multiset, as_sequence, run_reference
@@ -19,7 +21,7 @@ from strategies import batch_pipelines, int_items, kv_items
 from jetspark import AggregateOperations as ops
 from jetspark import JoinClause, Pipeline, Sinks, Sources
 
-FAST = settings(max_examples=50, deadline=None)
+FAST = settings(max_examples=examples(50), deadline=None)
 
 
 def single(items, build, preserve_order=False):
@@ -35,6 +37,18 @@ def canonical_results(results):
 
 
 # -- generated pipelines ------------------------------------------------------------------------------
+
+def test_nontrivial_pipelines_start_from_several_keys_and_values_even_in_the_first_derandomized_example():
+    sources = []
+
+    @settings(max_examples=1, derandomize=True, database=None, deadline=None)
+    @given(batch_pipelines(nontrivial=True))
+    def first(g):
+        sources.extend(ast.literal_eval(step.split(" = items(", 1)[1][:-1]) for step in g.steps if " = items(" in step)
+
+    first()
+    assert sources and all(len(items) >= 4 and len({repr(i) for i in items}) >= 3 for items in sources), sources
+
 
 @FAST
 @given(batch_pipelines())
