@@ -79,7 +79,7 @@ lazy val jetspark = (project in file("."))
     Test / fork := true,
     Test / javaOptions ++= Seq("-Xmx2g", "-Dspark.driver.host=127.0.0.1", "-Dspark.driver.bindAddress=127.0.0.1") ++
       sparkJavaModuleOptions,
-    Test / envVars := Map("SPARK_LOCAL_IP" -> "127.0.0.1"),
+    Test / envVars := Map("SPARK_LOCAL_IP" -> "127.0.0.1") ++ sys.env.get("JETSPARK_TEST_SEED").map("JETSPARK_TEST_SEED" -> _),
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
   )
 

@@ -7,6 +7,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import io.jetspark.pipeline._
 import io.jetspark.plan.PlanTestSupport._
 import io.jetspark.plan.VertexDescription._
+import io.jetspark.core.testing.TestSeed
 
 /** Random pipelines, checked against facts computed independently from the physical DAG: whether an
   * edge's items must keep their order is decided here by walking the physical DAG downstream from the
@@ -71,15 +72,25 @@ class RandomPipelinePlanTest extends AnyFunSuite {
   }
 
   private def forEachSeed(body: (Int, Random) => Unit): Unit = seeds.foreach { seed =>
-    withClue(s"seed $seed:") { body(seed, new Random(seed)) }
+    withClue(s"seed ${TestSeed(seed)}:") { body(seed, new Random(TestSeed(seed))) }
+  }
+
+  /** Fails unless at least `least` of the seeds reached the case a test is about (a generator that
+    * drifted into pipelines the planner refuses would otherwise check nothing and pass).
+    */
+  private def assertChecked(what: String, checked: Int, least: Int): Unit = {
+    info(s"$what: $checked of ${seeds.size} seeds")
+    assert(checked >= least, s"only $checked of ${seeds.size} seeds checked $what")
   }
 
   test("every stateless stage is in exactly one vertex, and chains are maximal") {
+    var planned = 0
     forEachSeed { (seed, random) =>
       val preserve = random.nextBoolean()
       val p = randomPipeline(random, preserve)
       val dag = try p.plan(3) catch { case _: PipelineDefinitionError => null }
       if (dag != null) {
+        planned += 1
         val chains = dag.vertices.collect { case Vertex(_, StatelessChain(steps), _, chain, _) => (steps, chain) }
         val fusedIds = chains.flatMap(_._1.map(_.id))
         val statelessIds = p.transforms.collect { case t: io.jetspark.pipeline.transform.StatelessTransform => t.id }
@@ -96,9 +107,11 @@ class RandomPipelinePlanTest extends AnyFunSuite {
         }
       }
     }
+    assertChecked("a planned pipeline", planned, seeds.size / 2)
   }
 
   test("with preserveOrder, exactly the edges that need order are kept ordered; elsewhere full parallelism") {
+    var (refused, planned) = (0, 0)
     forEachSeed { (seed, random) =>
       val p = randomPipeline(random, preserveOrder = true)
       val unordered = { p.setPreserveOrder(false); p.plan(3) }
@@ -106,10 +119,12 @@ class RandomPipelinePlanTest extends AnyFunSuite {
       val breaking = unordered.edges.filter(e => e.kind == EdgeKind.RoundRobin && orderNeeded(unordered, e.to))
       p.setPreserveOrder(true)
       if (breaking.nonEmpty) {
+        refused += 1
         val error = intercept[PipelineDefinitionError](p.plan(3))
         assert(error.rule == PipelineDefinitionError.UnkeyedRebalanceBreaksOrder)
         assert(breaking.flatMap(e => unordered.vertex(e.from).fusedChain).contains(error.stage))
       } else {
+        planned += 1
         val dag = p.plan(3)
         dag.edges.filter(_.errorsOf.isEmpty).foreach { e =>
           val senders = dag.vertex(e.from).localParallelism
@@ -128,6 +143,8 @@ class RandomPipelinePlanTest extends AnyFunSuite {
         assert(dag.vertices.exists(_.assignsSequence) == needsSequence)
       }
     }
+    assertChecked("an ordered plan", planned, seeds.size / 2)
+    assertChecked("a refused unkeyed rebalance", refused, seeds.size / 20)
   }
 
   test("without preserveOrder, no edge is isolated and nothing carries sequence ids") {

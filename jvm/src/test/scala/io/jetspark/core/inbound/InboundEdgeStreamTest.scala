@@ -7,6 +7,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import scala.collection.mutable.ArrayBuffer
 import scala.util.Random
+import io.jetspark.core.testing.TestSeed
 
 class InboundEdgeStreamTest extends AnyFunSuite {
   import InboundEdgeStreamTest._
@@ -230,7 +231,7 @@ class InboundEdgeStreamTest extends AnyFunSuite {
     }
 
   private def randomTrials(name: String)(trial: Random => Unit): Unit = {
-    val seed = 83459L
+    val seed = TestSeed.base
     val random = new Random(seed)
     withClue(s"$name, seed $seed: ") { for (_ <- 1 to 400) trial(random) }
   }

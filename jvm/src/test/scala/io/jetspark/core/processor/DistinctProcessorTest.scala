@@ -5,6 +5,7 @@ import io.jetspark.core.testing.ProcessorVerifier
 import org.scalatest.funsuite.AnyFunSuite
 
 import scala.util.Random
+import io.jetspark.core.testing.TestSeed
 
 class DistinctProcessorTest extends AnyFunSuite {
   test("the first item of each key is emitted when it arrives; later items of the key are dropped") {
@@ -24,7 +25,7 @@ class DistinctProcessorTest extends AnyFunSuite {
   }
 
   test("random items: the output is the input filtered to first occurrences") {
-    val seed = System.nanoTime()
+    val seed = TestSeed.base
     val random = new Random(seed)
     for (trial <- 1 to 20) withClue(s"seed $seed, trial $trial: ") {
       val input: Seq[Any] = Seq.fill(random.nextInt(30))(random.nextInt(40))

@@ -7,6 +7,7 @@ import io.jetspark.core.testing.ProcessorVerifier
 import org.scalatest.funsuite.AnyFunSuite
 
 import scala.util.Random
+import io.jetspark.core.testing.TestSeed
 
 class GroupAggregateProcessorTest extends AnyFunSuite {
 
@@ -216,7 +217,7 @@ class GroupAggregateProcessorTest extends AnyFunSuite {
    *  expected, at every instance of both stages: a plain group-by of the items that reached it.
    */
   test("two-stage aggregation on random partial stages equals a brute-force group-by") {
-    val seed = System.nanoTime()
+    val seed = TestSeed.base
     val random = new Random(seed)
     val op = ops.allOf[Any](ops.counting(), ops.summing[Any](bySecond), ops.minBy[Any, Int](bySecond(_).asInstanceOf[Int]), ops.toSet[Any]())
     withClue(s"seed $seed:") {

@@ -5,6 +5,7 @@ import io.jetspark.core.testing.ProcessorVerifier
 import org.scalatest.funsuite.AnyFunSuite
 
 import scala.util.Random
+import io.jetspark.core.testing.TestSeed
 
 /** The build sides are not saved in snapshots (the engine delivers them again after a restart), so the
   * harness runs without its snapshot variants here; the last tests check the restart contract itself.
@@ -91,7 +92,7 @@ class HashJoinProcessorTest extends AnyFunSuite {
   }
 
   test("random inputs: the join equals a nested-loop join") {
-    val seed = System.nanoTime()
+    val seed = TestSeed.base
     val random = new Random(seed)
     for (trial <- 1 to 25; outer <- Seq(false, true)) withClue(s"seed $seed, trial $trial, outer $outer: ") {
       val sides = 1 + random.nextInt(3)

@@ -6,6 +6,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import scala.collection.mutable.ArrayBuffer
 import scala.util.Random
+import io.jetspark.core.testing.TestSeed
 
 object SequenceOrderTest {
   final case class Row(op: String, key: String, value: Int)
@@ -106,7 +107,7 @@ class SequenceOrderTest extends AnyFunSuite {
   }
 
   test("restore: random interleavings of several senders give every substream in sequence order") {
-    val seed = System.nanoTime()
+    val seed = TestSeed.base
     val random = new Random(seed)
     for (trial <- 1 to 30) withClue(s"seed $seed, trial $trial: ") {
       val senders = 1 + random.nextInt(3)
@@ -203,7 +204,7 @@ class SequenceOrderTest extends AnyFunSuite {
   }
 
   test("diamond: random filters into branches with random delays merge to the surviving items in input order") {
-    val seed = System.nanoTime()
+    val seed = TestSeed.base
     val random = new Random(seed)
     for (trial <- 1 to 30) withClue(s"seed $seed, trial $trial: ") {
       val branchCount = 2 + random.nextInt(2)

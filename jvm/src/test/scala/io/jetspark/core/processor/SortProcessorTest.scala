@@ -5,6 +5,7 @@ import io.jetspark.core.testing.ProcessorVerifier
 import org.scalatest.funsuite.AnyFunSuite
 
 import scala.util.Random
+import io.jetspark.core.testing.TestSeed
 
 class SortProcessorTest extends AnyFunSuite {
   private val intOrdering: Ordering[Any] = Ordering.Int.on[Any](_.asInstanceOf[Int])
@@ -39,7 +40,7 @@ class SortProcessorTest extends AnyFunSuite {
   }
 
   test("random input: the output equals sorting by (key, input position)") {
-    val seed = System.nanoTime()
+    val seed = TestSeed.base
     val random = new Random(seed)
     for (trial <- 1 to 20; reverse <- Seq(false, true)) withClue(s"seed $seed, trial $trial, reverse $reverse: ") {
       val input = Seq.fill(random.nextInt(25))((random.nextInt(6), random.alphanumeric.take(2).mkString))
@@ -70,7 +71,7 @@ class SortProcessorTest extends AnyFunSuite {
   }
 
   test("random sorted inputs: the merge equals a stable sort of the inputs concatenated in ordinal order") {
-    val seed = System.nanoTime()
+    val seed = TestSeed.base
     val random = new Random(seed)
     for (trial <- 1 to 20) withClue(s"seed $seed, trial $trial: ") {
       val inputCount = 1 + random.nextInt(4)

@@ -6,6 +6,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import scala.collection.mutable.ArrayBuffer
 import scala.util.Random
+import io.jetspark.core.testing.TestSeed
 
 class TransformProcessorTest extends AnyFunSuite {
   private def int(x: Any): Int = x.asInstanceOf[Int]
@@ -72,7 +73,7 @@ class TransformProcessorTest extends AnyFunSuite {
   }
 
   test("random chains give what applying the steps one by one to the whole input gives") {
-    val seed = System.nanoTime()
+    val seed = TestSeed.base
     val random = new Random(seed)
     val choices: Seq[() => Step] = Seq(
       () => { val k = random.nextInt(5) - 2; Step.map(x => int(x) * 3 + k) },

@@ -3,6 +3,7 @@ package io.jetspark.core.window
 import org.scalatest.funsuite.AnyFunSuite
 
 import scala.util.Random
+import io.jetspark.core.testing.TestSeed
 
 class PendingFramesTest extends AnyFunSuite {
 
@@ -12,7 +13,7 @@ class PendingFramesTest extends AnyFunSuite {
     */
   test("look-ups, puts and taking the least end agree with a sorted map") {
     for (seed <- 1 to 200) {
-      val random = new Random(seed)
+      val random = new Random(TestSeed(seed))
       val frames = new PendingFrames[String]
       val reference = scala.collection.mutable.TreeMap.empty[Long, String]
       val slide = Seq(1L, 8L, 100L, 1L << 20)(random.nextInt(4))

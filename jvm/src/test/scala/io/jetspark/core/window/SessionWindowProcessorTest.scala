@@ -8,6 +8,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import scala.util.Random
 
 import WindowTestSupport._
+import io.jetspark.core.testing.TestSeed
 
 class SessionWindowProcessorTest extends AnyFunSuite {
 
@@ -113,7 +114,7 @@ class SessionWindowProcessorTest extends AnyFunSuite {
   }
 
   test("randomized: the sessions and late events of a brute-force reference") {
-    val seed = System.nanoTime()
+    val seed = TestSeed.base
     val rnd = new Random(seed)
     for (trial <- 1 to 60) {
       // distinct events, so that the reference's bookkeeping by identity is exact

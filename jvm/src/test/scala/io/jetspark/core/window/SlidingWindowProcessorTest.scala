@@ -8,6 +8,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import scala.util.Random
 
 import WindowTestSupport._
+import io.jetspark.core.testing.TestSeed
 
 class SlidingWindowProcessorTest extends AnyFunSuite {
 
@@ -115,7 +116,7 @@ class SlidingWindowProcessorTest extends AnyFunSuite {
   }
 
   test("case 1: the same windows from shuffled input") {
-    val shuffled = new Random(1).shuffle((0L to 4L).toList)
+    val shuffled = new Random(TestSeed.base).shuffle((0L to 4L).toList)
     verifyCase(SlidingWindowPolicy(4, 1), counting, shuffled.map(e) ++ case1Watermarks, case1Expected)
   }
 
@@ -380,7 +381,7 @@ class SlidingWindowProcessorTest extends AnyFunSuite {
   )
 
   private def randomized(twoStage: Boolean, trials: Int): Unit = {
-    val seed = System.nanoTime()
+    val seed = TestSeed.base
     val rnd = new Random(seed)
     for (trial <- 1 to trials) {
       val slide = 1L + rnd.nextInt(5)

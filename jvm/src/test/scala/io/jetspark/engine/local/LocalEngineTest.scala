@@ -9,6 +9,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import java.util.concurrent.CancellationException
 import java.util.concurrent.atomic.AtomicBoolean
 import scala.util.Random
+import io.jetspark.core.testing.TestSeed
 
 /** Light jobs of JVM functions on the local engine, each compared with a brute-force computation of
   * the same pipeline over plain collections.
@@ -50,7 +51,7 @@ class LocalEngineTest extends AnyFunSuite {
   }
 
   test("keyed aggregation in two stages (counting, summing) equals a groupBy") {
-    val random = new Random(7)
+    val random = new Random(TestSeed(7))
     val words = Vector.fill(2000)(s"w${random.nextInt(40)}")
     val counts = run() { (p, sink) =>
       p.readFrom(Sources.items(words)).groupingKey((w: Any) => w).aggregate(AggregateOperations.counting()).writeTo(sink)
@@ -193,7 +194,7 @@ class LocalEngineTest extends AnyFunSuite {
   }
 
   test("session windows per key equal sessions merged by brute force") {
-    val random = new Random(11)
+    val random = new Random(TestSeed(11))
     val events: Seq[Any] = (0 until 200).map(_ => (random.nextInt(3), random.nextInt(2000).toLong)).sortBy(ts)
     val timeout = 40L
     val out = run() { (p, sink) =>

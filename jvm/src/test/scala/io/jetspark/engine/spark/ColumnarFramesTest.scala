@@ -10,6 +10,7 @@ import org.apache.spark.unsafe.types.UTF8String
 import org.scalatest.funsuite.AnyFunSuite
 
 import scala.util.Random
+import io.jetspark.core.testing.TestSeed
 
 /** The two stages of columnar frames give each key's windows as a brute-force reference computes them
   * from the rows: every non-empty window `[end - size, end)` once, per key in end order, its counts, and
@@ -128,7 +129,7 @@ class ColumnarFramesTest extends AnyFunSuite {
 
   private def check(name: String, seed: Int, extra: Seq[String], leaves: Seq[Leaf], budget: () => FrameTable.Budget,
       partitions: Int, ties: Boolean, inOrder: Boolean, intTime: Boolean = false): Unit = {
-    val random = new Random(seed)
+    val random = new Random(TestSeed(seed))
     for (policy <- policies) {
       val (data, schema) = rows(random, 300, extra, ties, intTime)
       assert(run(data, schema, partitions, policy, budget, leaves, inOrder) == reference(data, schema, policy, leaves), (name, policy))
@@ -180,7 +181,7 @@ class ColumnarFramesTest extends AnyFunSuite {
 
   test("where every part picks, a task sends the frames that win one of its windows for some pick, and no other") {
     for ((policy, i) <- policies.zipWithIndex; leaves <- Seq(picksAlone, Seq(Pick("v", greatest = true)), countAndMax)) {
-      val (data, schema) = rows(new Random(80 + i), 300, Seq("w"), ties = true)
+      val (data, schema) = rows(new Random(TestSeed(80 + i)), 300, Seq("w"), ties = true)
       val partitions = spark.sparkContext.parallelize(data, 3).glom().collect().toSeq.map(_.toSeq)
       val expected = partitions.map(winningFrames(_, schema, policy, leaves))
       for ((name, budget) <- budgets) assert(framesSent(data, schema, policy, leaves, budget) == expected, (policy, leaves, name))
@@ -229,7 +230,7 @@ class ColumnarFramesTest extends AnyFunSuite {
   }
 
   test("a reader that takes each partition's first window has those counted, no more") {
-    val (data, schema) = rows(new Random(3), 300, Nil, ties = false)
+    val (data, schema) = rows(new Random(TestSeed(3)), 300, Nil, ties = false)
     val policy = SlidingWindowPolicy(6, 2)
     val (frames, sent) = firstStage(data, schema, 3, policy, Seq(Counting), budgets.head._2)
     val byKey = sent.repartition(4, col(SparkBatchEngine.Key))

@@ -5,6 +5,7 @@ import org.scalatest.matchers.should.Matchers._
 
 import scala.collection.mutable
 import scala.util.Random
+import io.jetspark.core.testing.TestSeed
 
 /** A frame table finds each frame's slot again however its index is kept (direct, hashed, switching
   * between them as frames arrive, made ready for a batch of deferred events), and lists its slots in
@@ -48,7 +49,7 @@ class FrameTableTest extends AnyFunSuite {
     assert(t.slotsInOrder.toSeq == slots.toSeq.sortBy(_._1).map(_._2))
   }
 
-  private val random = new Random(20261124)
+  private val random = new Random(TestSeed.base)
   private val shapes: Seq[(String, () => Seq[Long])] = Seq(
     "dense, in random order" -> (() => Seq.fill(5000)(random.nextInt(2000).toLong)),
     "in time order" -> (() => (0L until 3000L).map(_ * 3)),

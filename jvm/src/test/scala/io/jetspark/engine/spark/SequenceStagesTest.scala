@@ -4,6 +4,7 @@ import io.jetspark.core.processor.SequenceId
 import org.scalatest.funsuite.AnyFunSuite
 
 import scala.util.Random
+import io.jetspark.core.testing.TestSeed
 
 class SequenceStagesTest extends AnyFunSuite {
 
@@ -22,7 +23,7 @@ class SequenceStagesTest extends AnyFunSuite {
   }
 
   test("random paths and ties: the encoded order equals the reference's order") {
-    val seed = System.nanoTime()
+    val seed = TestSeed.base
     val random = new Random(seed)
     def vector() = Vector.fill(random.nextInt(4))(random.nextInt(3))
     for (_ <- 1 to 500) withClue(s"seed $seed: ") {
