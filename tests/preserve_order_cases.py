@@ -9,7 +9,8 @@ What is promised where (DESIGN.md, Planner "Order"):
   sink sees every key's items in the reference's order, keys interleaved in any way (``per_key``);
 - where everything meets one processor again (a global ``map_stateful`` or rolling aggregate), the
   whole source order (exact);
-- at the merge of a diamond, the source order, each record's outputs in branch order (exact);
+- at the merge of a diamond, the source order, each record's outputs in branch order (exact), also
+  where a branch re-partitions (a keyed stage, ``rebalance(key)``) and with any number of branches;
 - through stages that carry each item's time to a window (``add_timestamps`` to the window), the same:
   ids ride beside the times, so a restore point on the way, or a window whose operation depends on
   order (``to_list``), sees each key's items in source order at their times;
@@ -299,6 +300,54 @@ def _hash_join_inside_a_diamond(spark: Any) -> Pipeline:
     return p
 
 
+def _diamond_with_a_keyed_branch(spark: Any) -> Pipeline:
+    # The diamond of the seed (shared/seeds/003), where one branch re-partitions: its rows go by key to
+    # other processors than the fork's, so the branches are gathered into one merge, ordered by id.
+    #   df(3) ~~partitioned by key~~> filter(< 0).grouping_key(key).map_stateful [restore] ~~all-to-one~~\
+    #                                                                                      merge(1, ordered) ==> merged
+    #   df(3) ~~> filter(>= 0).map(negative=0) ~~all-to-one~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~/  [restore on both inputs]
+    #                                                                                      ==> map_stateful ==> numbered
+    p = Pipeline.create(preserve_order=True)
+    a = _triceps_dataframe(p, spark)
+    b = (a.filter(lambda r: r[2] < 0).grouping_key(lambda r: r[1])
+         .map_stateful(lambda: 0, lambda n, k, r: (n + 1, (*r, 1, n))))
+    c = a.filter(lambda r: r[2] >= 0).map(lambda r: (*r, 0, None))
+    merged = b.merge(c)
+    merged.write_to(Sinks.list("merged"))
+    merged.map_stateful(lambda: 0, lambda n, r: (n + 1, (n, r))).write_to(Sinks.list("numbered"))
+    return p
+
+
+def _diamond_with_a_rebalanced_branch(spark: Any) -> Pipeline:
+    #   df(3) ~~partitioned by v%2~~> map(2) [restore] ~~all-to-one~~\
+    #                                                              merge(1, ordered) ==> list
+    #   df(3) ~~> flat_map(2) ~~all-to-one~~~~~~~~~~~~~~~~~~~~~~~~~~/   [restore on both inputs]
+    p = Pipeline.create(preserve_order=True)
+    a = p.read_from(Sources.dataframe(numbers(spark)))
+    (a.rebalance(lambda r: r.v % 2).map(lambda r: ("rebalanced", r.id))
+     .merge(a.flat_map(lambda r: [("fanned", r.id)] * (r.k % 3))).write_to(Sinks.list("merged")))
+    return p
+
+
+def _five_branches(spark: Any) -> Pipeline:
+    # Five branches of one fork merged (merges chained), one record's copies in branch order:
+    #   df(3) ~~> map(+0), map(+100), map(+200), map(+300), filter(k odd) ==> merge ==> merge ==> merge ==> merge ==> aligned
+    # (partition by partition), and the same with branch 2 keyed (grouping_key(k).map_stateful), which
+    # gathers the merges it reaches into one processor ==> gathered
+    p = Pipeline.create(preserve_order=True)
+    a = p.read_from(Sources.dataframe(numbers(spark, 24))).map(lambda r: r.id)
+    for name, keyed in (("aligned", False), ("gathered", True)):
+        branches = [a.map(lambda x, d=d: x + d) for d in (0, 100)]
+        branches.append(a.grouping_key(lambda x: x % 4).map_stateful(lambda: 0, lambda n, k, x: (n + 1, (k, n, x)))
+                        if keyed else a.map(lambda x: x + 200))
+        branches += [a.map(lambda x: x + 300), a.filter(lambda x: x % 2 == 1)]
+        merged = branches[0]
+        for branch in branches[1:]:
+            merged = merged.merge(branch)
+        merged.write_to(Sinks.list(name))
+    return p
+
+
 CASES = [
     Case("rebalance(key) then a global map_stateful", _rebalanced_then_global_state),
     Case("rebalance(key) then a keyed map_stateful, from a DataFrame", _rebalanced_then_keyed_state,
@@ -324,6 +373,9 @@ CASES = [
     Case("hash joins, then keyed and global restore points", _hash_joins_then_restore,
          per_key={"by_tag": lambda o: o[0], "running": lambda o: o[0]}),
     Case("a hash join inside a diamond", _hash_join_inside_a_diamond),
+    Case("the diamond with a keyed stage in a branch", _diamond_with_a_keyed_branch),
+    Case("the diamond with rebalance(key) in a branch", _diamond_with_a_rebalanced_branch),
+    Case("five branches merged, aligned and with a keyed branch", _five_branches),
 ]
 
 

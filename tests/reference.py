@@ -39,7 +39,7 @@ from typing import Any
 
 from jetspark import JobFailedError, KeyedWindowResult, Pipeline, PipelineDefinitionError, WindowResult
 
-__all__ = ["as_multiset", "as_sequence", "canonical", "run_reference"]
+__all__ = ["as_multiset", "as_runs", "as_sequence", "canonical", "run_reference", "run_reference_with_ties"]
 
 #: Marks a user call that is not about one record (create_fn, finish): its failure always fails the run.
 _NO_RECORD = object()
@@ -59,11 +59,21 @@ def run_reference(pipeline: Pipeline) -> dict[str, list[Any]]:
     other than ``noop``/``console`` raise :class:`NotImplementedError`. A DataFrame source's items are its
     ``collect()`` rows, in that order (the reference's one use of Spark).
     """
+    return run_reference_with_ties(pipeline)[0]
+
+
+def run_reference_with_ties(pipeline: Pipeline) -> tuple[dict[str, list[Any]], dict[str, list[int]]]:
+    """:func:`run_reference`, and for every list sink the lengths of the runs its items come in, one
+    after the other, where the order within a run is not determined: items that a sort before the sink
+    (with only stateless stages since) placed equally, ties, which an engine may give in any order (a
+    sort produces order and keeps none, design doc 015); every other item is a run of its own, unless
+    it is a copy of the item before it. Compare with :func:`as_runs`."""
     spec, objects = pipeline.to_spec()
     run = _Run(objects)
     for node in spec["nodes"]:  # ids are creation order, and a node's inputs always precede it
         run.evaluate(node)
-    return run.results
+    runs = {name: [len(list(group)) for _, group in itertools.groupby(ties)] for name, ties in run.ties.items()}
+    return run.results, runs
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -106,6 +116,17 @@ def as_multiset(items: Iterable[Any], float_digits: int | None = None) -> list[s
     return sorted(repr(canonical(x, float_digits)) for x in items)
 
 
+def as_runs(items: Iterable[Any], runs: list[int], float_digits: int | None = None) -> list[list[str]]:
+    """``items`` cut into consecutive runs of the lengths ``runs`` (what is left as one more), each as a
+    multiset: equal for two results whose runs hold the same items, in any order within each run (see
+    :func:`run_reference_with_ties`)."""
+    items, out, start = list(items), [], 0
+    for length in runs:
+        out.append(as_multiset(items[start:start + length], float_digits))
+        start += length
+    return out + [as_multiset(items[start:], float_digits)]
+
+
 def as_sequence(items: Iterable[Any], float_digits: int | None = None) -> list[str]:
     """``items`` in their order as canonical descriptions: for exact comparisons that must also treat
     NaN as equal to NaN and sets regardless of their iteration order."""
@@ -138,8 +159,14 @@ class _Run:
         self.outputs: dict[int, Stream] = {}
         self.results: dict[str, list[Any]] = {}
         self.nodes: dict[int, dict[str, Any]] = {}
+        self.ties: dict[str, list[Seq]] = {}  # per list sink, per item: what it ties with (see tie)
 
     # -- plumbing ------------------------------------------------------------------------------------
+
+    def tie(self, seq: Seq) -> Seq:
+        """Items whose order a sort leaves open share this: those of one place of the sort their stream
+        started at (and what each became since); any other item is tied with copies of itself only."""
+        return seq[:2] if self.nodes[seq[0]]["op"] == "sort" else seq
 
     def evaluate(self, node: dict[str, Any]) -> None:
         if node["stream"]:
@@ -224,6 +251,7 @@ class _Run:
         sink = args["sink"]
         if sink["kind"] == "list":
             self.results.setdefault(sink["params"]["name"], []).extend(item for _, item in stream)
+            self.ties.setdefault(sink["params"]["name"], []).extend(self.tie(seq) for seq, *_ in stream)
         elif sink["kind"] not in ("noop", "console"):
             raise NotImplementedError(f"{_label(node)}: the reference writes to list, noop and console sinks only")
         return []
@@ -411,9 +439,13 @@ class _Run:
             ok, key = self.call(node, item, key_of, item)
             if ok:
                 keyed.append((key, item))
-        # Python's sort is stable, and reverse=True keeps equal keys in encounter order, as API.md asks.
-        ok, ordered = self.call(node, _NO_RECORD, lambda: sorted(keyed, key=lambda p: p[0], reverse=args["reverse"]))
-        return _origin(node, [item for _, item in ordered])
+        # Brute force, not Python's sort: an item's place is the number of distinct keys before its key.
+        # Items of equal keys (ties) share it and keep their encounter order here; their id
+        # ``(sort, place, position)`` tells the comparison which items tie (see run_reference_with_ties).
+        ok, places = self.call(node, _NO_RECORD, _places, [key for key, _ in keyed], args["reverse"])
+        items = [item for _, item in keyed]
+        return [((node["id"], place, position), items[position])
+                for place in sorted(set(places)) for position in range(len(items)) if places[position] == place]
 
     # -- event time and windows (API.md "Windows"; a batch is one epoch: nothing is late) ----------------
 
@@ -616,6 +648,17 @@ def _group(key: Any) -> Any:
         return ("value", key)
     except TypeError:
         return ("canonical", repr(canonical(key)))
+
+
+def _places(keys: list[Any], reverse: bool) -> list[int]:
+    """Each key's place among the distinct ``keys`` (equal ones, ``1 == 1.0 == True`` too, share one):
+    how many come before it, ascending, or descending with ``reverse``. Comparing two keys that do not
+    compare raises, as a sort of them does."""
+    distinct: list[Any] = []
+    for key in keys:
+        if not any(key == d for d in distinct):
+            distinct.append(key)
+    return [sum(1 for d in distinct if (key < d if reverse else d < key)) for key in keys]
 
 
 def _origin(node: dict[str, Any], items: list[Any]) -> Stream:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import strategies as st
-from reference import as_multiset, as_sequence, run_reference
+from reference import as_multiset, as_runs, as_sequence, run_reference, run_reference_with_ties
 
 from jetspark import AggregateOperations as ops
 from jetspark import AggregateOperation, JoinClause, Pipeline, Sinks, Sources, WindowDefinition
@@ -59,13 +59,17 @@ class GeneratedPipeline:
     between the sink and where its ordered stream starts mixes orders: no keyed stage, unrelated merge or
     keyed rebalance; a hash join keeps its left side's order, a left item's outputs in the order of their
     matches, which is the enriching side's source order: one partition) the engine must also match the
-    order. Dead letters compare as multisets.
+    order. Where ``sorted_runs[sink]`` is true instead (a sort before the sink, only stateless stages
+    since, with or without preserve_order: Jet's sort feeds its sink in order) it must match the order
+    up to the sort's ties: the reference's runs of tied items one after the other, each as a multiset
+    (:func:`reference.as_runs`). Dead letters compare as multisets.
     """
 
     pipeline: Pipeline
     sinks: list[str] = field(default_factory=list)
     dead_letters: list[str] = field(default_factory=list)
     exact_order: dict[str, bool] = field(default_factory=dict)
+    sorted_runs: dict[str, bool] = field(default_factory=dict)
     steps: list[str] = field(default_factory=list)
 
     def expected(self) -> dict[str, list[Any]]:
@@ -74,16 +78,21 @@ class GeneratedPipeline:
 
     def mismatches(self, actual: dict[str, list[Any]], float_digits: int | None = 12) -> list[str]:
         """How an engine's ``actual`` sink contents differ from the reference (empty when they match):
-        in order where ``exact_order`` promises it, as multisets elsewhere and for dead letters."""
-        expected, problems = self.expected(), []
+        in order where ``exact_order`` promises it, in order up to a sort's ties where ``sorted_runs``
+        does, as multisets elsewhere and for dead letters."""
+        (expected, runs), problems = run_reference_with_ties(self.pipeline), []
         for name in sorted(set(expected) | set(actual)):
             want, got = expected.get(name), actual.get(name)
             if want is None or got is None:
                 problems.append(f"{name}: {'unexpected' if want is None else 'missing'}")
                 continue
-            compare = as_sequence if self.exact_order.get(name, False) else as_multiset
+            if self.exact_order.get(name, False):
+                compare, how = as_sequence, "in order"
+            elif self.sorted_runs.get(name, False):
+                compare, how = (lambda items, digits, r=runs[name]: as_runs(items, r, digits)), f"in runs of {runs[name]}"
+            else:
+                compare, how = as_multiset, "as a multiset"
             if compare(want, float_digits) != compare(got, float_digits):
-                how = "in order" if compare is as_sequence else "as a multiset"
                 problems.append(f"{name}: expected {want!r}, got {got!r} ({how})")
         return problems
 
@@ -103,7 +112,9 @@ class _Current:
     gathers everything again (a global stateful stage). ``plain``: only stateless and stateful stages,
     hash joins, rebalances by key and diamonds since the source, so sequence ids can reach this stage
     (the Spark engine carries them through Python chains, merges, map_stateful, rolling aggregates with
-    built-in operations, hash joins and add_timestamps, beside the items' time where they carry one)."""
+    built-in operations, hash joins and add_timestamps, beside the items' time where they carry one).
+    ``sorted``: a sort's order up to its ties, through stateless stages only since the sort: what a
+    sink sees with or without preserve_order."""
 
     stage: Any
     item_type: str
@@ -112,6 +123,7 @@ class _Current:
     label: str
     plain: bool = True
     shuffled: bool = False
+    sorted: bool = False
 
 
 class _Builder:
@@ -146,6 +158,7 @@ class _Builder:
         name = f"out{len(self.generated.sinks)}"
         self.generated.sinks.append(name)
         self.generated.exact_order[name] = current.ordered and not current.shuffled
+        self.generated.sorted_runs[name] = current.sorted
         self.log(f"{current.label} -> list({name!r})")
         current.stage.write_to(Sinks.list(name))
 
@@ -272,11 +285,10 @@ def _int_rolling(b: _Builder, c: _Current) -> Result:
 
 def _int_sort(b: _Builder, c: _Current) -> Result:
     if b.draw(st.booleans()):
-        return c.stage.sort(), INT, restart(b), "sort()"
+        return c.stage.sort(), INT, restart(b), "sort()"  # ties are equal items
     reverse = b.draw(st.booleans())
-    # ties of x%3 are different items: their order is the input's, promised only if the input's is
-    order = restart(b) if c.ordered else unordered(b)
-    return c.stage.sort(lambda x: x % 3, reverse=reverse), INT, order, f"sort(x%3, reverse={reverse})"
+    # ties of x%3 are different items, in any order: a sort produces order and keeps none of its input's
+    return c.stage.sort(lambda x: x % 3, reverse=reverse), INT, unordered(b), f"sort(x%3, reverse={reverse})"
 
 
 def _int_distinct(b: _Builder, c: _Current) -> Result:
@@ -402,11 +414,10 @@ def _kv_aggregate(b: _Builder, c: _Current) -> Result:
 
 
 def _kv_sort(b: _Builder, c: _Current) -> Result:
-    # ties (equal v, or equal k) are different items: their order is promised only if the input's is
-    order = restart(b) if c.ordered else unordered(b)
+    # ties (equal v, or equal k) are different items, in any order: a sort keeps none of its input's
     if b.draw(st.booleans()):
-        return c.stage.sort("v"), KV, order, "sort(v)"
-    return c.stage.sort(lambda d: d["k"], reverse=True), KV, order, "sort(k, reverse=True)"
+        return c.stage.sort("v"), KV, unordered(b), "sort(v)"
+    return c.stage.sort(lambda d: d["k"], reverse=True), KV, unordered(b), "sort(k, reverse=True)"
 
 
 def _kv_distinct(b: _Builder, c: _Current) -> Result:
@@ -642,16 +653,22 @@ def batch_pipelines(draw: Callable[[Any], Any], max_steps: int = 5, allowed: fro
         stage, item_type, (ordered, origin), text = transform(b, current)
         label = f"s{len(b.generated.steps)}"
         b.log(f"{label} = {text}")
-        current = _Current(stage, item_type, ordered, origin, label, *_order_flags(transform, current, origin))
+        current = _Current(stage, item_type, ordered, origin, label, *_order_flags(transform, current, origin),
+                           sorted=transform in _SORTS or (transform in _STATELESS and current.sorted))
         if draw(st.integers(0, 4)) == 0:
             b.sink(current)  # an intermediate sink: this stage also feeds the next transform
     b.sink(current)
     return b.generated
 
 
+#: Stages of one item at a time, no state, nothing rebalanced: a sort's order passes them.
+_STATELESS = frozenset({_int_map, _int_map_to_none, _int_filter, _int_flat_map, _int_peek, _int_failing_map, _int_to_kv,
+                        _kv_map, _kv_filter})
+_SORTS = frozenset({_int_sort, _kv_sort})
+
+
 #: Stages that keep each record's sequence id (Python chains, hash joins): what they get, they pass on.
-_KEEPING_IDS = frozenset({_int_map, _int_map_to_none, _int_filter, _int_flat_map, _int_peek, _int_failing_map,
-                          _int_to_kv, _kv_map, _kv_filter, _int_join, _int_join2})
+_KEEPING_IDS = _STATELESS | {_int_join, _int_join2}
 
 
 #: Order-sensitive stages that give each output the sequence id of its item.

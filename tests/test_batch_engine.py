@@ -223,15 +223,23 @@ def test_distinct_keeps_one_item_per_distinct_item_or_key(run):
     assert sorted(e["k"] for e in per_key) == [0, 1, 2, 3] and all(e in items for e in per_key)
 
 
-def test_sort_orders_all_items_by_key(run):
+@pytest.mark.parametrize("preserve_order", [False, True], ids=["preserve_order off", "preserve_order on"])
+def test_sort_orders_all_items_by_key(run, preserve_order):
+    # The sorted order reaches the sinks, with or without preserve_order, as in Jet (a sort's one
+    # processor feeds its sinks), also through a map and a global map_stateful after the sort.
     items = [{"k": (i * 7) % 10, "n": i} for i in range(80)]
-    p = Pipeline.create(preserve_order=True)  # the sorted order reaches the sinks
+    p = Pipeline.create(preserve_order=preserve_order)
     stage = p.read_from(Sources.items(items))
     stage.sort(key="k").write_to(Sinks.list("up"))
     stage.sort(key=lambda e: e["k"], reverse=True).write_to(Sinks.list("down"))
-    stage.map(lambda e: e["n"] % 13).sort().write_to(Sinks.list("plain"))
-    up, down, plain = run(p, "up", "down", "plain")
+    plain = stage.map(lambda e: e["n"] % 13).sort()
+    plain.write_to(Sinks.list("plain"))
+    plain.map(lambda x: -x).write_to(Sinks.list("negated"))
+    plain.map_stateful(lambda: 0, lambda n, x: (n + 1, (n, x))).write_to(Sinks.list("numbered"))
+    up, down, plain, negated, numbered = run(p, "up", "down", "plain", "negated", "numbered")
     assert plain == sorted(i % 13 for i in range(80))
+    assert negated == [-x for x in sorted(i % 13 for i in range(80))]
+    assert numbered == list(enumerate(sorted(i % 13 for i in range(80))))
     # By key; equal keys in no guaranteed order (a sort is order-producing, design doc 015).
     for got, reverse in ((up, False), (down, True)):
         assert [e["k"] for e in got] == sorted((e["k"] for e in items), reverse=reverse)

@@ -58,6 +58,18 @@ def test_sort_delivers_the_reference_order(jet):
     assert as_sequence([abs(x) for x in got]) == as_sequence(sorted((abs(x) for x in items), reverse=True))
 
 
+def test_sort_then_a_list_sink_gives_a_sorted_list_without_preserve_order(jet):
+    # As in Jet: the sort's one processor feeds the list sink (over a map too) in order.
+    names = ["joe", "bob", "john", "alice", "zoe", "carl", "bob", "mia", "ann", "ted", "kim", "ed"] * 5
+    p = Pipeline.create()
+    sorted_names = p.read_from(Sources.items(names)).rebalance().map(str.title).sort()
+    sorted_names.write_to(Sinks.list("light-sorted-names"))
+    sorted_names.map(len).write_to(Sinks.list("light-sorted-lengths"))
+    got = run_light(jet, p, "light-sorted-names", "light-sorted-lengths")
+    assert got["light-sorted-names"] == sorted(n.title() for n in names)
+    assert got["light-sorted-lengths"] == [len(n) for n in sorted(n.title() for n in names)]
+
+
 def test_distinct_and_merge_equal_the_reference(jet):
     p = Pipeline.create()
     a = p.read_from(Sources.items([i % 13 for i in range(100)]))

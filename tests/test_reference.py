@@ -9,7 +9,7 @@ from collections import namedtuple
 from dataclasses import dataclass
 
 import pytest
-from reference import as_multiset, as_sequence, run_reference
+from reference import as_multiset, as_runs, as_sequence, run_reference, run_reference_with_ties
 
 from jetspark import (AggregateOperation, JobFailedError, JoinClause, Pipeline, PipelineDefinitionError, Sinks, Sources,
                       WindowDefinition, WindowResult)
@@ -212,6 +212,27 @@ def test_sort_is_stable_and_reverse_keeps_equal_keys_in_encounter_order():
     assert run_one(items, lambda s: s.sort(lambda t: t[0])) == [(1, "b"), (1, "d"), (2, "a"), (2, "c")]
     # reversed: 2s first, still a before c; then b before d
     assert run_one(items, lambda s: s.sort(lambda t: t[0], reverse=True)) == [(2, "a"), (2, "c"), (1, "b"), (1, "d")]
+
+
+
+def test_sort_ties_are_runs_that_stateless_stages_keep_and_other_orders_are_runs_of_one():
+    #  items --> sort(t[0]) --> flat_map(each twice) ==> sorted;   items --> map ==> mapped
+    p = Pipeline.create()
+    source = p.read_from(Sources.items([(2, "a"), (1, "b"), (3, "e"), (2, "c"), (1, "d"), (1, "f")]))
+    source.sort(lambda t: t[0]).flat_map(lambda t: [t, t]).write_to(Sinks.list("sorted"))
+    source.map(lambda t: t[1]).write_to(Sinks.list("mapped"))
+    results, runs = run_reference_with_ties(p)
+    assert results["sorted"][::2] == [(1, "b"), (1, "d"), (1, "f"), (2, "a"), (2, "c"), (3, "e")]
+    assert runs == {"sorted": [6, 4, 2], "mapped": [1] * 6}
+    swapped = [(1, "f"), (1, "b"), (1, "d"), (1, "b"), (1, "f"), (1, "d")] + results["sorted"][6:]
+    assert as_runs(swapped, runs["sorted"]) == as_runs(results["sorted"], runs["sorted"])  # within a run: any order
+    crossed = [(2, "a")] + results["sorted"][1:6] + [(1, "b")] + results["sorted"][7:]
+    assert as_runs(crossed, runs["sorted"]) != as_runs(results["sorted"], runs["sorted"])  # across runs: never
+
+
+def test_sort_of_keys_that_do_not_compare_fails_the_run_naming_the_stage():
+    with pytest.raises(JobFailedError, match="stage 'sort.*TypeError"):
+        run_one([3, "a", 1], lambda s: s.sort())
 
 
 # -- aggregate operations -----------------------------------------------------------------------------

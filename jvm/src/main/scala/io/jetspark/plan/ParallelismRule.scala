@@ -14,7 +14,8 @@ private[plan] final case class Parallelism(input: Int, output: Int)
   *  - The user's `setLocalParallelism`, else the default; a source with a fixed number of substreams
   *    (items: 1) gets that many.
   *  - One processor where all items must meet: non-keyed state, a global single-stage aggregation, the
-  *    combining stage of a global aggregation, the merging stage of a sort.
+  *    combining stage of a global aggregation, the merging stage of a sort, an ordered merge whose
+  *    branches are gathered ([[OrderPlanner.gatherMerges]]).
   *  - An input that keeps order over an isolated edge takes the parallelism of its sender (design doc
   *    015: "LP of the stage = LP of the previous stage"); this wins over the user's choice, since order
   *    cannot survive a change of parallelism. A merge takes its widest such input.
@@ -39,6 +40,7 @@ private[plan] object ParallelismRule {
         case s: SourceTransform => if (t.localParallelism > 0) chosen else s.source.substreams.getOrElse(defaultParallelism)
         case s: StatefulTransform if s.key.isEmpty => 1
         case a: AggregatingTransform if !twoStage && !a.isKeyed => 1
+        case m: MergeTransform if order.gathers(m) => 1
         case _ if isolatedSenders.nonEmpty => isolatedSenders.max
         case _ => chosen
       }

@@ -11,7 +11,8 @@ import io.jetspark.plan.VertexDescription._
   *
   * The rules, each in its own object, run in this order: [[Validation]] (definition errors),
   * [[OrderPlanner]] (which inputs keep order), [[AggregationStageRule]] (one or two stages),
-  * [[RebalanceRule]] (the user's rebalancing on top of each input's own edge), [[ParallelismRule]],
+  * [[RebalanceRule]] (the user's rebalancing on top of each input's own edge), [[OrderPlanner.gatherMerges]]
+  * (ordered merges whose branches do not line up read them all-to-one), [[ParallelismRule]],
   * [[FusionRule]]; then vertices and edges are built, and the order machinery (isolated edges, sequence
   * restore points, ordered merges, where sequence ids are assigned) is applied to them.
   */
@@ -21,11 +22,13 @@ object Planner {
     if (defaultParallelism <= 0) throw new IllegalArgumentException(s"defaultParallelism must be positive, was $defaultParallelism")
     val graph = new LogicalGraph(pipeline)
     Validation.validate(graph)
-    val order = OrderPlanner.analyze(graph)
+    val required = OrderPlanner.analyze(graph)
     val stages: Map[Int, Stages] = graph.transforms.collect {
-      case a: AggregatingTransform => a.id -> AggregationStageRule.decide(a, order)
+      case a: AggregatingTransform => a.id -> AggregationStageRule.decide(a, required)
     }.toMap
-    def inputEdge(t: Transform, ordinal: Int): EdgeKind = RebalanceRule(ownInputEdge(t, ordinal, stages), t.rebalance(ordinal))
+    def ownEdge(t: Transform, ordinal: Int): EdgeKind = RebalanceRule(ownInputEdge(t, ordinal, stages), t.rebalance(ordinal))
+    val order = OrderPlanner.gatherMerges(graph, required, ownEdge)
+    def inputEdge(t: Transform, ordinal: Int): EdgeKind = if (order.gathers(t)) EdgeKind.AllToOne else ownEdge(t, ordinal)
     val parallelism = ParallelismRule.compute(graph, defaultParallelism, order, stages, inputEdge)
     val chains = FusionRule.chains(graph, parallelism)
     new DagBuilder(graph, order, stages, parallelism, chains, inputEdge).build()

@@ -89,14 +89,15 @@ class AggregationStageRuleTest extends AnyFunSuite {
     }
   }
 
-  //  df(4) --local--> sort-local(4) ==all-to-one==> sort-merge(1) --> out(1)
-  test("a sort sorts runs locally, then merges them on one processor") {
+  //  df(4) --local--> sort-local(4) ==all-to-one==> sort-merge(1) ==isolated==> out(1)
+  test("a sort sorts runs locally, then merges them on one processor, which feeds its sink in order") {
     val p = Pipeline.create()
     wideSource(p).sort(name).writeTo(list()).setName("out")
     val dag = p.plan(4)
     assert(dag.kind("df", "sort-local") == EdgeKind.Local)
     assert(dag.kind("sort-local", "sort-merge") == EdgeKind.AllToOne)
-    assert(dag.lp("sort-local") == 4 && dag.lp("sort-merge") == 1 && dag.lp("out") == 4)
+    assert(dag.kind("sort-merge", "out") == EdgeKind.Isolated)
+    assert(dag.lp("sort-local") == 4 && dag.lp("sort-merge") == 1 && dag.lp("out") == 1)
   }
 
   //  df(4) ==partitioned by whole item==> distinct(4)

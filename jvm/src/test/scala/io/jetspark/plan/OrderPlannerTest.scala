@@ -52,6 +52,31 @@ class OrderPlannerTest extends AnyFunSuite {
     assert(dag.kind("n", "out") == EdgeKind.Isolated && dag.lp("out") == 1)
   }
 
+  //  preserve order off:
+  //  df(4) --local--> sort-local(4) ==all-to-one==> sort-merge(1) ==isolated==> n(1) ==isolated==> out(1)
+  //                                                               ==isolated==> stateful(1) ==isolated==> kept(1)
+  //                                                               --round-robin--> r(4) --local--> shuffled(4)
+  //  other(4) --local--> merge(4) <--local-- sort-merge;  merge --local--> mixed(4)
+  test("without preserveOrder a sort's order still reaches the order-sensitive stages behind it through stateless and global stateful ones") {
+    val p = Pipeline.create()
+    val sorted = wideSource(p).sort(name)
+    sorted.map(identity).setName("n").writeTo(list()).setName("out")
+    sorted.mapStateful(() => 0, stateful).setName("stateful").writeTo(list()).setName("kept")
+    sorted.rebalance().map(identity).setName("r").writeTo(list()).setName("shuffled")
+    sorted.merge(wideSource(p, "other")).writeTo(list()).setName("mixed")
+    val dag = p.plan(4)
+    assert(dag.kind("sort-merge", "n") == EdgeKind.Isolated && dag.kind("n", "out") == EdgeKind.Isolated)
+    assert(Seq("n", "out", "stateful", "kept").map(dag.lp) == Seq(1, 1, 1, 1))
+    assert(dag.kind("sort-merge", "stateful") == EdgeKind.AllToOne && dag.kind("stateful", "kept") == EdgeKind.Isolated)
+    // the user's rebalance() and a merge with another stream give up the sort's order, as before
+    assert(dag.kind("sort-merge", "r") == EdgeKind.RoundRobin && dag.kind("r", "shuffled") == EdgeKind.Local)
+    assert(dag.lp("shuffled") == 4)
+    assert(dag.edgesInto("merge").map(_.kind) == Seq(EdgeKind.Local, EdgeKind.Local))
+    assert(dag.vertex("merge").description == VertexDescription.Merge(2, orderedBySequence = false))
+    assert(dag.kind("merge", "mixed") == EdgeKind.Local && dag.lp("mixed") == 4)
+    assert(!dag.edges.exists(e => e.carriesSequence || e.restoresSequence))
+  }
+
   //  items(1) --local--> m(4) --local--> aggregate-accumulate(4) ==all-to-one==> aggregate-combine(1) ==isolated==> out(1)
   test("edges that need no order keep full parallelism even with preserveOrder (commutative aggregation)") {
     val p = Pipeline.create(true)
@@ -145,6 +170,75 @@ class OrderPlannerTest extends AnyFunSuite {
     assert(off.vertex("merge").description == VertexDescription.Merge(2, orderedBySequence = false))
     assert(off.edgesInto("merge").forall(_.kind == EdgeKind.Local))
     assert(!off.edges.exists(e => e.carriesSequence || e.restoresSequence))
+  }
+
+  // A branch re-partitions between fork and merge: partition i of B holds other rows than partition i of C,
+  // so the branches are gathered into one processor, each restored to sequence order on the way.
+  //
+  //            ~~partitioned by key~~> B=mapStateful(4) [restore] ~~all-to-one~~\
+  //  A=df(4)                                                                   merge(1, ordered by sequence) ==> out(1)
+  //            ~~isolated~~> C(4) ~~all-to-one~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~/  [restore on both inputs]
+  test("the diamond with a keyed stage in a branch gathers its branches into one ordered merge") {
+    val p = Pipeline.create(true)
+    val a = wideSource(p, "A")
+    val b = a.groupingKey("key").mapStateful(() => 0, keyedStateful).setName("B")
+    val c = a.map(identity).setName("C")
+    b.merge(c).writeTo(list()).setName("out")
+    val dag = p.plan(4)
+    assert(dag.vertex("merge").description == VertexDescription.Merge(2, orderedBySequence = true))
+    assert(dag.lp("merge") == 1 && dag.lp("out") == 1)
+    assert(dag.edge("A", "B") == Edge("A", 0, "B", 0, EdgeKind.Partitioned(Extractor.FieldName("key")), restoresSequence = true,
+      carriesSequence = true))
+    assert(dag.edge("A", "C") == Edge("A", 1, "C", 0, EdgeKind.Isolated, carriesSequence = true))
+    assert(dag.edgesInto("merge") == Seq(Edge("B", 0, "merge", 0, EdgeKind.AllToOne, restoresSequence = true, carriesSequence = true),
+      Edge("C", 0, "merge", 1, EdgeKind.AllToOne, restoresSequence = true, carriesSequence = true)))
+    assert(dag.vertices.filter(_.assignsSequence).map(_.name) == Seq("A"))
+    assert(dag.explain().contains("ordered merge by sequence: merge"))
+  }
+
+  //            ~~isolated~~> B(4) ~~all-to-one~~\
+  //  A=df(4)                                     merge(1, ordered by sequence) [restore on both inputs]
+  //            ~~partitioned by key~~> C(4) [restore] ~~all-to-one~~/    (rebalance(key) before C)
+  test("the diamond with rebalance(key) in a branch gathers its branches too") {
+    val p = Pipeline.create(true)
+    val a = wideSource(p, "A")
+    a.map(identity).setName("B").merge(a.rebalance("key").map(identity).setName("C")).writeTo(list())
+    val dag = p.plan(4)
+    assert(dag.lp("merge") == 1 && dag.edgesInto("merge").forall(e => e.kind == EdgeKind.AllToOne && e.restoresSequence))
+    assert(dag.edge("A", "C").kind == EdgeKind.Partitioned(Extractor.FieldName("key")) && dag.edge("A", "C").restoresSequence)
+  }
+
+  // Five branches of one fork, merged two at a time: every merge orders by sequence, partition by partition.
+  //
+  //  df(4) ~~isolated~~> b0(4), b1(4) ~~> merge(4) ~~> merge-2(4) ~~> merge-3(4) ~~> merge-4(4) ==> out
+  //                      b2(4) ~~~~~~~~~~~~~~~~~~~~~~~~~~^             ^             ^
+  //                      b3(4) ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~/             |
+  //                      b4(4) ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~/
+  //  With b2 keyed instead (groupingKey.mapStateful), merge-2 and every merge after it are gathered (1).
+  test("a diamond of five branches is merged partition by partition, or gathered from the first merge a keyed branch reaches") {
+    def plan(keyedBranch: Boolean) = {
+      val p = Pipeline.create(true)
+      val a = wideSource(p, "A")
+      val branches = (0 until 5).map { i =>
+        if (keyedBranch && i == 2) a.groupingKey("key").mapStateful(() => 0, keyedStateful).setName(s"b$i")
+        else a.map(identity).setName(s"b$i")
+      }
+      branches.reduce(_ merge _).writeTo(list()).setName("out")
+      p.plan(4)
+    }
+    val merges = Seq("merge", "merge-2", "merge-3", "merge-4")
+    val aligned = plan(keyedBranch = false)
+    assert(merges.forall(m => aligned.vertex(m).description == VertexDescription.Merge(2, orderedBySequence = true)))
+    assert(merges.map(aligned.lp) == Seq(4, 4, 4, 4))
+    assert(merges.flatMap(aligned.edgesInto).forall(e => e.kind == EdgeKind.Isolated && e.carriesSequence && !e.restoresSequence))
+
+    val gathered = plan(keyedBranch = true)
+    assert(merges.map(gathered.lp) == Seq(4, 1, 1, 1))
+    assert(gathered.edgesInto("merge").forall(_.kind == EdgeKind.Isolated))
+    assert(merges.tail.flatMap(gathered.edgesInto).forall(_.kind == EdgeKind.AllToOne))
+    // restored where a branch has several senders: every input but the one from a gathered merge
+    assert(merges.tail.flatMap(gathered.edgesInto).map(e => e.from -> e.restoresSequence) ==
+      Seq("merge" -> true, "b2" -> true, "merge-2" -> false, "b3" -> true, "merge-3" -> false, "b4" -> true))
   }
 
   //  a(4) ==isolated==> merge(4, arrival order) <==isolated== b(4)

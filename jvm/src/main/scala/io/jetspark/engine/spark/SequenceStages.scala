@@ -4,7 +4,7 @@ import io.jetspark.core.ProcessorContext
 import io.jetspark.core.execution.ProcessorTasklet
 import io.jetspark.core.processor.{OrderedMergeProcessor, SequenceId, SequenceRestoreProcessor, Sequenced}
 import io.jetspark.plan.VertexDescription.{AddTimestamps, Aggregate, Distinct, HashJoin, MapStateful, Merge, RollingAggregate, StatelessChain, WindowAggregate}
-import io.jetspark.plan.{Edge, EdgeKind, PhysicalDag, Vertex}
+import io.jetspark.plan.{Edge, PhysicalDag, Vertex}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.util.GenericArrayData
@@ -30,8 +30,10 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   *    path ([[HashJoinStage]]). Ids ride beside the items' time where both are carried: time first
   *    ([[SparkBatchEngine.carriedColumns]]).
   *  - Diamond: a merge `orderedBySequence` runs the core's [[OrderedMergeProcessor]] over partition i
-  *    of every branch (the branches are isolated from their fork, so partition i of each holds the
-  *    same items' outputs), one lane per branch: by path, then lane. It puts its lane in front of each
+  *    of every branch, one lane per branch: by path, then lane. The planner lines the branches up
+  *    (`OrderPlanner.gatherMerges`): either they are isolated from their fork, so partition i of each
+  *    holds the same items' outputs, or each reaches the merge all-to-one, as one partition in sequence
+  *    order (restored where it had several senders). It puts its lane in front of each
   *    output's ties, so that copies of one record that took several branches keep that order wherever
   *    they go next, whatever order they arrive in.
   *  - Order: substream, offset, path element by element (a prefix first), then ties element by
@@ -45,9 +47,7 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   *  - Edges that carry no ids get none: without preserve_order nothing here runs.
   *
   * Vertices that would have to carry ids through them other than these (aggregations and windows
-  * feeding a later restore point), and ordered
-  * merges whose branches are re-partitioned between fork and merge, fail before any Spark job starts,
-  * naming the vertex.
+  * feeding a later restore point) fail before any Spark job starts, naming the vertex.
   */
 private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag) {
   import SequenceStages._
@@ -185,7 +185,7 @@ object SequenceStages {
     dag.edgesInto(v.name).exists(e => e.toOrdinal == ordinal && e.carriesSequence)
 
   /** Fails, naming the vertex, where the plan needs ids carried through a vertex this engine cannot carry
-    * them through, or an ordered merge whose branches do not line up partition by partition.
+    * them through.
     */
   def requireSupported(dag: PhysicalDag): Unit = dag.vertices.foreach { v =>
     val carriesThrough = carriesOut(dag, v) && !v.assignsSequence
@@ -193,10 +193,9 @@ object SequenceStages {
       s"vertex '${v.name}' (${v.description.describe}): preserve_order needs sequence ids carried through it to a later " +
         s"restore point, $why")
     v.description match {
-      case Merge(_, true) => requireAligned(dag, v)
       case _ if !carriesThrough => ()
       case StatelessChain(_) | MapStateful(_, _, _) | RollingAggregate(_, _) | HashJoin(_, _, _) | AddTimestamps(_, _) |
-           Merge(_, false) | Distinct(_) => ()
+           Merge(_, _) | Distinct(_) => ()
       // An order-sensitive aggregation (to_list) keeps its input in order, and so the planner walks the ids up
       // through it; but each result is made of many items, and no one item's id can stand for it.
       case Aggregate(_, _, _) | WindowAggregate(_, _, _, _) =>
@@ -205,22 +204,5 @@ object SequenceStages {
           "does not do yet behind an order-sensitive operation (to_list)")
       case _ => refuse("which the Spark batch engine does not do yet")
     }
-  }
-
-  /** Partition i of every branch holds the outputs of the same fork items: all branches reach one vertex
-    * upwards over edges that keep partitions (isolated, or between single partitions).
-    */
-  private def requireAligned(dag: PhysicalDag, merge: Vertex): Unit = {
-    def keepsPartitions(e: Edge) = e.kind == EdgeKind.Isolated ||
-      (dag.vertex(e.from).localParallelism == 1 && dag.vertex(e.to).localParallelism == 1 && e.kind != EdgeKind.Broadcast)
-    def above(name: String): Set[String] =
-      dag.edgesInto(name).filter(keepsPartitions).map(_.from).toSet.flatMap(above) + name
-    val inputs = dag.edgesInto(merge.name)
-    val common = inputs.map(e => if (keepsPartitions(e)) above(e.from) else Set.empty[String]).reduce(_ intersect _)
-    if (common.isEmpty || inputs.size > 4)
-      throw new UnsupportedOperationException(
-        s"vertex '${merge.name}' (${merge.description.describe}): the Spark batch engine merges a diamond's branches " +
-          "partition by partition, so they must fork from one stage and keep its partitions (isolated edges, at most " +
-          s"4 branches); here ${inputs.map(_.from).mkString(", ")} do not")
   }
 }
