@@ -70,19 +70,26 @@ private[plan] object OrderPlanner {
     (t, ordinal) => !t.isRebalanced(ordinal) && sortedOutput(t.upstream(ordinal))
   }
 
-  /** The edge input `ordinal` of `t` is read over, given the kind it would have without order concerns. */
-  def orderedEdge(order: OrderAnalysis, t: Transform, ordinal: Int, kind: EdgeKind): EdgeKind =
-    if (!order.isRequired(t, ordinal)) kind
-    else kind match {
-      case EdgeKind.Local => EdgeKind.Isolated
-      case EdgeKind.RoundRobin =>
-        val rebalanced = t.upstream(ordinal)
-        val sensitive = order.required(t.id -> ordinal)
-        throw new PipelineDefinitionError(rebalanced.name, PipelineDefinitionError.UnkeyedRebalanceBreaksOrder,
-          s"rebalance() without a key feeds '${t.name}', upstream of order-sensitive stage '${sensitive.name}', while preserve " +
-            "order is on: a round-robin edge reorders items; use rebalance(key) or remove the rebalance")
-      case other => other
+  /** Refuses a `rebalance()` without a key whose round-robin edge would feed an input that must keep order.
+    * `edgeApartFromOrder` is the edge each input would have if order were not preserved: where order makes
+    * a global aggregation single-stage, its all-to-one edge would absorb the round-robin, but the user
+    * asked to spread items that must stay in order. (A rebalance the receiver's own edge overrides, as a
+    * grouping key's partitioning does, spreads nothing and is allowed: design doc 008.)
+    */
+  def refuseUnkeyedRebalances(graph: LogicalGraph, order: OrderAnalysis, edgeApartFromOrder: (Transform, Int) => EdgeKind): Unit =
+    for (t <- graph.transforms; ordinal <- t.upstream.indices
+         if order.isRequired(t, ordinal) && edgeApartFromOrder(t, ordinal) == EdgeKind.RoundRobin) {
+      val sensitive = order.required(t.id -> ordinal)
+      throw new PipelineDefinitionError(t.upstream(ordinal).name, PipelineDefinitionError.UnkeyedRebalanceBreaksOrder,
+        s"rebalance() without a key feeds '${t.name}', upstream of order-sensitive stage '${sensitive.name}', while preserve " +
+          "order is on: a round-robin edge reorders items; use rebalance(key) or remove the rebalance")
     }
+
+  /** The edge input `ordinal` of `t` is read over, given the kind it would have without order concerns
+    * (never round-robin where order is required: [[refuseUnkeyedRebalances]]).
+    */
+  def orderedEdge(order: OrderAnalysis, t: Transform, ordinal: Int, kind: EdgeKind): EdgeKind =
+    if (order.isRequired(t, ordinal) && kind == EdgeKind.Local) EdgeKind.Isolated else kind
 
   /** Whether the receiver of this edge must restore order by sequence id: a shuffle from several senders. */
   def needsRestore(order: OrderAnalysis, t: Transform, ordinal: Int, kind: EdgeKind, senderParallelism: Int): Boolean =

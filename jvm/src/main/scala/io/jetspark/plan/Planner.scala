@@ -10,7 +10,7 @@ import io.jetspark.plan.VertexDescription._
 /** Plans a pipeline's logical DAG into a physical DAG.
   *
   * The rules, each in its own object, run in this order: [[Validation]] (definition errors),
-  * [[OrderPlanner]] (which inputs keep order), [[AggregationStageRule]] (one or two stages),
+  * [[OrderPlanner]] (which inputs keep order, and no unkeyed rebalance spreads them), [[AggregationStageRule]] (one or two stages),
   * [[RebalanceRule]] (the user's rebalancing on top of each input's own edge), [[OrderPlanner.gatherMerges]]
   * (ordered merges whose branches do not line up read them all-to-one), [[ParallelismRule]],
   * [[FusionRule]]; then vertices and edges are built, and the order machinery (isolated edges, sequence
@@ -23,9 +23,13 @@ object Planner {
     val graph = new LogicalGraph(pipeline)
     Validation.validate(graph)
     val required = OrderPlanner.analyze(graph)
-    val stages: Map[Int, Stages] = graph.transforms.collect {
-      case a: AggregatingTransform => a.id -> AggregationStageRule.decide(a, required)
+    def stagesUnder(order: OrderAnalysis): Map[Int, Stages] = graph.transforms.collect {
+      case a: AggregatingTransform => a.id -> AggregationStageRule.decide(a, order)
     }.toMap
+    val stages = stagesUnder(required)
+    val stagesApartFromOrder = stagesUnder(OrderAnalysis(Map.empty))
+    OrderPlanner.refuseUnkeyedRebalances(graph, required,
+      (t, ordinal) => RebalanceRule(ownInputEdge(t, ordinal, stagesApartFromOrder), t.rebalance(ordinal)))
     def ownEdge(t: Transform, ordinal: Int): EdgeKind = RebalanceRule(ownInputEdge(t, ordinal, stages), t.rebalance(ordinal))
     val order = OrderPlanner.gatherMerges(graph, required, ownEdge)
     def inputEdge(t: Transform, ordinal: Int): EdgeKind = if (order.gathers(t)) EdgeKind.AllToOne else ownEdge(t, ordinal)

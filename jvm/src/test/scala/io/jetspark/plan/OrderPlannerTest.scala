@@ -133,6 +133,27 @@ class OrderPlannerTest extends AnyFunSuite {
     assert(p.plan(4).kind("df", "fused(m, filter)") == EdgeKind.RoundRobin)
   }
 
+  //  df(4) ~~rebalance()~~> aggregate(toList): refused, though order makes it one stage whose all-to-one
+  //  edge would absorb the round-robin: the user asked to spread items that must stay in order
+  //  df(4) ~~rebalance()~~> groupingKey(age).aggregate(toList): allowed (design doc 008: the grouping key's
+  //  partitioning overrides the rebalance, so nothing is spread): df(4) ==partitioned by age==> lists [restore]
+  test("rebalance() without a key into an order-sensitive global aggregation is refused; into a keyed one it spreads nothing") {
+    def pipeline(keyed: Boolean) = {
+      val p = Pipeline.create(true)
+      val rebalanced = wideSource(p).rebalance()
+      (if (keyed) rebalanced.groupingKey(age).aggregate(ToList) else rebalanced.aggregate(ToList)).setName("lists")
+        .writeTo(list()).setName("out")
+      p
+    }
+    val error = intercept[PipelineDefinitionError](pipeline(keyed = false).plan(4))
+    assert(error.rule == PipelineDefinitionError.UnkeyedRebalanceBreaksOrder && error.stage == "df")
+    assert(error.getMessage.contains("'lists'"), error.getMessage)
+    assert(pipeline(keyed = false).setPreserveOrder(false).plan(4).kind("df", "lists-accumulate") == EdgeKind.RoundRobin)
+    val keyed = pipeline(keyed = true).plan(4)
+    assert(keyed.kind("df", "lists") == EdgeKind.Partitioned(age))
+    assert(keyed.edge("df", "lists").restoresSequence)
+  }
+
   //  df(4) ==round-robin==> aggregate-accumulate(4) ==all-to-one==> aggregate-combine(1) ==isolated==> out(1)
   test("rebalance() before an order-producing stage is allowed with preserveOrder") {
     val p = Pipeline.create(true)
