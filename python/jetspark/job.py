@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from jetspark import _jvm
 from jetspark._failures import describe as describe_failure
 from jetspark._items import pack_frames
+from jetspark._shipping import ship_modules_of
 from jetspark._sinks_runtime import attach as attach_row_sinks
 from jetspark._typed import jvm_columns
 from jetspark.errors import JobCancelledError, JobFailedError
@@ -130,6 +131,7 @@ class Job:
             spec, objects = self._pipeline.to_spec()
             prepared = _jvm.call(self._jet._bridge.prepareBatch, spark._jsparkSession, json.dumps(spec),
                                  _jvm_objects(spec, objects), 0)
+            ship_modules_of(objects)
             names, udfs = _python_udfs(json.loads(_jvm.call(prepared.pythonWorkJson)), objects)
             console_lists = json.loads(prepared.consoleListsJson(self._group))
             detach_row_sinks = attach_row_sinks(self._jet, spec, objects, self._group)
