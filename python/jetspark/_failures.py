@@ -38,8 +38,8 @@ class Failure(NamedTuple):
 
 def describe(error: BaseException) -> Failure:
     """The failure behind ``error``, raised by a job: a JVM error (py4j's, or the PySpark exception it was
-    converted to) is read along its chain of causes, a Python one along its ``__cause__``."""
-    layers = _jvm_layers(error) if _jvm_throwable(error) is not None else _python_layers(error)
+    converted to) is read along its chain of causes."""
+    layers = _jvm_layers(error) or [(type(error).__name__, str(error))]
     raised = [r for r in (_raised_in_python(message) for _, message in layers) if r]
     # The deepest layer that is not a wrapper: the last exception a Python traceback shows, else the
     # innermost JVM exception.
@@ -76,15 +76,6 @@ def _jvm_layers(error: BaseException) -> list[tuple[str, str]]:
         layers.append((str(throwable.getClass().getSimpleName()), "" if message is None else str(message)))
         cause = throwable.getCause()
         throwable = None if cause is None or cause.equals(throwable) else cause
-    return layers
-
-
-def _python_layers(error: BaseException) -> list[tuple[str, str]]:
-    layers: list[tuple[str, str]] = []
-    current: BaseException | None = error
-    while current is not None and len(layers) < _DEPTH:
-        layers.append((type(current).__name__, str(current)))
-        current = current.__cause__
     return layers
 
 
