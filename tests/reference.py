@@ -506,6 +506,8 @@ def _milliseconds(value: Any) -> int:
         aware = value if value.tzinfo is not None else value.astimezone()
         return (aware - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)) // datetime.timedelta(milliseconds=1)
     if isinstance(value, int) and not isinstance(value, bool):
+        if not -(2**63) <= value < 2**63:
+            raise OverflowError(f"a timestamp must be a 64-bit int (ms), not {value!r}")
         return value
     raise TypeError(f"a timestamp is int milliseconds or a datetime, not {value!r}")
 

@@ -26,6 +26,7 @@ import pickle
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from jetspark._carried import TS, carried_for, carried_schema
@@ -65,6 +66,11 @@ class StepFailedError(Exception):
     """A user function raised on a record; the message names the stage and the record."""
 
 
+def dumps(value: Any) -> bytes:
+    """The pickle an item leaves a Python step as."""
+    return pickle.dumps(value, protocol=PICKLE_PROTOCOL)
+
+
 def record_failure(stage: str, dead_letter: bool, item: Any, error: Exception) -> DeadLetter:
     """What a user function raising ``error`` on ``item`` in ``stage`` makes of the record: its dead letter
     where the stage keeps them (``dead_letter``), else the job's failure, raised, naming the stage and the
@@ -74,39 +80,46 @@ def record_failure(stage: str, dead_letter: bool, item: Any, error: Exception) -
     return DeadLetter(item, stage, f"{type(error).__name__}: {error}")
 
 
-def run_steps(steps: list[Step], item: Any) -> tuple[list[Any], list[DeadLetter]]:
+def run_steps(steps: list[Step], item: Any, emit: Callable[[Any], Any] = lambda x: x) -> tuple[list[Any], list[DeadLetter]]:
     """What the chain emits for one item, step by step (a plain loop: the reference semantics), and the
     dead letters of records that a stage routed to a dead-letter sink failed on. A failure affects only
-    the record it happened on; one in a stage without a dead-letter sink raises StepFailedError."""
-    results, letters = run_steps_numbered(steps, item)
+    the record it happened on; one in a stage without a dead-letter sink raises StepFailedError.
+
+    Each result leaves as ``emit`` makes it (a pickle, to leave the worker): a result that ``emit``
+    fails on (one that cannot be pickled) is a failure of the last step, on the record it was given."""
+    results, letters = run_steps_numbered(steps, item, emit)
     return [result for _, result in results], letters
 
 
-def run_steps_numbered(steps: list[Step], item: Any) -> tuple[list[tuple[tuple[int, ...], Any]], list[DeadLetter]]:
+def run_steps_numbered(steps: list[Step], item: Any, emit: Callable[[Any], Any] = lambda x: x
+                       ) -> tuple[list[tuple[tuple[int, ...], Any]], list[DeadLetter]]:
     """:func:`run_steps`, each result with its fan-out path below ``item``: the j-th output of a flat_map
     step for its input appends ``j``; map, filter and peek append nothing (the sequence ids of
     :mod:`jetspark._carried`)."""
     items: list[tuple[tuple[int, ...], Any]] = [((), item)]
     letters: list[DeadLetter] = []
-    for step in steps:
+    for index, step in enumerate(steps):
+        last = index == len(steps) - 1
         produced: list[tuple[tuple[int, ...], Any]] = []
         for path, x in items:
             try:
+                outputs: list[tuple[tuple[int, ...], Any]] = []
                 if step.kind == "map":
                     result = step.fn(x)  # type: ignore[misc]
                     if result is not None:  # Jet: a map that returns null emits nothing
-                        produced.append((path, result))
+                        outputs.append((path, result))
                 elif step.kind == "filter":
                     if step.fn(x):  # type: ignore[misc]
-                        produced.append((path, x))
+                        outputs.append((path, x))
                 elif step.kind == "flat_map":
                     # Whole or not at all: a generator that fails half-way must not leave half its output.
-                    produced.extend((path + (j,), y) for j, y in enumerate(list(step.fn(x))))  # type: ignore[misc]
+                    outputs.extend((path + (j,), y) for j, y in enumerate(list(step.fn(x))))  # type: ignore[misc]
                 elif step.kind == "peek":
                     print(f"[{step.stage}] {step.fn(x) if step.fn else x}", file=sys.stderr)
-                    produced.append((path, x))
+                    outputs.append((path, x))
                 else:
                     raise ValueError(f"unknown step kind {step.kind!r}")
+                produced.extend([(p, emit(y)) for p, y in outputs] if last else outputs)
             except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
                 letters.append(record_failure(step.stage, step.dead_letter, x, e))
         items = produced
@@ -129,9 +142,9 @@ def chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Iterator[Any]
             records: list[int] = []  # the input row of each output
             below: list[tuple[int, ...]] = []  # each output's fan-out path below its record
             for row, raw in enumerate(batch.column(0).to_pylist()):
-                results, letters = run_steps_numbered(steps, pickle.loads(raw))
+                results, letters = run_steps_numbered(steps, pickle.loads(raw), dumps)
                 for path, result in results:
-                    out.append(pickle.dumps(result, protocol=PICKLE_PROTOCOL))
+                    out.append(result)
                     failures.append(None)
                     below.append(path)
                 for letter in letters:
@@ -148,6 +161,16 @@ def chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Iterator[Any]
 
 def extract(spec: dict[str, Any], item: Any, functions: dict[int, Callable[[Any], Any]],
             columns: Sequence[Any] = ()) -> Any:
+    """:func:`extract_value`, checked to be a number where the operation it is for takes numbers only
+    (``"numbers_for"``: summing, averaging, ...): else the record fails here, as the extractor's failure."""
+    value = extract_value(spec, item, functions, columns)
+    if "numbers_for" in spec and not isinstance(value, (int, float, Decimal)):  # bool is an int, as in Python
+        raise TypeError(f"{spec['numbers_for']} takes numbers, not {type(value).__name__} {value!r}")
+    return value
+
+
+def extract_value(spec: dict[str, Any], item: Any, functions: dict[int, Callable[[Any], Any]],
+                  columns: Sequence[Any] = ()) -> Any:
     """One key or value of ``item``: a field (a mapping's key or a Row's column, else an attribute), a
     function's result, the item itself, a Column's value that Catalyst gave next to the item's row
     (``{"kind": "column", "slot": i}``: ``columns[i]``), or (``{"kind": "key", "of": spec}``) the
@@ -327,14 +350,15 @@ def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, An
                 state = states[key_bytes] if key_bytes in states else create()
                 try:
                     state, output = fn(state, loads_key(key_bytes), item) if keyed else fn(state, item)
+                    emitted = None if output is None else dumps(output)
                 except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
-                    out.append(pickle.dumps(record_failure(stage, dead_letter, item, e), protocol=PICKLE_PROTOCOL))
+                    out.append(dumps(record_failure(stage, dead_letter, item, e)))
                     failures.append(stage)
                     rows.append(row)
                     continue
                 states[key_bytes] = state
-                if output is not None:
-                    out.append(pickle.dumps(output, protocol=PICKLE_PROTOCOL))
+                if emitted is not None:
+                    out.append(emitted)
                     failures.append(None)
                     rows.append(row)
             yield pa.RecordBatch.from_arrays(

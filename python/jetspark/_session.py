@@ -109,6 +109,19 @@ class JetSession:
             raise TypeError(f"new_light_job(pipeline): expected a Pipeline, not {type(pipeline).__name__}")
         return LightJob(self, pipeline)
 
+    def add_py_file(self, path: str | os.PathLike[str]) -> None:
+        """Ships a Python file (``.py``) or an archive of modules (``.zip``, ``.egg``) to every worker of
+        this session, for this and later jobs: Spark's ``SparkContext.addPyFile``. The workers can then
+        import what it holds, also the classes of items pickled by reference (the items of
+        ``Sources.items``). The functions of a pipeline need none: a module of the user's that the
+        workers cannot import is pickled by value with them (docs/errors.md).
+
+        Examples
+        --------
+        >>> jet.add_py_file("helpers.py")  # doctest: +SKIP
+        """
+        self._spark.sparkContext.addPyFile(os.fspath(path))
+
     def get_list(self, name: str) -> list[Any]:
         """The items that ``Sinks.list(name)`` (or ``Sinks.dead_letter(name)``) holds: what jobs have
         committed to it so far, in arrival order."""

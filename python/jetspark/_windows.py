@@ -13,7 +13,8 @@ _MS = _dt.timedelta(milliseconds=1)
 def timestamp_ms(value: Any) -> int:
     """``value`` as integer milliseconds since the epoch: an int as it is, a ``datetime`` converted (a
     naive one is local time, as Spark reads a ``TimestampType`` into Python), a ``date`` at its midnight
-    in local time. Anything else (a float, a string, None) raises :class:`TypeError`.
+    in local time. Anything else (a float, a string, None) raises :class:`TypeError`, an int beyond 64 bits
+    :class:`OverflowError`.
 
     Examples
     --------
@@ -25,8 +26,14 @@ def timestamp_ms(value: Any) -> int:
     Traceback (most recent call last):
     ...
     TypeError: a timestamp is int milliseconds or a datetime, not float 1.5
+    >>> timestamp_ms(10**20)
+    Traceback (most recent call last):
+    ...
+    OverflowError: a timestamp must be a 64-bit int (ms), not 100000000000000000000
     """
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        if not -(2**63) <= value < 2**63:
+            raise OverflowError(f"a timestamp must be a 64-bit int (ms), not {value!r}")
         return int(value)
     if isinstance(value, _dt.datetime):
         aware = value if value.tzinfo is not None else value.astimezone()

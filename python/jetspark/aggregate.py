@@ -10,19 +10,19 @@ from jetspark._extractors import Extractor, ExtractorLike, extractor, optional_e
 
 __all__ = ["AggregateOperation", "AggregateOperations"]
 
-# name -> (can combine, can deduct, result depends on encounter order)
-_BUILT_INS: dict[str, tuple[bool, bool, bool]] = {
-    "counting": (True, True, False),
-    "summing": (True, True, False),
-    "averaging": (True, True, False),
-    "variance": (True, True, False),
-    "linear_trend": (True, True, False),
-    "min_by": (True, False, False),
-    "max_by": (True, False, False),
-    "top_n": (True, False, False),
-    "bottom_n": (True, False, False),
-    "to_set": (True, False, False),
-    "to_list": (True, False, True),
+# name -> (can combine, can deduct, result depends on encounter order, its values must be numbers)
+_BUILT_INS: dict[str, tuple[bool, bool, bool, bool]] = {
+    "counting": (True, True, False, False),
+    "summing": (True, True, False, True),
+    "averaging": (True, True, False, True),
+    "variance": (True, True, False, True),
+    "linear_trend": (True, True, False, True),
+    "min_by": (True, False, False, False),
+    "max_by": (True, False, False, False),
+    "top_n": (True, False, False, False),
+    "bottom_n": (True, False, False, False),
+    "to_set": (True, False, False, False),
+    "to_list": (True, False, True, False),
 }
 
 
@@ -112,7 +112,11 @@ class AggregateOperation:
         return f"{self.name}({', '.join(args)})"
 
     def to_spec(self, objects: list[Any]) -> dict[str, Any]:
-        spec: dict[str, Any] = {"name": self.name, "extractors": [e.to_spec(objects) for e in self.extractors],
+        extractors = [e.to_spec(objects) for e in self.extractors]
+        if self.name in _BUILT_INS and _BUILT_INS[self.name][3]:
+            # A value that is not a number is its record's failure, where it is extracted (docs/errors.md).
+            extractors = [{**e, "numbers_for": self.name} for e in extractors]
+        spec: dict[str, Any] = {"name": self.name, "extractors": extractors,
                                 "can_combine": self.can_combine, "can_deduct": self.can_deduct,
                                 "order_sensitive": self.is_order_sensitive}
         if self.n is not None:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import enum
 import json
 import pickle
-import re
 import threading
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jetspark import _jvm
+from jetspark._failures import describe as describe_failure
 from jetspark._items import pack_frames
+from jetspark._shipping import ship_modules_of
 from jetspark._sinks_runtime import attach as attach_row_sinks
 from jetspark._typed import jvm_columns
 from jetspark.errors import JobCancelledError, JobFailedError
@@ -69,9 +70,6 @@ class JobConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
                 raise ValueError(f"JobConfig({name}): must be positive, not {value!r}")
-
-
-_STEP_FAILED = re.compile(r"(?:StepFailedError|StageFailedException): stage '(?P<stage>[^']*)' failed(?P<rest>.*)")
 
 
 class Job:
@@ -133,6 +131,7 @@ class Job:
             spec, objects = self._pipeline.to_spec()
             prepared = _jvm.call(self._jet._bridge.prepareBatch, spark._jsparkSession, json.dumps(spec),
                                  _jvm_objects(spec, objects), 0)
+            ship_modules_of(objects)
             names, udfs = _python_udfs(json.loads(_jvm.call(prepared.pythonWorkJson)), objects)
             console_lists = json.loads(prepared.consoleListsJson(self._group))
             detach_row_sinks = attach_row_sinks(self._jet, spec, objects, self._group)
@@ -161,12 +160,8 @@ class Job:
         if self._cancelled:
             self._status = JobStatus.CANCELLED
             return
-        failed = _STEP_FAILED.search(str(e))
-        if failed:
-            self._error = JobFailedError(f"job {self.name} failed: {failed.group(0).split(chr(10))[0]}",
-                                         stage=failed.group("stage"))
-        else:
-            self._error = JobFailedError(f"job {self.name} failed: {str(e).splitlines()[0] if str(e) else e!r}")
+        failure = describe_failure(e)
+        self._error = JobFailedError(f"job {self.name} failed: {failure.text}", stage=failure.stage)
         self._error.__cause__ = e
         self._status = JobStatus.FAILED
 

@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import json
 import pickle
-import re
 import threading
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from jetspark import _jvm
+from jetspark._failures import describe as describe_failure
 from jetspark._items import canonical_key, loads_key, pack_frames, unpack_frames
-from jetspark._python_steps import PICKLE_PROTOCOL, Step, StepFailedError, extract, record_failure, run_steps
-from jetspark.errors import DeadLetter, JobCancelledError, JobFailedError
-from jetspark.job import _STEP_FAILED, JobStatus, _jvm_objects
+from jetspark._python_steps import PICKLE_PROTOCOL, Step, dumps, extract, record_failure, run_steps
+from jetspark.errors import JobCancelledError, JobFailedError
+from jetspark.job import JobStatus, _jvm_objects
 
 if TYPE_CHECKING:
     from jetspark._session import JetSession
@@ -28,7 +28,6 @@ __all__ = ["LightJob"]
 
 LOOPBACK = "127.0.0.1"
 _JOIN_SLICE_MS = 200
-_VERTEX = re.compile(r"vertex '(?P<vertex>[^']*)'")
 
 
 class LightJob:
@@ -81,14 +80,8 @@ class LightJob:
         cause = _java_exception(e)
         if cause.getClass().getName() == "java.util.concurrent.CancellationException":
             return JobCancelledError(f"light job {self.name} was cancelled")
-        message = str(cause.getMessage())
-        failed = _STEP_FAILED.search(message)
-        if failed:
-            return JobFailedError(f"light job {self.name} failed: {failed.group(0).splitlines()[0]}",
-                                  stage=failed.group("stage"))
-        vertex = _VERTEX.search(message)
-        return JobFailedError(f"light job {self.name} failed: {message.splitlines()[0]}",
-                              stage=vertex.group("vertex") if vertex else None)
+        failure = describe_failure(e)
+        return JobFailedError(f"light job {self.name} failed: {failure.text}", stage=failure.stage)
 
     def __repr__(self) -> str:
         return f"LightJob({self.name!r})"
@@ -145,9 +138,9 @@ class _Callback:
         elif spec["kind"] == "chain":
             # Pairs of frames: the stage a record failed in (empty for an output), then the pickle.
             for item in items:
-                results, letters = run_steps(spec["steps"], item)
+                results, letters = run_steps(spec["steps"], item, dumps)
                 for result in results:
-                    out += [b"", pickle.dumps(result, protocol=PICKLE_PROTOCOL)]
+                    out += [b"", result]
                 for letter in letters:
                     out += [letter.stage.encode(), pickle.dumps(letter, protocol=PICKLE_PROTOCOL)]
         else:
@@ -176,16 +169,14 @@ class _Callback:
             state = states[key_bytes] if key_bytes in states else create()
             try:
                 state, output = fn(state, loads_key(key_bytes), item) if spec["keyed"] else fn(state, item)
+                emitted = None if output is None else dumps(output)
             except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
-                error = f"{type(e).__name__}: {e}"
-                if not spec["dead_letter"]:
-                    raise StepFailedError(f"stage '{spec['stage']}' failed on record {item!r}: {error}") from e
-                letter = DeadLetter(item, spec["stage"], error)
-                out += [spec["stage"].encode(), pickle.dumps(letter, protocol=PICKLE_PROTOCOL)]
+                letter = record_failure(spec["stage"], spec["dead_letter"], item, e)
+                out += [spec["stage"].encode(), dumps(letter)]
                 continue
             states[key_bytes] = state
-            if output is not None:
-                out += [b"", pickle.dumps(output, protocol=PICKLE_PROTOCOL)]
+            if emitted is not None:
+                out += [b"", emitted]
         return out
 
     def ping(self) -> bool:

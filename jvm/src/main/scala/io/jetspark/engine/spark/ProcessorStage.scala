@@ -10,7 +10,8 @@ import org.apache.spark.sql.types.StructType
 
 /** Runs one processor instance per partition of a DataFrame inside the Spark task (the vertex's
   * parallelism is the DataFrame's partition count), through a [[ProcessorTasklet]]: the processor sees
-  * the partition's rows as items, and what it emits becomes the output DataFrame's rows.
+  * the partition's rows as items, and what it emits becomes the output DataFrame's rows. A failure of
+  * the processor's names the vertex.
   *
   * `toItem` must not keep the InternalRow it is given (Spark reuses it): copy what the item needs.
   */
@@ -43,9 +44,8 @@ final case class ProcessorStage(
           pending.addLast(copyCarried(row))
           in(row)
         }
-        ProcessorTasklet(create(), ProcessorContext(name, index, total), items).map { result =>
-          new JoinedRow(out(result), pending.removeFirst()).copy(): InternalRow
-        }
+        StageFailedException.namingOwnErrors(name, items)(ProcessorTasklet(create(), ProcessorContext(name, index, total), _))
+          .map(result => new JoinedRow(out(result), pending.removeFirst()).copy(): InternalRow)
       }
       SqlBridge.internalCreateDataFrame(input.sparkSession, produced, StructType(outputSchema.fields ++ carried.map(input.schema.apply)))
     }
@@ -72,7 +72,7 @@ object ProcessorStage {
     val (name, create) = (vertexName, newProcessor)
     val produced = rows.mapPartitionsWithIndex { (index, partition) =>
       val context = ProcessorContext(name, index, total)
-      toRows(ProcessorTasklet(create(), context, toItems(partition)))
+      toRows(StageFailedException.namingOwnErrors(name, toItems(partition))(ProcessorTasklet(create(), context, _)))
     }
     SqlBridge.internalCreateDataFrame(input.sparkSession, produced, outputSchema)
   }

@@ -6,7 +6,8 @@ import scala.util.control.NonFatal
 
 /** A stage failed for a reason other than a user function failing on a record (that is Python's
   * `StepFailedError`): a source that cannot be read, a sink that cannot be written, a sink's function
-  * that raised. The message starts with the stage's name, as job errors do (python/jetspark/job.py).
+  * that raised, a processor that failed (values it cannot compare). The message starts with the stage's
+  * name, as job errors do (python/jetspark/_failures.py).
   */
 final class StageFailedException(val stage: String, reason: String, cause: Throwable = null)
     extends RuntimeException(s"stage '$stage' failed: $reason", cause)
@@ -25,6 +26,35 @@ object StageFailedException {
     override def hasNext: Boolean = named(rows.hasNext)
     override def next(): T = named(rows.next())
   }
+
+  /** What `run` makes of `input`, where a failure of `run`'s own (not one that came up through `input`,
+    * which names its own stage or none) names `stage` and keeps the cause's type and message.
+    */
+  def namingOwnErrors[A, B](stage: String, input: Iterator[A])(run: Iterator[A] => Iterator[B]): Iterator[B] = {
+    var inputFailed = false
+    def watched[T](body: => T): T =
+      try body
+      catch { case NonFatal(e) => inputFailed = true; throw e }
+    val output = run(new Iterator[A] {
+      override def hasNext: Boolean = watched(input.hasNext)
+      override def next(): A = watched(input.next())
+    })
+    def named[T](body: => T): T =
+      try body
+      catch {
+        case e: TaskKilledException => throw e
+        case NonFatal(e) if inputFailed || namesAStage(e) => throw e
+        case NonFatal(e) => throw new StageFailedException(stage, described(e), e)
+      }
+    new Iterator[B] {
+      override def hasNext: Boolean = named(output.hasNext)
+      override def next(): B = named(output.next())
+    }
+  }
+
+  /** `e`'s type and the first line of its message. */
+  def described(e: Throwable): String =
+    Option(e.getMessage).flatMap(_.linesIterator.nextOption()).fold(e.getClass.getSimpleName)(m => s"${e.getClass.getSimpleName}: $m")
 
   /** Whether `e` (or a cause) is a failure that names its stage: this one, or Python's `StepFailedError`
     * of a record that failed in a Spark task.
