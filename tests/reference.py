@@ -202,7 +202,7 @@ class _Run:
         for seq, item, *time in stream:
             ok, key = self.call(node, item, key_of, item)
             if ok:
-                out.append((seq, key, item, tuple(time)))
+                out.append((seq, _key_value(key), item, tuple(time)))
         return out
 
     # -- sources and sinks ---------------------------------------------------------------------------
@@ -380,14 +380,14 @@ class _Run:
                                    result(args["op1"], [i for _, i in right]))])
         left_groups, right_groups = self.groups(node, left, 0), self.groups(node, right, 1)
         keys = {g: key for g, (key, _) in right_groups.items()}
-        keys.update({g: key for g, (key, _) in left_groups.items()})  # the left side's key object wins
+        keys.update({g: key for g, (key, _) in left_groups.items()})  # equal keys, as results carry them
         order = list(left_groups) + [g for g in right_groups if g not in left_groups]
         return _origin(node, [(keys[g], (result(args["op0"], left_groups.get(g, (None, []))[1]),
                                          result(args["op1"], right_groups.get(g, (None, []))[1])))
                               for g in order])
 
     def groups(self, node: dict[str, Any], stream: Stream, ordinal: int) -> dict[Any, tuple[Any, list[Any]]]:
-        """group → (the first key object seen, its items in encounter order); groups in first-seen order."""
+        """group → (its key as results carry it, its items in encounter order); groups in first-seen order."""
         groups: dict[Any, tuple[Any, list[Any]]] = {}
         for _, key, item, _ in self.keyed(node, stream, ordinal):
             groups.setdefault(_group(key), (key, []))[1].append(item)
@@ -452,7 +452,7 @@ class _Run:
         for _, item, ts in stream:
             ok, key = self.call(node, item, key_of, item)
             if ok:
-                groups.setdefault(_group(key), (key, []))[1].append((ts, item))
+                groups.setdefault(_group(key), (_key_value(key), []))[1].append((ts, item))
         results = []
         for key, events in groups.values():
             failed: set[int] = set()  # the key's events whose record failed: a dead letter once, in no window
@@ -609,13 +609,31 @@ def _pair(result: Any) -> tuple[Any, Any]:
 
 
 def _group(key: Any) -> Any:
-    """The identity of a grouping/join key: the key itself where it is hashable (Python equality), else
-    its canonical description (keys compare by value, also dicts and lists)."""
+    """The identity of a grouping/join key: the key itself where it is hashable (Python equality: ``1``,
+    ``1.0`` and ``True`` are one key), else the canonical description of its :func:`_key_value` (keys
+    compare by value, also dicts and lists, whose numbers compare as Python compares them)."""
     try:
         hash(key)
         return ("value", key)
     except TypeError:
-        return ("canonical", repr(canonical(key)))
+        return ("canonical", repr(canonical(_key_value(key))))
+
+
+def _key_value(key: Any) -> Any:
+    """The key a result carries (README "Keys"): numbers that equal an int (a bool, an integral float)
+    as that int, through tuples, lists, namedtuples, dicts and sets (a set as a frozenset); other
+    values as they are (Rows too: each field has one Spark type)."""
+    if isinstance(key, bool) or (isinstance(key, float) and key.is_integer()):
+        return int(key)
+    if type(key) in (tuple, list):
+        return type(key)(_key_value(v) for v in key)
+    if isinstance(key, tuple) and hasattr(type(key), "_make"):
+        return type(key)._make(_key_value(v) for v in key)
+    if isinstance(key, dict):
+        return {_key_value(k): _key_value(v) for k, v in key.items()}
+    if isinstance(key, (set, frozenset)):
+        return frozenset(_key_value(v) for v in key)
+    return key
 
 
 def _origin(node: dict[str, Any], items: list[Any]) -> Stream:
