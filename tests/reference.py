@@ -229,7 +229,7 @@ class _Run:
         for seq, item, *time in stream:
             ok, key = self.call(node, item, key_of, item)
             if ok:
-                out.append((seq, key, item, tuple(time)))
+                out.append((seq, _key_value(key), item, tuple(time)))
         return out
 
     # -- sources and sinks ---------------------------------------------------------------------------
@@ -408,14 +408,14 @@ class _Run:
                                    result(args["op1"], [i for _, i in right]))])
         left_groups, right_groups = self.groups(node, left, 0), self.groups(node, right, 1)
         keys = {g: key for g, (key, _) in right_groups.items()}
-        keys.update({g: key for g, (key, _) in left_groups.items()})  # the left side's key object wins
+        keys.update({g: key for g, (key, _) in left_groups.items()})  # equal keys, as results carry them
         order = list(left_groups) + [g for g in right_groups if g not in left_groups]
         return _origin(node, [(keys[g], (result(args["op0"], left_groups.get(g, (None, []))[1]),
                                          result(args["op1"], right_groups.get(g, (None, []))[1])))
                               for g in order])
 
     def groups(self, node: dict[str, Any], stream: Stream, ordinal: int) -> dict[Any, tuple[Any, list[Any]]]:
-        """group → (the first key object seen, its items in encounter order); groups in first-seen order."""
+        """group → (its key as results carry it, its items in encounter order); groups in first-seen order."""
         groups: dict[Any, tuple[Any, list[Any]]] = {}
         for _, key, item, _ in self.keyed(node, stream, ordinal):
             groups.setdefault(_group(key), (key, []))[1].append(item)
@@ -484,12 +484,17 @@ class _Run:
         for _, item, ts in stream:
             ok, key = self.call(node, item, key_of, item)
             if ok:
-                groups.setdefault(_group(key), (key, []))[1].append((ts, item))
+                groups.setdefault(_group(key), (_key_value(key), []))[1].append((ts, item))
         results = []
         for key, events in groups.values():
             failed: set[int] = set()  # the key's events whose record failed: a dead letter once, in no window
             numbered = [(ts, (i, item)) for i, (ts, item) in enumerate(events)]
-            for start, end, members in _windows(args["window"], numbered):
+            try:
+                windows = _windows(args["window"], numbered)
+            except _OutOfRange as e:  # not a record's own failure: no dead letter takes it
+                label = _label(node)
+                raise JobFailedError(f"stage '{label}' failed on record {e.item[1]!r}: {e}", stage=label) from e
+            for start, end, members in windows:
                 aggregation = _Aggregation(self, node, args["op"])
                 for i, item in members:
                     if i not in failed and not aggregation.add(item):
@@ -516,24 +521,27 @@ def _windows(window: dict[str, Any], events: list[tuple[int, Any]]) -> list[tupl
     """The non-empty windows of one key's ``(ts, item)`` events: ``(start, end, items in encounter order)``.
 
     Sliding (tumbling: slide == size): every window ``[end - size, end)`` with ``end`` a multiple of the
-    slide, tried one by one over the whole span of the events. Session: each event spans
-    ``[ts, ts + timeout)``; spans that overlap (not merely touch) join one session, which ends ``timeout``
-    after its last event; taken in time order, an event joins the current session iff it starts before
-    the session's end."""
+    slide that holds an event (an event at ``ts`` lies in those ending after ``ts`` and at most ``size``
+    later). Session: each event spans ``[ts, ts + timeout)``; spans that overlap (not merely touch) join
+    one session, which ends ``timeout`` after its last event; taken in time order, an event joins the
+    current session iff it starts before the session's end.
+
+    Every window that holds an event must lie in the range of 64-bit timestamps (README "Windows", rule
+    ``window-in-64-bit-range``): Python's ints do not wrap, so the windows are computed exactly, and an
+    event that falls in one beyond the range raises :class:`_OutOfRange`."""
     if not events:
         return []
     if window["kind"] == "sliding":
         size, slide = window["size_ms"], window["slide_ms"]
-        low, high = min(ts for ts, _ in events), max(ts for ts, _ in events)
-        out = []
-        end = (low // slide) * slide  # <= low: the window ending here holds nothing yet
-        while end - size <= high:
-            items = [item for ts, item in events if end - size <= ts < end]
-            if items:
-                out.append((end - size, end, items))
-            end += slide
-        return out
+        ends = set()
+        for ts, item in events:
+            first_end = ts // slide * slide + slide
+            _require_in_range(ts, item, first_end - size, first_end - slide + size)
+            ends.update(range(first_end, first_end + size, slide))
+        return [(end - size, end, [item for ts, item in events if end - size <= ts < end]) for end in sorted(ends)]
     timeout = window["timeout_ms"]
+    for ts, item in events:
+        _require_in_range(ts, item, ts, ts + timeout)
     sessions: list[list[Any]] = []  # [start, end, positions of its events in `events`]
     for i in sorted(range(len(events)), key=lambda j: events[j][0]):
         ts = events[i][0]
@@ -544,6 +552,20 @@ def _windows(window: dict[str, Any], events: list[tuple[int, Any]]) -> list[tupl
             sessions.append([ts, ts + timeout, [i]])
     # items of a session in encounter order, like every other aggregation here
     return [(start, end, [events[i][1] for i in sorted(members)]) for start, end, members in sessions]
+
+
+class _OutOfRange(Exception):
+    """An event that falls in a window 64-bit timestamps cannot hold: the window stage fails on it."""
+
+    def __init__(self, ts: int, item: Any) -> None:
+        super().__init__(f"the event at timestamp {ts} falls in a window that 64-bit timestamps cannot hold")
+        self.item = item
+
+
+def _require_in_range(ts: int, item: Any, first_start: int, last_end: int) -> None:
+    """``item`` at ``ts`` falls in windows from ``first_start`` to ``last_end`` (exclusive ends)."""
+    if first_start < -(2**63) or last_end > 2**63 - 1:
+        raise _OutOfRange(ts, item)
 
 
 class _Aggregation:
@@ -643,13 +665,31 @@ def _pair(result: Any) -> tuple[Any, Any]:
 
 
 def _group(key: Any) -> Any:
-    """The identity of a grouping/join key: the key itself where it is hashable (Python equality), else
-    its canonical description (keys compare by value, also dicts and lists)."""
+    """The identity of a grouping/join key: the key itself where it is hashable (Python equality: ``1``,
+    ``1.0`` and ``True`` are one key), else the canonical description of its :func:`_key_value` (keys
+    compare by value, also dicts and lists, whose numbers compare as Python compares them)."""
     try:
         hash(key)
         return ("value", key)
     except TypeError:
-        return ("canonical", repr(canonical(key)))
+        return ("canonical", repr(canonical(_key_value(key))))
+
+
+def _key_value(key: Any) -> Any:
+    """The key a result carries (README "Keys"): numbers that equal an int (a bool, an integral float)
+    as that int, through tuples, lists, namedtuples, dicts and sets (a set as a frozenset); other
+    values as they are (Rows too: each field has one Spark type)."""
+    if isinstance(key, bool) or (isinstance(key, float) and key.is_integer()):
+        return int(key)
+    if type(key) in (tuple, list):
+        return type(key)(_key_value(v) for v in key)
+    if isinstance(key, tuple) and hasattr(type(key), "_make"):
+        return type(key)._make(_key_value(v) for v in key)
+    if isinstance(key, dict):
+        return {_key_value(k): _key_value(v) for k, v in key.items()}
+    if isinstance(key, (set, frozenset)):
+        return frozenset(_key_value(v) for v in key)
+    return key
 
 
 def _places(keys: list[Any], reverse: bool) -> list[int]:

@@ -328,6 +328,44 @@ def _int_keyed_aggregate(b: _Builder, c: _Current) -> Result:
     return stage, ANY, unordered(b), f"grouping_key(x%{m}).aggregate({name})"
 
 
+def _mixed_key(b: _Builder) -> tuple[Callable[[int], Any], str, bool]:
+    """A key of ints that is ``x % 3`` as an int, a float or (0 and 1) a bool, by ``x // 3``, maybe in a
+    tuple: numbers Python holds equal (``1 == 1.0 == True``), so one key in every keyed stage, which
+    results carry as the int it equals (README "Keys")."""
+    def mixed(x: int) -> Any:
+        k = x % 3
+        return (k, float(k), k == 1 if k < 2 else k)[x // 3 % 3]
+    text = "(x%3 as int, float or bool by x//3)"
+    if b.draw(st.booleans()):
+        return mixed, text, False
+    return (lambda x: (mixed(x), "a")), f"({text}, 'a')", True
+
+
+def _int_mixed_key(b: _Builder, c: _Current) -> Result:
+    key, text, _ = _mixed_key(b)
+    if c.ordered and b.draw(st.booleans()):
+        return (c.stage.grouping_key(key).rolling_aggregate(ops.summing(lambda x: x)), ANY, unordered(b),
+                f"grouping_key({text}).rolling_aggregate(summing)")
+    name = _op_name(b, _INT_OPS, c.ordered)
+    return c.stage.grouping_key(key).aggregate(_INT_OPS[name][0]()), ANY, unordered(b), f"grouping_key({text}).aggregate({name})"
+
+
+def _int_mixed_key_window(b: _Builder, c: _Current) -> Result:
+    key, text, _ = _mixed_key(b)
+    w, window_text = _window_definition(b)
+    return (c.stage.add_timestamps(lambda x: x).grouping_key(key).window(w).aggregate(ops.summing(lambda x: x)), ANY,
+            unordered(b), f"add_timestamps(x).grouping_key({text}).{window_text}.aggregate(summing)")
+
+
+def _int_mixed_key_join(b: _Builder, c: _Current) -> Result:
+    key, text, tupled = _mixed_key(b)
+    right = b.source(KV)
+    # the enriching side's keys are floats (or in tuples): each matches an int, float or bool
+    right_key = (lambda d: (float(d["k"]), "a")) if tupled else (lambda d: float(d["k"]))
+    return (c.stage.inner_hash_join(right.stage, JoinClause.on(key, right_key), lambda x, r: (x, r["v"])), ANY,
+            unordered(b), f"inner_hash_join({right.label}, {text} = float(k))")
+
+
 def _int_merge(b: _Builder, c: _Current) -> Result:
     forks = [e for e in b.earlier if e.item_type == INT]
     if b.p.preserve_order:  # see below: only forks the engine can merge back in sequence order
@@ -613,7 +651,7 @@ _TRANSFORMS: dict[str, tuple[list[Transform], list[Transform]]] = {
     INT: ([_int_merge, _int_join, _int_aggregate2, _int_flat_map, _int_failing_map, _int_keyed_aggregate,
            _int_aggregate, _int_sort, _int_distinct, _int_map, _int_map_to_none, _int_filter, _int_peek,
            _int_rebalance_map, _int_to_kv, _int_join2, _int_custom_aggregate, _int_window, _int_failing_extractor,
-           _int_custom_window],
+           _int_custom_window, _int_mixed_key, _int_mixed_key_window, _int_mixed_key_join],
           [_int_map_stateful, _int_rolling, _int_custom_rolling]),
     KV: ([_kv_merge, _kv_keyed_aggregate, _kv_aggregate, _kv_sort, _kv_distinct, _kv_map, _kv_filter, _kv_window],
          [_kv_stateful]),

@@ -15,7 +15,8 @@ from strategies import batch_pipelines
 # preserve_order.
 STATELESS = frozenset({"map", "map_to_none", "filter", "flat_map", "peek", "rebalance_map", "failing_map", "to_kv"})
 AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate", "distinct", "join", "aggregate2", "join2", "custom_aggregate",
-                           "window", "custom_window", "failing_extractor", "sort"}
+                           "window", "custom_window", "failing_extractor", "sort", "mixed_key", "mixed_key_window",
+                           "mixed_key_join"}
 # Under preserve_order: keyed rebalances (order restored by sequence ids behind them) and diamonds (merged
 # in sequence order) between the order-sensitive stages, hash joins (which keep their left side's order and
 # pass its ids on), and windows (ids carried beside the items' time to restore points before them, or to an

@@ -13,7 +13,7 @@ from test_batch_engine_random import sink_mismatches
 
 # Not "join", "aggregate2" (not run by light jobs yet). A sort's sinks compare in order up to its ties.
 STATELESS = frozenset({"map", "map_to_none", "filter", "flat_map", "peek", "rebalance_map", "failing_map", "to_kv"})
-AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate", "distinct", "map_stateful", "sort"}
+AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate", "distinct", "map_stateful", "sort", "mixed_key"}
 # Under preserve_order a keyed rebalance needs order restored by sequence ids, which light jobs refuse yet.
 ORDERED = (STATELESS - {"rebalance_map"}) | {"rolling", "map_stateful", "sort"}
 

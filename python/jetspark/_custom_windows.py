@@ -55,7 +55,8 @@ from typing import Any
 from jetspark._custom_ops import SCHEMAS, VALUES, Output, StageCalls, column
 from jetspark._items import loads_key
 from jetspark._operations import operation_of
-from jetspark._python_steps import ITEM, PICKLE_PROTOCOL, TS, _arrow_udf
+from jetspark._python_steps import ITEM, PICKLE_PROTOCOL, TS, StepFailedError, _arrow_udf
+from jetspark._windows import out_of_range
 from jetspark.window import KeyedWindowResult, WindowResult
 
 #: Results per Arrow batch: a partition's windows leave a slice at a time, not all in one batch.
@@ -113,6 +114,14 @@ def custom_window_function(operation: Any, mode: str, window: Mapping[str, Any],
     return run
 
 
+def _require_in_range(calls: StageCalls, item: Any, ts: int, first_start: int, last_end: int, what: str) -> None:
+    """Fails the stage on ``item`` where a window that holds it cannot be represented in 64 bits, as the
+    JVM's windows do: Python's ints would carry it on, into a result no other path gives."""
+    problem = out_of_range(ts, first_start, last_end, what)
+    if problem is not None:
+        raise StepFailedError(f"stage '{calls.stage}' failed on record {item!r}: WindowOutOfRangeException: {problem}")
+
+
 class _About:
     """The window, frame or session a call of the operation is about, put into words only when the call
     fails: every window and frame has one, and unpickling its key for each would cost more than most
@@ -140,6 +149,8 @@ class _Frames:
 
     def add(self, key: bytes, ts: int, item: Any, values: list[bytes], out: Output) -> None:
         end = (ts // self.slide + 1) * self.slide
+        _require_in_range(self.calls, item, ts, end - self.size, end - self.slide + self.size,
+                          f"sliding windows of {self.size} ms by {self.slide} ms")
         frames = self.table.setdefault(key, {})
         if end not in frames:
             frames[end] = self.calls.of_group("create", self.about(key, "frame", end - self.slide, end), self.op.create)
@@ -281,6 +292,7 @@ class _Sessions:
         self.table: dict[bytes, list[list[Any]]] = {}
 
     def add(self, key: bytes, ts: int, item: Any, values: list[bytes], out: Output) -> None:
+        _require_in_range(self.calls, item, ts, ts, ts + self.timeout, f"sessions of timeout {self.timeout} ms")
         sessions = self.table.setdefault(key, [])
         start, end = ts, ts + self.timeout
         # The sessions the span overlaps: those starting before its end and ending after its start.

@@ -43,15 +43,19 @@ def canonical_key(key: Any) -> bytes:
     """Bytes that are equal when the keys are equal. A plain pickle is not: two equal dicts built in
     another order pickle differently, and pickle's memo writes a repeated object as a back-reference, so
     ``(s, s)`` and an equal pair of distinct strings differ. So mappings and sets are written sorted, and
-    nothing is memoized, and -0.0 is written as 0.0.
+    nothing is memoized. Numbers that Python holds equal, with equal hashes, are one key: a bool, and a
+    float with an integral value, are written as the int they equal (``1``, ``1.0`` and ``True`` are ``1``;
+    -0.0 is ``0``), also inside tuples, lists, namedtuples, sets and mappings.
 
-    Limits: values that Python equates across types (``1``, ``1.0``, ``True``) stay different keys, and
-    mappings inside tuple subclasses (namedtuples, Rows) are not sorted.
+    Limits: mappings inside tuple subclasses other than namedtuples (pyspark Rows, whose fields have one
+    Spark type each) are not sorted, nor their numbers rewritten.
 
     Examples
     --------
     >>> canonical_key({"a": 1, "b": 2}) == canonical_key({"b": 2, "a": 1}), canonical_key((-0.0, 1)) == canonical_key((0.0, 1))
     (True, True)
+    >>> canonical_key((1, "a")) == canonical_key((1.0, "a")) == canonical_key((True, "a")), loads_key(canonical_key(2.0))
+    (True, 2)
     """
     buffer = io.BytesIO()
     pickler = pickle.Pickler(buffer, PICKLE_PROTOCOL)
@@ -66,14 +70,18 @@ def loads_key(data: bytes) -> Any:
 
 
 def _canonical(value: Any) -> Any:
-    if type(value) is float and value == 0.0:
-        return 0.0  # -0.0 == 0.0: one key, as in a dict
+    if type(value) is bool:
+        return int(value)  # True == 1 == 1.0, with one hash: one key, as in a dict
+    if type(value) is float and value.is_integer():
+        return int(value)  # also -0.0 (== 0); NaN and infinities are not integral and stay floats
     if isinstance(value, Mapping):
         return (_MAPPING, tuple(sorted(((_canonical(k), _canonical(v)) for k, v in value.items()), key=repr)))
     if isinstance(value, (set, frozenset)):
         return (_SET, tuple(sorted((_canonical(v) for v in value), key=repr)))
     if type(value) in (tuple, list):
         return type(value)(_canonical(v) for v in value)
+    if isinstance(value, tuple) and hasattr(type(value), "_make"):  # a namedtuple
+        return type(value)._make(_canonical(v) for v in value)
     return value
 
 
@@ -84,4 +92,6 @@ def _restore(value: Any) -> Any:
         return frozenset(_restore(v) for v in value[1])
     if type(value) in (tuple, list):
         return type(value)(_restore(v) for v in value)
+    if isinstance(value, tuple) and hasattr(type(value), "_make"):
+        return type(value)._make(_restore(v) for v in value)
     return value

@@ -33,7 +33,7 @@ final class SessionWindowProcessor[T, K, A, R](
 ) extends AbstractProcessor {
   import SessionWindowProcessor._
 
-  SessionWindowPolicy(timeout) // validates the timeout
+  private val policy = SessionWindowPolicy(timeout) // validates the timeout
   private val combine: (A, A) => A = FrameQueue.requireCombine(op, "session windows (an event may merge two sessions)")
 
   private val keys = new JHashMap[K, JTreeMap[java.lang.Long, Session[A]]]()
@@ -61,7 +61,7 @@ final class SessionWindowProcessor[T, K, A, R](
     var sessions = keys.get(key)
     if (sessions == null) { sessions = new JTreeMap(); keys.put(key, sessions) }
     var start = ts
-    var end = ts + timeout
+    var end = policy.spanEnd(ts)
     // Sessions are disjoint, so ordered by start they are ordered by end too: walk back from the last one
     // starting before `end` while they still reach past `ts`. Prepending leaves the oldest first.
     var overlapping = List.empty[Session[A]]
@@ -96,14 +96,16 @@ final class SessionWindowProcessor[T, K, A, R](
     emission.emitTo(outbox)
   }
 
-  /** Removes and returns the results of the sessions ending before `limit`, in increasing end order. */
+  /** Removes and returns the results of the sessions ending before `limit`, in increasing end order;
+    * `Long.MaxValue` stands for +infinity (the input's end), which a session ending there is before.
+    */
   private def closeBefore(limit: Long): Seq[Any] = {
     val out = ArrayBuffer.empty[KeyedWindowResult[K, R]]
     val it = keys.entrySet().iterator()
     while (it.hasNext) {
       val entry = it.next()
       val sessions = entry.getValue
-      while (!sessions.isEmpty && sessions.firstEntry().getValue.end < limit) {
+      while (!sessions.isEmpty && (sessions.firstEntry().getValue.end < limit || limit == Long.MaxValue)) {
         val s = sessions.pollFirstEntry().getValue
         out += KeyedWindowResult(s.start, s.end, entry.getKey, op.finishResult(s.acc))
       }

@@ -66,7 +66,6 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
     throw new IllegalArgumentException("the frame-accumulating first stage emits no window results, early or not")
 
   private val size = policy.size
-  private val slide = policy.slide
   // Jet's rule: a window of several frames combines them, and so does a second stage; a single-stage
   // tumbling window is one frame, which it only accumulates (a frame restored from two snapshots still
   // needs combine, and fails without it when it comes, as in Jet).
@@ -188,14 +187,19 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
     var end = closedEnd
     var more = true
     while (more) {
-      var next = if (end > Long.MaxValue - slide) Long.MaxValue else end + slide
-      while (!w.window.isEmpty && w.window.oldestEnd <= next - size) w.window.dropOldest()
-      if (w.window.isEmpty) {
+      var next = policy.nextEnd(end).getOrElse {
+        // no window ends later (none can hold a frame: see SlidingWindowPolicy.frameEnd): no frame is needed
+        while (!w.window.isEmpty) w.window.dropOldest()
+        more = false
+        end
+      }
+      while (more && !w.window.isEmpty && w.window.oldestEnd <= policy.windowStart(next)) w.window.dropOldest()
+      if (more && w.window.isEmpty) {
         // no frame in the next window: jump over the gap to the first window that has one
         if (w.pending.isEmpty) more = false
         else next = math.max(next, w.pending.firstEnd)
       }
-      if (more && next <= target && next != Long.MaxValue) {
+      if (more && next <= target) {
         while (!w.pending.isEmpty && w.pending.firstEnd <= next) {
           val end = w.pending.firstEnd
           w.window.push(end, w.pending.pollFirst())
@@ -219,10 +223,11 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
     val out = ArrayBuffer.empty[Timed]
     keys.forEach { (key, w) =>
       val frames = framesOf(w)
-      var first = 0 // first frame in the current window
-      var end = if (closedEnd == Long.MinValue) frames.head._1 else closedEnd + slide
+      val after = if (closedEnd == Long.MinValue) Some(frames.head._1) else policy.nextEnd(closedEnd)
+      var first = if (after.isEmpty) frames.size else 0 // first frame in the current window (none: no window left)
+      var end = after.getOrElse(closedEnd)
       while (first < frames.size) {
-        while (first < frames.size && frames(first)._1 <= end - size) first += 1
+        while (first < frames.size && frames(first)._1 <= policy.windowStart(end)) first += 1
         if (first < frames.size) {
           end = math.max(end, frames(first)._1)
           // A tumbling window is its one frame (export leaves it as it is): nothing to combine.
@@ -235,7 +240,10 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
               combined
             }
           out += new Timed(end, windowResult(key, end, acc, isEarly = true))
-          end += slide
+          policy.nextEnd(end) match {
+            case Some(next) => end = next
+            case None => first = frames.size // no frame ends later
+          }
         }
       }
     }
@@ -280,7 +288,7 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
         if (end > closedEnd) {
           val mine = w.pending.get(end)
           w.pending.put(end, if (mine == null) acc else combine(mine, acc))
-        } else if (end > closedEnd - size) w.window.push(end, acc)
+        } else if (end > policy.windowStart(closedEnd)) w.window.push(end, acc)
         // A frame at or before closedEnd - size was needed by no remaining window.
       }
       if (w.isEmpty) keys.remove(key)

@@ -38,13 +38,16 @@ import scala.jdk.CollectionConverters._
   * The output has the columns `key` (when keyed) and `result`. [[shape]] tells Python how a result row
   * becomes the value the API promises (`python/jetspark/_typed.py`).
   */
-final class CatalystAggregation private (key: Option[Column], aggregates: Seq[Column], result: Column, val shape: JsonNode) {
+final class CatalystAggregation private (key: Option[Column], aggregates: Seq[Column], result: Column, val shape: JsonNode,
+    positioned: Boolean) {
   import CatalystAggregation._
 
   /** The results over `rows`; `keep` is a condition on each group's row count that keeps every group
     * (a counter for metrics, see [[RowCounting.groups]]).
     */
-  def run(rows: DataFrame, keep: Column => Column): DataFrame = {
+  def run(source: DataFrame, keep: Column => Column): DataFrame = {
+    // (An aggregate function takes no nondeterministic argument: the positions are a column of their own.)
+    val rows = if (positioned) source.withColumn(PositionColumn, monotonically_increasing_id()) else source
     val named = count(lit(1)).as(RowsColumn) +: aggregates.zipWithIndex.map { case (a, i) => a.as(s"a$i") }
     val grouped = key.fold(rows.agg(named.head, named.tail: _*))(k => rows.groupBy(k.as(KeyColumn)).agg(named.head, named.tail: _*))
     // `keep` is always true; inside the projection it costs one analysis less than a filter of its own
@@ -71,11 +74,15 @@ object CatalystAggregation {
     for {
       keyColumn <- key.fold[Either[String, Option[Column]]](Right(None))(k => translator.groupingKey(k).map(Some(_)))
       translated <- translator.translate(new ObjectMapper().readTree(opJson))
-    } yield new CatalystAggregation(keyColumn, translator.aggregates.toSeq, translated._1, translated._2)
+    } yield new CatalystAggregation(keyColumn, translator.aggregates.toSeq, translated._1, translated._2, translator.positioned)
   }
 
   private val Exact = DecimalType(38, 0)
   private val RowsColumn = "__rows"
+  /** Each row's encounter position (monotonically_increasing_id counts partition by partition, in each in
+    * order, as the Python items' EncounterPositions), by which picks break ties.
+    */
+  private val PositionColumn = "__position"
 
   /** A value extractor of an operation as a Column, with what it gives and how to name it in errors. */
   private final case class Value(column: Column, field: StructField, text: String)
@@ -94,6 +101,8 @@ object CatalystAggregation {
     */
   private final class Translator(stage: String, columns: Map[Int, AnyRef], rows: DataFrame) {
     val aggregates: ArrayBuffer[Column] = ArrayBuffer.empty
+    /** Whether the aggregates read the rows' positions ([[PositionColumn]]). */
+    var positioned = false
     private val rowCount = col(RowsColumn)
 
     private def aggregate(c: Column): Column = { aggregates += c; col(s"a${aggregates.size - 1}") }
@@ -156,7 +165,10 @@ object CatalystAggregation {
     private def pick(v: Value, op: String): Either[String, (Column, JsonNode)] = v.field.dataType match {
       case t if orderedAsInPython(t) =>
         val row = TypedExtraction.wholeRow(rows)
-        val picked = aggregate(if (op == "min_by") min_by(row, v.column) else max_by(row, v.column))
+        // Of tied rows the first in encounter order.
+        positioned = true
+        val position = col(PositionColumn)
+        val picked = aggregate(if (op == "min_by") min_by(row, struct(v.column, position)) else max_by(row, struct(v.column, -position)))
         val result = if (!v.field.nullable) picked else {
           // Python compares None only against a second item; Spark's min_by skips null values.
           val nulls = aggregate(count_if(v.column.isNull))

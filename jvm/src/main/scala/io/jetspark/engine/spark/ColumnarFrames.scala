@@ -130,7 +130,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
           // (Its own loop, not mergeInto of the event's numbers: a pick encodes its item only where it
           // wins, which most events do not.)
           val held = frames.size
-          val slot = frames.slotOf(frameOf(ts, slide))
+          val slot = frames.slotOf(policy.frameNumber(ts))
           val isNew = frames.size > held
           var p = 0
           while (p < parts.length) {
@@ -158,12 +158,12 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
             }
             p += 1
           }
-          if (tasks.deferredLeft <= 0) tables.foreach(flush(_, slide))
+          if (tasks.deferredLeft <= 0) tables.foreach(flush(_, policy))
         }
       }
       counters.foreach(_.add(count))
       val framesPerWindow = policy.size / slide
-      tables.iterator.map { t => flush(t, slide); packed(t, winners(t, framesPerWindow)) }
+      tables.iterator.map { t => flush(t, policy); packed(t, winners(t, framesPerWindow)) }
     }
     SqlBridge.internalCreateDataFrame(rows.sparkSession, produced, Schema)
   }
@@ -271,8 +271,8 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
   }
 
   /** Adds the events `t` deferred into its frames, in the order they came (items are numbers: see [[accumulate]]). */
-  private def flush(t: FrameTable, slide: Long): Unit = if (t.deferredEvents > 0) {
-    t.reserveForDeferred(frameOf(_, slide))
+  private def flush(t: FrameTable, policy: SlidingWindowPolicy): Unit = if (t.deferredEvents > 0) {
+    t.reserveForDeferred(policy.frameNumber)
     val width = t.deferredWidth
     val event = Array.tabulate(numberColumns)(c => if (deferredAt(c) == OneEach) 1L else 0L) // an event's numbers as a frame's
     var e = 0
@@ -285,7 +285,7 @@ private[spark] final class ColumnarFrames(parts: Array[ColumnarFrames.Part], sha
         c += 1
       }
       val held = t.size
-      val slot = t.slotOf(frameOf(ts, slide))
+      val slot = t.slotOf(policy.frameNumber(ts))
       mergeInto(t.numbers, slot * numberColumns, t.size > held, event, 0)
       e += 1
     }
@@ -558,8 +558,6 @@ private[spark] object ColumnarFrames {
   /** The ordinal of a projected row's timestamp ([[TypedWindow.project]]). */
   private val TimestampOrdinal = 1
 
-  /** The frame of timestamp `ts`: frame `f` holds the times in `[(f - 1) * slide, f * slide)`. */
-  private def frameOf(ts: Long, slide: Long): Long = Math.floorDiv(ts, slide) + 1
 
   /** Of [[ColumnarFrames.deferredAt]]: a count's column, 1 for every event and not deferred. */
   private val OneEach = -1

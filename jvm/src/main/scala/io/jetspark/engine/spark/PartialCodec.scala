@@ -59,23 +59,27 @@ private[spark] final class PartialRegistrator extends KryoRegistrator {
   import io.jetspark.core.aggregate._
 
   override def registerClasses(kryo: Kryo): Unit = {
-    // A pick of a kept item (every built-in max_by/min_by) ranks by the kept value: written once.
+    // A pick of a kept item (every built-in max_by/min_by) ranks by the kept item itself (its value,
+    // then its position): written once.
     val (empty, kept, other) = (0, 1, 2)
     kryo.register(classOf[PickAccumulator], serializer[PickAccumulator](
       (k, out, a) => a.item match {
         case _ if a.isEmpty => out.writeByte(empty)
-        case item: Kept if item.value.asInstanceOf[AnyRef] eq a.value.asInstanceOf[AnyRef] =>
+        case item: Kept if item eq a.value.asInstanceOf[AnyRef] =>
           out.writeByte(kept); k.writeObject(out, item)
         case item => out.writeByte(other); k.writeClassAndObject(out, item); k.writeClassAndObject(out, a.value)
       },
       (k, in) => in.readByte() match {
         case `empty` => new PickAccumulator()
-        case `kept` => val item = k.readObject(in, classOf[Kept]); new PickAccumulator(item, item.value, isEmpty = false)
+        case `kept` => val item = k.readObject(in, classOf[Kept]); new PickAccumulator(item, item, isEmpty = false)
         case _ => val item = k.readClassAndObject(in); new PickAccumulator(item, k.readClassAndObject(in), isEmpty = false)
       }))
     kryo.register(classOf[Kept], serializer[Kept](
-      (k, out, kept) => { k.writeClassAndObject(out, kept.item); k.writeClassAndObject(out, kept.value) },
-      (k, in) => { val item = k.readClassAndObject(in).asInstanceOf[AnyRef]; Kept(item, k.readClassAndObject(in)) }))
+      (k, out, kept) => { k.writeClassAndObject(out, kept.item); k.writeClassAndObject(out, kept.value); out.writeVarLong(kept.position, true) },
+      (k, in) => {
+        val (item, value) = (k.readClassAndObject(in).asInstanceOf[AnyRef], k.readClassAndObject(in))
+        Kept(item, value, in.readVarLong(true))
+      }))
     kryo.register(classOf[LongAccumulator], serializer[LongAccumulator](
       (_, out, a) => out.writeVarLong(a.value, false), (_, in) => new LongAccumulator(in.readVarLong(false))))
     kryo.register(classOf[AveragingAccumulator], serializer[AveragingAccumulator](

@@ -9,12 +9,14 @@ import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 
 /** An item on its way into an aggregation: its grouping key as a pickle, itself (a Python item's
-  * [[PickledItem]], or a [[RowItem]] where the JVM read a DataFrame's row), and the values extracted from
+  * [[PickledItem]], or a [[RowItem]] where the JVM read a DataFrame's row), the values extracted from
   * it for the operation (by a Python worker and read back with Pyrolite, `rawValues` their pickles to pass
-  * them on unchanged; or read by Catalyst). Equal when the items are: `to_set` keeps distinct items.
+  * them on unchanged; or read by Catalyst), and its encounter position ([[EncounterPositions]]), by which
+  * `min_by`, `max_by`, `top_n` and `bottom_n` break ties. Equal when the items are: `to_set` keeps
+  * distinct items.
   */
-final class Extracted(val key: PickledKey, val item: AnyRef, val values: Array[Any], val rawValues: Array[Array[Byte]])
-    extends Serializable {
+final class Extracted(val key: PickledKey, val item: AnyRef, val values: Array[Any], val rawValues: Array[Array[Byte]],
+    val position: Long = EncounterPositions.next()) extends Serializable {
   /** The pickle of a Python item (stages that only ever see Python items read it). */
   def pickled: Array[Byte] = item.asInstanceOf[PickledItem].bytes
 
@@ -26,7 +28,43 @@ final class Extracted(val key: PickledKey, val item: AnyRef, val values: Array[A
 }
 
 /** What an operation that keeps items (`min_by`, `top_n`, ...) keeps of an extraction. */
-private final case class Kept(item: AnyRef, value: Any)
+private final case class Kept(item: AnyRef, value: Any, position: Long)
+
+private object Kept {
+  /** By value, then the earlier item greater: `max_by`/`top_n` under it prefer the first of tied items. */
+  val EarlierGreater: Ordering[Kept] = (a: Kept, b: Kept) => {
+    val byValue = AnyOrdering.compare(a.value, b.value)
+    if (byValue != 0) byValue else java.lang.Long.compare(b.position, a.position)
+  }
+  /** By value, then the earlier item less: `min_by`/`bottom_n` under it prefer the first of tied items. */
+  val EarlierLess: Ordering[Kept] = (a: Kept, b: Kept) => {
+    val byValue = AnyOrdering.compare(a.value, b.value)
+    if (byValue != 0) byValue else java.lang.Long.compare(a.position, b.position)
+  }
+}
+
+/** Encounter positions of the items that enter an aggregation: within a Spark task (one partition of the
+  * stage that takes them) in arrival order, and across tasks in partition order (`partition << 40 | n`).
+  * Positions are unique, so the operations that break ties by them ([[Kept]]) pick the same items whatever
+  * the order in which partial accumulators combine (two stages, frames of a window, two stacks). Outside a
+  * Spark task (the local engine), in arrival order per thread.
+  */
+object EncounterPositions {
+  private final class Counter(val task: AnyRef, var next: Long)
+  private val counters = ThreadLocal.withInitial[Counter](() => new Counter(null, 0L))
+
+  def next(): Long = {
+    val task = org.apache.spark.TaskContext.get()
+    var counter = counters.get()
+    if (counter.task ne task) {
+      counter = new Counter(task, if (task == null) 0L else task.partitionId().toLong << 40)
+      counters.set(counter)
+    }
+    val position = counter.next
+    counter.next += 1
+    position
+  }
+}
 
 /** Binds a Python-defined aggregate operation (its JSON, from python/jetspark/aggregate.py) to the
   * built-in operation of the core, over values that a Python worker extracts before the aggregation.
@@ -96,8 +134,7 @@ object PythonAggregations {
     def n = spec.get("n").asInt
     // Operations that keep items keep only the item and the value it is ranked by, not the whole
     // extraction (its key and other values): their partial results cross shuffles.
-    def kept(value: Extracted => Any): Extracted => Kept = e => Kept(e.item, value(e))
-    val byValue = (k: Kept) => k.value
+    def kept(value: Extracted => Any): Extracted => Kept = e => Kept(e.item, value(e), e.position)
     val items = (xs: Iterable[Kept]) => xs.map(_.item)
     val itemOf = (e: Extracted) => e.item
     val op: AggregateOperation[Extracted, _, _] = name match {
@@ -106,10 +143,10 @@ object PythonAggregations {
       case "averaging" => AggregateOperations.averaging(value(0))
       case "variance" => AggregateOperations.variance(value(0))
       case "linear_trend" => AggregateOperations.linearTrend(value(0), value(1))
-      case "min_by" => mapping(kept(value(0)))(andThen(minBy(byValue)(AnyOrdering))(_.map(_.item)))
-      case "max_by" => mapping(kept(value(0)))(andThen(maxBy(byValue)(AnyOrdering))(_.map(_.item)))
-      case "top_n" => mapping(kept(value(0)))(andThen(topN(n, byValue)(AnyOrdering))(items))
-      case "bottom_n" => mapping(kept(value(0)))(andThen(bottomN(n, byValue)(AnyOrdering))(items))
+      case "min_by" => mapping(kept(value(0)))(andThen(minBy(identity[Kept])(Kept.EarlierLess))(_.map(_.item)))
+      case "max_by" => mapping(kept(value(0)))(andThen(maxBy(identity[Kept])(Kept.EarlierGreater))(_.map(_.item)))
+      case "top_n" => mapping(kept(value(0)))(andThen(topN(n, identity[Kept])(Kept.EarlierGreater))(items))
+      case "bottom_n" => mapping(kept(value(0)))(andThen(bottomN(n, identity[Kept])(Kept.EarlierLess))(items))
       case "to_list" => mapping(itemOf)(toList[AnyRef]())
       case "to_set" => mapping(itemOf)(toSet[AnyRef]())
       case "all_of" =>

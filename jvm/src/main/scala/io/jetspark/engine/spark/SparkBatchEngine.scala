@@ -234,8 +234,16 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case other => throw new UnsupportedOperationException(
         s"vertex '${v.name}': the Spark batch engine runs items given from Python (pickles), not ${other.getClass.getName}")
     }
-    // One partition: `Sources.items` is one substream, in the given order.
-    val rows = spark.sparkContext.parallelize(pickles, numSlices = 1).map(b => InternalRow(b): InternalRow)
+    // One partition: `Sources.items` is one substream, in the given order. Without preserve_order, where
+    // only local edges take it to processors of one parallelism, as many slices in the given order, in
+    // place of a round-robin shuffle: the items reach them in partition order, the encounter order by which
+    // min_by/max_by/top_n/bottom_n break ties (EncounterPositions).
+    val consumers = dag.edgesFrom(v.name).map(e => (e.kind, dag.vertex(e.to).localParallelism)).distinct
+    val slices = consumers match {
+      case Seq((EdgeKind.Local, parallelism)) if !dag.preserveOrder => parallelism
+      case _ => 1
+    }
+    val rows = spark.sparkContext.parallelize(pickles, numSlices = slices).map(b => InternalRow(b): InternalRow)
     SqlBridge.internalCreateDataFrame(spark, rows, ItemSchema)
   }
 

@@ -228,8 +228,10 @@ private[spark] final class KeyReader(t: Option[DataType]) extends Serializable {
     case Some(keyType) =>
       val read = pythonValue(keyType)
       def made(row: InternalRow): S = make(new PickledKey(PythonValues.dumps(read(row, 0) match {
-        // -0.0 is the key 0.0, as Python's canonical keys make it (jetspark._items.canonical_key).
-        case d: java.lang.Double if d == 0.0 => java.lang.Double.valueOf(0.0)
+        // A number key as Python's canonical keys make it (jetspark._items.canonical_key): a bool or an
+        // integral float is the int it equals (-0.0 is 0), so that the Python items' path keys alike.
+        case b: java.lang.Boolean => java.lang.Long.valueOf(if (b) 1L else 0L)
+        case d: java.lang.Double if !d.isInfinite && d == Math.rint(d) => new java.math.BigDecimal(d.doubleValue).toBigInteger
         case other => other
       })))
       lazy val none = make(new PickledKey(PythonValues.dumps(null)))

@@ -101,7 +101,7 @@ object WindowStages {
     }
   }
 
-  /** `items`, then watermarks rising in steps to past the last window that holds one of them.
+  /** `items`, then watermarks rising in steps to the last window that holds one of them.
     *
     * The batch's end is a watermark of +infinity (the processor's `complete()`), which would emit every
     * window of the partition in one go, all held in memory at once. Nothing arrives after these
@@ -121,7 +121,10 @@ object WindowStages {
     seen ++ Iterator.single(()).flatMap { _ =>
       if (low > high) Iterator.empty
       else {
-        val span = policy.frameEnd(high) + policy.size - low // to past the end of the last window holding `high`
+        // At or past the end of the last window holding `high` (an event's time or a frame's end), saturated
+        // as is the span: the watermarks are only steps, and complete() emits whatever they leave.
+        val last = if (high > Long.MaxValue - policy.size) Long.MaxValue else high + policy.size
+        val span = if (low < 0 && last > Long.MaxValue + low) Long.MaxValue else last - low
         val slices = math.min(64L, span / policy.slide / 256)
         (1L until slices).iterator.map(i => Watermark(low + span / slices * i))
       }

@@ -76,6 +76,19 @@ class SessionWindowProcessorTest extends AnyFunSuite {
       Seq(s(0, 5, 1), s(2, 7, 1, "b"), wm(10), s(20, 25, 1)))
   }
 
+  /*  timeout 10, at the ends of the 64-bit range
+   *  e(MinValue) [MinValue, MinValue + 10)      e(MaxValue - 10) [MaxValue - 10, MaxValue): both representable
+   *  e(MaxValue - 9): its session would end at MaxValue + 1 -> WindowOutOfRangeException naming the timestamp
+   */
+  test("sessions at the ends of the 64-bit range are emitted; one that would end beyond it fails naming the event") {
+    verifySessions(10, counting, Seq(e(Long.MaxValue - 10), e(Long.MinValue), e(Long.MinValue + 3)),
+      Seq(s(Long.MinValue, Long.MinValue + 13, 2), s(Long.MaxValue - 10, Long.MaxValue, 1)))
+    val ex = intercept[WindowOutOfRangeException](
+      processAll(new SessionWindowProcessor(10, (e: Ev) => e.key, (e: Ev) => e.ts, counting), e(Long.MaxValue - 9)))
+    assert(ex.ts == Long.MaxValue - 9 && ex.getMessage.contains("9223372036854775808") &&
+      ex.getMessage.contains("window-in-64-bit-range"))
+  }
+
   test("an operation without combineFn is refused: bridging events must merge accumulators") {
     val noCombine = TestOps.withoutCombine[Ev]
     val ex = intercept[IllegalArgumentException](new SessionWindowProcessor(10, (e: Ev) => e.key, (e: Ev) => e.ts, noCombine))

@@ -94,6 +94,28 @@ class SlidingWindowProcessorTest extends AnyFunSuite {
     assert(p.lastEndAtOrBefore(Long.MinValue) == Long.MinValue)
   }
 
+  /*  sliding(4, 2) at the ends of the 64-bit range (Min = Long.MinValue, Max = Long.MaxValue, odd)
+   *  lowest frame whose windows fit: [Min+2, Min+4), in windows [Min, Min+4) and [Min+2, Min+6)
+   *  highest: [Max-5, Max-3), in windows [Max-7, Max-3) and [Max-5, Max-1)
+   *  an event at Min+1 (window [Min-2, Min+2)) or at Max-3 (window [Max-3, Max+1)) cannot be windowed
+   */
+  test("windows at the ends of the 64-bit range are emitted whole; an event in one beyond it fails naming it") {
+    val (min, max) = (Long.MinValue, Long.MaxValue)
+    val p = SlidingWindowPolicy(4, 2)
+    assert(p.frameEnd(min + 2) == min + 4 && p.frameEnd(max - 4) == max - 3)
+    for (ts <- Seq(min, min + 1, max - 3, max)) {
+      val ex = intercept[WindowOutOfRangeException](p.frameEnd(ts))
+      assert(ex.ts == ts && ex.getMessage.contains(ts.toString) && ex.getMessage.contains("window-in-64-bit-range"))
+    }
+    verifyCase(p, counting, Seq(e(max - 5), e(min + 3), e(min + 2), e(max - 4)),
+      Seq(w(min, min + 4, 2), w(min + 2, min + 6, 2), w(max - 7, max - 3, 2), w(max - 5, max - 1, 2)))
+    // a window may end at Long.MaxValue itself (an end is exclusive): tumbling by 7, which divides it
+    verifyCase(SlidingWindowPolicy(7, 7), counting, Seq(e(max - 1), e(min + 1)),
+      Seq(w(min + 1, min + 8, 1), w(max - 7, max, 1)))
+    val single = SlidingWindowProcessor.singleStageNonKeyed(p, (e: Ev) => e.ts, counting(false))
+    assert(intercept[WindowOutOfRangeException](processAll(single, e(0), e(max - 3))).ts == max - 3)
+  }
+
   // ---- spec cases ---------------------------------------------------------------------------------------
 
   /*  sliding(4, 1), counting

@@ -13,6 +13,14 @@ object WindowTestSupport {
   def e(ts: Long): Ev = Ev(ts)
   def wm(ts: Long): Watermark = Watermark(ts)
 
+  /** Gives `events` to a fresh `p` in one inbox (for a processor that throws on one of them). */
+  def processAll(p: Processor, events: Any*): Unit = {
+    p.init(new BufferedOutbox(1, Int.MaxValue), ProcessorContext("window", 0, 1))
+    val inbox = new ArrayDequeInbox()
+    inbox.addAll(events)
+    p.process(0, inbox)
+  }
+
   /** The output cut after each watermark; the last piece holds what follows the last watermark. */
   def segments(items: Seq[Any]): Seq[Seq[Any]] = {
     val (done, rest) = items.foldLeft((Vector.empty[Seq[Any]], Vector.empty[Any])) {

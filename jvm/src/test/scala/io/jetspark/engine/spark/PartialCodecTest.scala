@@ -15,10 +15,11 @@ class PartialCodecTest extends AnyFunSuite {
 
   test("picks, kept items, counts and means survive the trip, also inside one array of frames") {
     val row = UnsafeProjection.create(Array[DataType](IntegerType, LongType)).apply(InternalRow(7, 1L << 40)).copy()
-    val value = java.lang.Long.valueOf(1L << 40) // one object: the kept item's value and the pick's
+    val value = java.lang.Long.valueOf(1L << 40)
+    val kept = Kept(row, value, 5L << 40 | 3) // one object: the pick's item and the value it ranks by
     val frames = roundTrip(Array[Any](
       new PickAccumulator(),
-      new PickAccumulator(Kept(row, value), value, isEmpty = false),
+      new PickAccumulator(kept, kept, isEmpty = false),
       new PickAccumulator("an item picked by another value", 2.5, isEmpty = false),
       new LongAccumulator(Long.MinValue),
       new AveragingAccumulator(3L, BigInt("123456789012345678901234567890")),
@@ -26,9 +27,9 @@ class PartialCodecTest extends AnyFunSuite {
     val Array(empty: PickAccumulator, pick: PickAccumulator, plain: PickAccumulator, count: LongAccumulator,
       exact: AveragingAccumulator, double: AveragingAccumulator) = frames: @unchecked
     assert(empty.isEmpty && empty.item == null && empty.value == null)
-    assert(!pick.isEmpty && pick.value == (1L << 40))
-    val Kept(keptRow: UnsafeRow, keptValue) = pick.item: @unchecked
-    assert(keptRow.getInt(0) == 7 && keptRow.getLong(1) == (1L << 40) && keptValue == (1L << 40))
+    assert(!pick.isEmpty && (pick.value.asInstanceOf[AnyRef] eq pick.item.asInstanceOf[AnyRef]))
+    val Kept(keptRow: UnsafeRow, keptValue, position) = pick.item: @unchecked
+    assert(keptRow.getInt(0) == 7 && keptRow.getLong(1) == (1L << 40) && keptValue == (1L << 40) && position == (5L << 40 | 3))
     assert(!plain.isEmpty && plain.item == "an item picked by another value" && plain.value == 2.5)
     assert(count.value == Long.MinValue)
     assert(exact.count == 3L && exact.sum == BigInt("123456789012345678901234567890"))
