@@ -526,7 +526,7 @@ def _windows(window: dict[str, Any], events: list[tuple[int, Any]]) -> list[tupl
     one session, which ends ``timeout`` after its last event; taken in time order, an event joins the
     current session iff it starts before the session's end.
 
-    Every window that holds an event must lie in the range of 64-bit timestamps (README "Windows", rule
+    Every window that holds an event must lie in the range of 64-bit timestamps (docs/semantics.md, rule
     ``window-in-64-bit-range``): Python's ints do not wrap, so the windows are computed exactly, and an
     event that falls in one beyond the range raises :class:`_OutOfRange`."""
     if not events:
@@ -676,7 +676,7 @@ def _group(key: Any) -> Any:
 
 
 def _key_value(key: Any) -> Any:
-    """The key a result carries (README "Keys"): numbers that equal an int (a bool, an integral float)
+    """The key a result carries (docs/semantics.md): numbers that equal an int (a bool, an integral float)
     as that int, through tuples, lists, namedtuples, dicts and sets (a set as a frozenset); other
     values as they are (Rows too: each field has one Spark type)."""
     if isinstance(key, bool) or (isinstance(key, float) and key.is_integer()):

@@ -331,7 +331,7 @@ def _int_keyed_aggregate(b: _Builder, c: _Current) -> Result:
 def _mixed_key(b: _Builder) -> tuple[Callable[[int], Any], str, bool]:
     """A key of ints that is ``x % 3`` as an int, a float or (0 and 1) a bool, by ``x // 3``, maybe in a
     tuple: numbers Python holds equal (``1 == 1.0 == True``), so one key in every keyed stage, which
-    results carry as the int it equals (README "Keys")."""
+    results carry as the int it equals (docs/semantics.md)."""
     def mixed(x: int) -> Any:
         k = x % 3
         return (k, float(k), k == 1 if k < 2 else k)[x // 3 % 3]

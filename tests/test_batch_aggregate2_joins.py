@@ -196,7 +196,7 @@ def test_a_failing_finish_fails_the_job_naming_the_stage_the_group_and_the_funct
     with pytest.raises(JobFailedError) as e:
         jet.new_job(p).join(timeout=300)
     assert e.value.stage == "inverse"
-    # (the key False is the key 0: README "Keys, ties and window bounds")
+    # (the key False is the key 0: docs/semantics.md)
     assert "group of key 0" in str(e.value) and "finish" in str(e.value) and "ZeroDivisionError" in str(e.value)
 
 

@@ -111,7 +111,7 @@ def test_the_console_sink_prints_items_on_the_driver(run, capsys):
 
 
 def test_a_vertex_the_engine_cannot_run_yet_fails_the_job_naming_it(jet):
-    # Kafka sinks are not run on the Spark batch engine yet (README, "not yet").
+    # Kafka sinks are not run on the Spark batch engine yet (docs/limits.md).
     p = Pipeline.create()
     p.read_from(Sources.items([1])).write_to(Sinks.kafka("127.0.0.1:9", "events")).set_name("to-kafka")
     with pytest.raises(JobFailedError, match="'to-kafka'.*kafka sinks are not run yet"):

@@ -1,6 +1,6 @@
-"""Keys follow Python's equality in every keyed stage, on both engines (README "Keys, ties and window
-bounds"): ``1``, ``1.0`` and ``True`` are one key, also inside tuples, and a result carries the int it
-equals. Expected outputs come from the reference, which groups as a dict does.
+"""Keys follow Python's equality in every keyed stage, on both engines (docs/semantics.md): ``1``,
+``1.0`` and ``True`` are one key, also inside tuples, and a result carries the int it equals.
+Expected outputs come from the reference, which groups as a dict does.
 
     items   0    1    2    3    4    5  ...   key of x: x % 3 as int (x//3 % 3 == 0), float (1) or bool (2)
     key     0  1.0    2  0.0 True  2.0  ...   -> three keys, 0, 1 and 2, whatever the types

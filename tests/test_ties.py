@@ -1,5 +1,5 @@
 """Ties in ``min_by``/``max_by`` (and ``top_n``/``bottom_n``) go to the first item in encounter order on
-every path of Python items (README "Aggregate operations"): the reference's single pass keeps the first of
+every path of Python items (docs/semantics.md): the reference's single pass keeps the first of
 tied items, and the engines must pick the same one however their partial accumulators combine (two stages,
 the frames of a sliding window, two stacks).
 

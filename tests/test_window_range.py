@@ -1,4 +1,4 @@
-"""Windows at the ends of the 64-bit range of timestamps (README "Windows", rule
+"""Windows at the ends of the 64-bit range of timestamps (docs/semantics.md, rule
 ``window-in-64-bit-range``): every window that holds an event must start at or after -2**63 and end at or
 before 2**63 - 1; such windows come out whole, on every path, as the reference computes them with Python's
 unbounded ints; an event that falls in a window beyond the range fails the window stage naming it, never

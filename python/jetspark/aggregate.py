@@ -170,12 +170,12 @@ class AggregateOperations:
 
     @staticmethod
     def min_by(v: ExtractorLike) -> AggregateOperation:
-        """The item with the least value (on ties the first in encounter order, see the README)."""
+        """The item with the least value (on ties the first in encounter order: docs/semantics.md)."""
         return AggregateOperation("min_by", (extractor(v, "min_by(v)"),))
 
     @staticmethod
     def max_by(v: ExtractorLike) -> AggregateOperation:
-        """The item with the greatest value (on ties the first in encounter order, see the README)."""
+        """The item with the greatest value (on ties the first in encounter order: docs/semantics.md)."""
         return AggregateOperation("max_by", (extractor(v, "max_by(v)"),))
 
     @staticmethod
