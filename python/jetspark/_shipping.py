@@ -13,6 +13,8 @@ plain ``pickle`` (the items of ``Sources.items``) still need their classes' modu
 from __future__ import annotations
 
 import functools
+import importlib.machinery
+import os
 import site
 import sys
 import sysconfig
@@ -84,12 +86,26 @@ def _names(code: types.CodeType) -> set[str]:
 
 def _importable_everywhere(module: types.ModuleType) -> bool:
     """Whether a worker imports ``module`` by itself: it has no file (built in), lives where Python
-    installs modules, or is pyspark or jetspark. ``__main__`` is pickled by value by cloudpickle anyway."""
+    installs modules, is pyspark or jetspark, or is found on a path the workers share (PYTHONPATH, the
+    directories .pth files add, such as an editable install's). Found only in the driver's script directory
+    or working directory, or not at all, it is not. (Pickled by value, a module that the workers could import
+    would give them a second copy of its classes, which plain pickle then refuses.) ``__main__`` is pickled
+    by value by cloudpickle anyway."""
     file = getattr(module, "__file__", None)
     if module.__name__ in ("__main__", "pyspark", "jetspark", "py4j") or file is None:
         return True
     path = Path(file).resolve()
-    return any(root in path.parents for root in _install_roots())
+    if any(root in path.parents for root in _install_roots()):
+        return True
+    spec = importlib.machinery.PathFinder.find_spec(module.__name__, _shared_path())
+    return spec is not None and spec.origin is not None and Path(spec.origin).resolve() == path
+
+
+def _shared_path() -> list[str]:
+    """``sys.path`` without what only the driver has: the script's directory (``sys.path[0]``, which a test
+    runner may also set) and the working directory."""
+    private = {Path(p or ".").resolve() for p in (sys.path[0] if sys.path else "", "", os.getcwd())}
+    return [p for p in sys.path[1:] if p and Path(p).resolve() not in private]
 
 
 @functools.lru_cache(maxsize=1)
