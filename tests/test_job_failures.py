@@ -15,14 +15,15 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jetspark import AggregateOperations as ops
 from jetspark import DeadLetter, JobFailedError, Pipeline, Sinks, Sources, WindowDefinition, WindowResult
 
-FUZZ = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                      HealthCheck.too_slow])
+FUZZ = settings(max_examples=examples(5), deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 stage_names = st.text("abcdefghij-", min_size=3, max_size=8)
 numbers = st.integers(-1000, 1000)
 LOCK_PICKLING = "TypeError: cannot pickle '_thread.lock' object"
@@ -138,3 +139,16 @@ def test_a_sort_of_values_that_cannot_be_ordered_names_its_stage_and_the_values(
     assert failed.value.stage is not None and failed.value.stage.startswith("by-value"), message
     assert f"failed: stage '{failed.value.stage}' failed: " in message and "IllegalArgumentException: cannot order " in message
     assert any(f"{n} (java.lang." in message for n in numbers_) and any(f"{s} (java.lang.String)" in message for s in strings)
+
+
+@pytest.mark.parametrize("light", [False, True])
+def test_numbers_of_other_types_are_taken_as_the_built_in_numbers_they_equal(jet, light):
+    # numpy's numbers are numbers to Python's sum; the JVM reads only built-in ones.
+    import numpy as np
+
+    items = [np.float64(1.5), np.int64(2), np.int32(7), np.float32(0.25), 4]
+    p = Pipeline.create()
+    p.read_from(Sources.items(items)).aggregate(ops.all_of(ops.summing(lambda x: x), ops.averaging(lambda x: x))) \
+        .write_to(Sinks.list("out"))
+    out, letters = run(jet, p, light)
+    assert out == [(sum(items), sum(items) / len(items))] and letters == []

@@ -22,6 +22,7 @@ joined tuples, which carry the item's time and id).
 from __future__ import annotations
 
 import json
+import numbers
 import pickle
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -164,9 +165,18 @@ def extract(spec: dict[str, Any], item: Any, functions: dict[int, Callable[[Any]
     """:func:`extract_value`, checked to be a number where the operation it is for takes numbers only
     (``"numbers_for"``: summing, averaging, ...): else the record fails here, as the extractor's failure."""
     value = extract_value(spec, item, functions, columns)
-    if "numbers_for" in spec and not isinstance(value, (int, float, Decimal)):  # bool is an int, as in Python
-        raise TypeError(f"{spec['numbers_for']} takes numbers, not {type(value).__name__} {value!r}")
-    return value
+    if "numbers_for" not in spec or type(value) in _BUILT_IN_NUMBERS:
+        return value
+    # The JVM reads the value's pickle: another number type (numpy's, an IntEnum) goes as the built-in it
+    # equals, which Pyrolite reads, rather than failing the job there instead of this record here.
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    raise TypeError(f"{spec['numbers_for']} takes numbers, not {type(value).__name__} {value!r}")
+
+
+_BUILT_IN_NUMBERS = (int, bool, float, Decimal)
 
 
 def extract_value(spec: dict[str, Any], item: Any, functions: dict[int, Callable[[Any], Any]],
