@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import as_multiset, run_reference
@@ -32,8 +33,8 @@ WINDOWS = {"sliding": WindowDefinition.sliding(8, 2), "tumbling": WindowDefiniti
 tied_items = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(0, 40)), min_size=1, max_size=60).map(
     lambda drawn: [{"id": i, "k": k, "v": v, "t": t} for i, (k, v, t) in enumerate(drawn)])
 
-SETTINGS = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                           HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(8), deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 def _aggregation(items: list[dict[str, int]], operation: str, keyed: bool) -> Pipeline:
