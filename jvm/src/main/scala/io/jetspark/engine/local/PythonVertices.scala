@@ -84,7 +84,7 @@ object PythonVertices {
         case None => (None, Seq(edge))
         case Some(x) =>
           val sender = dag.vertex(e.from)
-          val extract = LocalVertex(x.vertex, sender.localParallelism, _ => new BatchTransformProcessor(extractor(python, x)),
+          val extract = LocalVertex(x.vertex, sender.localParallelism, context => new BatchTransformProcessor(extractor(python, x, context)),
             cooperative = false)
           // A record whose key or value fails goes where its stage's failures go, from the extraction.
           val deadLetters = x.errorEdges.zipWithIndex.map { case (d, i) =>
@@ -217,8 +217,12 @@ object PythonVertices {
   private def call(python: PythonCallback, work: String, pickles: IndexedSeq[Array[Byte]]): Vector[Array[Byte]] =
     PythonValues.unpackFrames(python.call(work, PythonValues.packFrames(pickles)))
 
-  private def extractor(python: PythonCallback, x: Extraction): IndexedSeq[Any] => IterableOnce[Any] = {
+  /** The extraction of one processor: its items' encounter positions count in arrival order from its
+    * index (`index << 40`), as a Spark task's count from its partition's ([[EncounterPositions]]).
+    */
+  private def extractor(python: PythonCallback, x: Extraction, context: ProcessorContext): IndexedSeq[Any] => IterableOnce[Any] = {
     val (work, perItem) = (x.work, x.values.size + 2)
+    var position = context.globalProcessorIndex.toLong << 40
     batch => {
       val frames = call(python, work, batch.map(pickle))
       val out = Vector.newBuilder[Any]
@@ -231,7 +235,8 @@ object PythonVertices {
         } else {
           val f = frames.slice(at + 1, at + 1 + perItem)
           val raw = f.slice(1, perItem - 1).toArray
-          out += new Extracted(new PickledKey(f.head), new PickledItem(f.last), raw.map(PythonValues.loads), raw)
+          out += new Extracted(new PickledKey(f.head), new PickledItem(f.last), raw.map(PythonValues.loads), raw, position)
+          position += 1
           at += 1 + perItem
         }
         answered += 1

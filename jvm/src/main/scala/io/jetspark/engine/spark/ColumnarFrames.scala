@@ -558,7 +558,6 @@ private[spark] object ColumnarFrames {
   /** The ordinal of a projected row's timestamp ([[TypedWindow.project]]). */
   private val TimestampOrdinal = 1
 
-
   /** Of [[ColumnarFrames.deferredAt]]: a count's column, 1 for every event and not deferred. */
   private val OneEach = -1
   /** Of [[ColumnarFrames.deferredAt]]: a column that is the event's timestamp, which it is deferred by. */

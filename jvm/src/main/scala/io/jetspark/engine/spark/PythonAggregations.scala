@@ -46,8 +46,8 @@ private object Kept {
 /** Encounter positions of the items that enter an aggregation: within a Spark task (one partition of the
   * stage that takes them) in arrival order, and across tasks in partition order (`partition << 40 | n`).
   * Positions are unique, so the operations that break ties by them ([[Kept]]) pick the same items whatever
-  * the order in which partial accumulators combine (two stages, frames of a window, two stacks). Outside a
-  * Spark task (the local engine), in arrival order per thread.
+  * the order in which partial accumulators combine (two stages, frames of a window, two stacks). The local
+  * engine's extractions number their items the same way from their processor's index.
   */
 object EncounterPositions {
   private final class Counter(val task: AnyRef, var next: Long)
