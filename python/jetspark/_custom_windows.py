@@ -146,11 +146,11 @@ class _Frames:
     def __init__(self, op: Any, calls: StageCalls, size: int, slide: int, about: About) -> None:
         self.op, self.calls, self.size, self.slide, self.about = op, calls, size, slide, about
         self.table: dict[bytes, dict[int, Any]] = {}
+        self.described = f"sliding windows of {size} ms by {slide} ms"
 
     def add(self, key: bytes, ts: int, item: Any, values: list[bytes], out: Output) -> None:
         end = (ts // self.slide + 1) * self.slide
-        _require_in_range(self.calls, item, ts, end - self.size, end - self.slide + self.size,
-                          f"sliding windows of {self.size} ms by {self.slide} ms")
+        _require_in_range(self.calls, item, ts, end - self.size, end - self.slide + self.size, self.described)
         frames = self.table.setdefault(key, {})
         if end not in frames:
             frames[end] = self.calls.of_group("create", self.about(key, "frame", end - self.slide, end), self.op.create)
@@ -289,10 +289,11 @@ class _Sessions:
 
     def __init__(self, op: Any, calls: StageCalls, timeout: int, about: About) -> None:
         self.op, self.calls, self.timeout, self.about = op, calls, timeout, about
+        self.described = f"sessions of timeout {timeout} ms"
         self.table: dict[bytes, list[list[Any]]] = {}
 
     def add(self, key: bytes, ts: int, item: Any, values: list[bytes], out: Output) -> None:
-        _require_in_range(self.calls, item, ts, ts, ts + self.timeout, f"sessions of timeout {self.timeout} ms")
+        _require_in_range(self.calls, item, ts, ts, ts + self.timeout, self.described)
         sessions = self.table.setdefault(key, [])
         start, end = ts, ts + self.timeout
         # The sessions the span overlaps: those starting before its end and ending after its start.
