@@ -6,6 +6,7 @@ PythonVertices). Light jobs cost milliseconds, so more examples than for the Spa
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import examples
 from strategies import batch_pipelines
@@ -13,9 +14,11 @@ from test_batch_engine_random import sink_mismatches
 
 # Not "join", "aggregate2" (not run by light jobs yet). A sort's sinks compare in order up to its ties.
 STATELESS = frozenset({"map", "map_to_none", "filter", "flat_map", "peek", "rebalance_map", "failing_map", "to_kv"})
-AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate", "distinct", "map_stateful", "sort", "mixed_key"}
-# Under preserve_order a keyed rebalance needs order restored by sequence ids, which light jobs refuse yet.
-ORDERED = (STATELESS - {"rebalance_map"}) | {"rolling", "map_stateful", "sort"}
+AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate", "distinct", "map_stateful", "sort", "mixed_key", "merge"}
+ORDERED = STATELESS | {"rolling", "map_stateful", "sort", "merge", "distinct"}
+# What needs sequence ids: a keyed rebalance (order restored per key behind it), a diamond (its merge in
+# source order, partition by partition or gathered into one processor), both.
+OPENINGS = [("rebalance_map",), ("flat_map", "merge"), ("rebalance_map", "flat_map", "merge"), ("merge", "rebalance_map")]
 
 SETTINGS = settings(max_examples=examples(30), deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -44,5 +47,12 @@ def test_random_ordered_pipelines_keep_the_reference_order(jet, generated):
 @given(batch_pipelines(allowed=AGGREGATING, first=("sort",)))
 def test_random_pipelines_after_a_sort_keep_its_order(jet, generated):
     # Every example opens with a sort, with or without preserve_order: its sinks see its order, up to its ties.
+    problems = mismatches_as_light_job(jet, generated)
+    assert not problems, f"{generated}\n" + "\n".join(problems)
+
+
+@SETTINGS
+@given(st.sampled_from(OPENINGS).flatmap(lambda first: batch_pipelines(allowed=ORDERED, preserve_order=True, first=first)))
+def test_random_keyed_shuffles_and_diamonds_keep_the_reference_order(jet, generated):
     problems = mismatches_as_light_job(jet, generated)
     assert not problems, f"{generated}\n" + "\n".join(problems)

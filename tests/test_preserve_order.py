@@ -1,8 +1,8 @@
-"""preserve_order end to end on the Spark batch engine: what the planner promises across keyed shuffles
-and diamonds (sequence ids assigned at the source, order restored where a shuffle from several senders
-mixes it, the diamond's merge in sequence order) is what the sinks see, compared with the brute-force
-reference (see tests/preserve_order_cases.py for the cases and what each promises), on local[2] and on
-two executor JVMs (local-cluster[2,1,1024])."""
+"""preserve_order end to end, on the Spark batch engine and in light jobs: what the planner promises
+across keyed shuffles and diamonds (sequence ids assigned at the source, order restored where a shuffle
+from several senders mixes it, the diamond's merge in sequence order) is what the sinks see, compared
+with the brute-force reference (see tests/preserve_order_cases.py for the cases and what each promises),
+on local[2], on two executor JVMs (local-cluster[2,1,1024]) and in light jobs."""
 
 from __future__ import annotations
 
@@ -22,6 +22,12 @@ from jetspark import JoinClause, Pipeline, Sinks, Sources, WindowDefinition
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_the_sink_sees_the_promised_order_on_local_spark(jet, case):
     problems = run_case(jet, case)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.light], ids=[c.name for c in CASES if c.light])
+def test_the_sink_sees_the_promised_order_in_light_jobs(jet, case):
+    problems = run_case(jet, case, light=True)
     assert not problems, "\n".join(problems)
 
 

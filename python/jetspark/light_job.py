@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from jetspark import _jvm
 from jetspark._failures import describe as describe_failure
 from jetspark._items import canonical_key, loads_key, pack_frames, unpack_frames
-from jetspark._python_steps import PICKLE_PROTOCOL, Step, dumps, extract, record_failure, run_steps
+from jetspark._python_steps import PICKLE_PROTOCOL, Step, dumps, extract, record_failure, run_steps, run_steps_numbered
 from jetspark.errors import JobCancelledError, JobFailedError
 from jetspark.job import JobStatus, _jvm_objects
 
@@ -135,6 +135,16 @@ class _Callback:
         if spec["kind"] == "print":
             for item in items:
                 print(item)
+        elif spec["kind"] == "chain" and spec["sequenced"]:
+            # Item by item: the number of answers, then for each the stage a record failed in (empty for
+            # an output), the output's fan-out path below its item (``run_steps_numbered``) and the pickle.
+            for item in items:
+                numbered, letters = run_steps_numbered(spec["steps"], item, dumps)
+                out.append(str(len(numbered) + len(letters)).encode())
+                for path, result in numbered:
+                    out += [b"", ".".join(map(str, path)).encode(), result]
+                for letter in letters:
+                    out += [letter.stage.encode(), b"", pickle.dumps(letter, protocol=PICKLE_PROTOCOL)]
         elif spec["kind"] == "chain":
             # Pairs of frames: the stage a record failed in (empty for an output), then the pickle.
             for item in items:
@@ -161,22 +171,26 @@ class _Callback:
 
     def _stateful(self, spec: dict[str, Any], frames: list[bytes]) -> list[bytes]:
         """``map_stateful`` over pairs of frames (the key's canonical bytes, the item's pickle): the state of
-        each key lives here across calls; answers in the chains' form (stage or empty, pickle)."""
+        each key lives here across calls; answers in the chains' form (stage or empty, pickle), or, where
+        the items keep their sequence ids, item by item as a sequenced chain does (each output's path
+        empty: it keeps its item's id)."""
         create, fn, states = self._functions[spec["create_ref"]], self._functions[spec["fn_ref"]], spec["states"]
+        sequenced = spec["sequenced"]
         out: list[bytes] = []
         for key_bytes, raw in zip(frames[::2], frames[1::2]):
             item = pickle.loads(raw)
             state = states[key_bytes] if key_bytes in states else create()
             try:
                 state, output = fn(state, loads_key(key_bytes), item) if spec["keyed"] else fn(state, item)
-                emitted = None if output is None else dumps(output)
+                answers = [] if output is None else [(b"", dumps(output))]
             except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
-                letter = record_failure(spec["stage"], spec["dead_letter"], item, e)
-                out += [spec["stage"].encode(), dumps(letter)]
-                continue
-            states[key_bytes] = state
-            if emitted is not None:
-                out += [b"", emitted]
+                answers = [(spec["stage"].encode(), dumps(record_failure(spec["stage"], spec["dead_letter"], item, e)))]
+            else:
+                states[key_bytes] = state
+            if sequenced:
+                out.append(str(len(answers)).encode())
+            for stage, pickled in answers:
+                out += [stage, b"", pickled] if sequenced else [stage, pickled]
         return out
 
     def ping(self) -> bool:

@@ -30,6 +30,11 @@ final case class Edge(
 )
 
 /** The planned job: vertices in topological order and the edges between them. */
+object PhysicalDag {
+  /** How many substreams (processors) one vertex's sequence ids may have: the bits below a vertex's first one. */
+  val SubstreamBits = 20
+}
+
 final case class PhysicalDag(vertices: Seq[Vertex], edges: Seq[Edge], preserveOrder: Boolean) {
 
   def vertex(name: String): Vertex =
@@ -42,6 +47,31 @@ final case class PhysicalDag(vertices: Seq[Vertex], edges: Seq[Edge], preserveOr
   def routesFailures(v: Vertex): Boolean = failureEdges(v).nonEmpty
   /** The dead-letter edges of the records that vertex `v`'s own stage fails on (see [[routesFailures]]). */
   def failureEdges(v: Vertex): Seq[Edge] = edgesFrom(v.name).filter(_.errorsOf.contains(v.fusedChain.headOption.getOrElse(v.name)))
+  /** Whether `edge`'s receiver takes the items with their sequence ids: it carries them on, or it merges
+    * by them (an ordered merge).
+    */
+  def keepsSequence(edge: Edge): Boolean = {
+    val receiver = vertex(edge.to)
+    val orderedMerge = receiver.description match {
+      case VertexDescription.Merge(_, ordered) => ordered
+      case _ => false
+    }
+    edge.carriesSequence && (edgesFrom(receiver.name).exists(_.carriesSequence) || orderedMerge)
+  }
+
+  /** Whether `v` takes its items with their ids and gives each output the id of its item. */
+  def keepsSequenceIn(v: Vertex): Boolean = edgesInto(v.name).exists(keepsSequence)
+
+  /** The first substream of the ids that `v` assigns (its processor `i` numbers substream `first + i`):
+    * above those of the vertices that assign ids before it, so that two ordered streams never share a
+    * substream, and, merged, the earlier vertex's items come first (as the brute-force reference orders
+    * unrelated streams by origin).
+    */
+  def firstSubstream(v: Vertex): Int = {
+    require(v.assignsSequence, s"vertex '${v.name}' assigns no sequence ids")
+    vertices.filter(_.assignsSequence).indexWhere(_.name == v.name) << PhysicalDag.SubstreamBits
+  }
+
   /** The single edge from `from` to `to`. */
   def edge(from: String, to: String): Edge = edges.filter(e => e.from == from && e.to == to) match {
     case Seq(e) => e

@@ -44,7 +44,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     val work = mapper.createObjectNode()
     work.set[JsonNode]("chains", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonChains(dag).map { case (vertex, steps) =>
       Map[String, AnyRef]("vertex" -> vertex.name, "steps" -> steps.map(stepSpec).asJava,
-        "sequenced" -> Boolean.box(SequenceStages.keepsSequenceIn(dag, vertex)),
+        "sequenced" -> Boolean.box(dag.keepsSequenceIn(vertex)),
         "timed" -> Boolean.box(timestamps.emits(vertex.name))).asJava
     }.asJava))
     val extractions = work.putArray("extractions")
@@ -77,7 +77,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     work.set[JsonNode]("stateful", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonStateful(dag).map {
       case (vertex, create, fn, keyed, deadLetter) =>
         Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "create_ref" -> create, "fn_ref" -> fn,
-          "keyed" -> keyed, "dead_letter" -> deadLetter, "sequenced" -> SequenceStages.keepsSequenceIn(dag, vertex),
+          "keyed" -> keyed, "dead_letter" -> deadLetter, "sequenced" -> dag.keepsSequenceIn(vertex),
           "timed" -> timestamps.emits(vertex.name)).asJava
     }.asJava))
     work.set[JsonNode]("joins", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonJoins(dag).map {
@@ -85,7 +85,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
         Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "mapper_ref" -> mapperRef,
           // Only the streamed (left) side's ids ride on to the outputs (HashJoinStage).
           "dead_letter" -> deadLetter,
-          "sequenced" -> dag.edgesInto(vertex.name).exists(e => e.toOrdinal == 0 && SequenceStages.keepsSequence(dag, e)),
+          "sequenced" -> dag.edgesInto(vertex.name).exists(e => e.toOrdinal == 0 && dag.keepsSequence(e)),
           "timed" -> timestamps.emits(vertex.name)).asJava
     }.asJava))
     work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregations.work(dag).map { w =>
@@ -94,7 +94,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
         "window" -> w.window.orNull,
         // Only a rolling aggregation gives its outputs what their items carry (one output per item); other
         // vertices that would have to carry ids are refused by name when the job runs (SequenceStages).
-        "sequenced" -> (w.mode == "rolling" && SequenceStages.keepsSequenceIn(dag, w.vertex)),
+        "sequenced" -> (w.mode == "rolling" && dag.keepsSequenceIn(w.vertex)),
         "timed" -> (w.mode == "rolling" && timestamps.emits(w.vertex.name))).asJava
     }.asJava))
     work.set[JsonNode]("typed_results", mapper.valueToTree[JsonNode](typedPlan.pythonResults.map {

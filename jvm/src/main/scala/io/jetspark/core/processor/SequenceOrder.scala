@@ -1,6 +1,6 @@
 package io.jetspark.core.processor
 
-import io.jetspark.core.{AbstractProcessor, Inbox, Outbox, Watermark}
+import io.jetspark.core.{AbstractProcessor, ArrayDequeInbox, ControlItem, Inbox, Outbox, Processor, ProcessorContext, Watermark}
 import io.jetspark.core.snapshot.SnapshotEntry
 
 import scala.collection.mutable
@@ -16,9 +16,39 @@ import scala.jdk.CollectionConverters._
   * below say (lane, arrival). Progress marks ([[SequencePassed]]) concern whole offsets; their `fanOut`
   * is ignored.
   */
-final case class SequenceId(substream: Int, offset: Long, fanOut: Vector[Int] = Vector.empty)
+final case class SequenceId(substream: Int, offset: Long, fanOut: Vector[Int] = Vector.empty) {
+  import SequenceId.Separator
+
+  /** This id of the form [[SequenceId.of]] with `extra` appended to its path (the j-th output of a
+    * flat_map appends j).
+    */
+  def below(extra: Seq[Int]): SequenceId =
+    if (extra.isEmpty) this
+    else {
+      val (path, ties) = fanOut.splitAt(fanOut.indexOf(Separator))
+      copy(fanOut = path ++ extra.map(_ + 1) ++ ties)
+    }
+
+  /** This id of the form [[SequenceId.of]] with `lane` put in front of its ties: the branch an ordered
+    * merge took it from, which orders copies of one record before the ties of earlier merges do.
+    */
+  def tiedBy(lane: Int): SequenceId = {
+    val (path, ties) = fanOut.splitAt(fanOut.indexOf(Separator) + 1)
+    copy(fanOut = (path :+ lane) ++ ties)
+  }
+}
 
 object SequenceId {
+  private val Separator = 0
+
+  /** The id of an item with a fan-out path and ties (the branches of the ordered merges it came
+    * through) in one fan-out path that orders as path, then ties: the path's elements shifted up by
+    * one, a 0 to end it, then the ties. A path that is a prefix of another ends where the other goes on
+    * with an element of at least 1, so it still comes first.
+    */
+  def of(substream: Int, offset: Long, path: Seq[Int] = Nil, ties: Seq[Int] = Nil): SequenceId =
+    SequenceId(substream, offset, (path.iterator.map(_ + 1) ++ Iterator.single(Separator) ++ ties.iterator).toVector)
+
   /** Offset first, then the fan-out path (a prefix before its extensions). */
   val withinSubstream: Ordering[SequenceId] = {
     val path = Ordering.Implicits.seqOrdering[Vector, Int]
@@ -32,6 +62,12 @@ object SequenceId {
 final case class Sequenced(seq: SequenceId, item: Any)
 
 object Sequenced {
+  /** The item itself, whether it travels with its id or not. */
+  def itemOf(x: Any): Any = x match {
+    case Sequenced(_, item) => item
+    case item => item
+  }
+
   /** Lifts a branch's stateless chain for a fork that ends in an [[OrderedMergeProcessor]]: each
     * `Sequenced(seq, x)` becomes `Sequenced(seq, y)` for every `y` in `fn(x)`, followed by
     * `SequencePassed(seq)`, also when `fn(x)` is empty (an item the branch filtered out leaves a gap
@@ -269,10 +305,17 @@ final class SequenceRestoreProcessor(senderCount: Int) extends SequenceOrderingP
   * those of the next one, and outputs with one id on several branches come in branch order.
   * Watermarks are forwarded after every item that arrived before them.
   *
+  * With `tieByBranch`, an item's id (of the form [[SequenceId.of]]) gets its branch in front of its ties
+  * before it is ordered, and leaves with it ([[SequenceId.tiedBy]]): copies of one record that took
+  * several branches then keep that order wherever they go next, also through later merges. (The Spark
+  * engine keeps an item's id in columns of its row, and writes the branch into those itself.)
+  *
   * Snapshot: as [[SequenceRestoreProcessor]], lanes being branches.
   */
-final class OrderedMergeProcessor(branchCount: Int) extends SequenceOrderingProcessor(branchCount, "ordered-merge") {
+final class OrderedMergeProcessor(branchCount: Int, tieByBranch: Boolean = false)
+    extends SequenceOrderingProcessor(branchCount, "ordered-merge") {
   override protected def accept(ordinal: Int, item: Any): Unit = item match {
+    case sequenced: Sequenced if tieByBranch => reorderer.add(Sequenced(sequenced.seq.tiedBy(ordinal), sequenced.item), tieLane = ordinal)
     case sequenced: Sequenced => reorderer.add(sequenced, tieLane = ordinal)
     case SequencePassed(seq, _) => reorderer.pass(ordinal, seq)
     case other => unexpected(other)
@@ -282,4 +325,55 @@ final class OrderedMergeProcessor(branchCount: Int) extends SequenceOrderingProc
     reorderer.completeLane(ordinal)
     reorderer.flush(outbox)
   }
+}
+
+/** Runs `inner` over the items of [[Sequenced]] ones, and gives what it emits while processing an item
+  * that item's id: for processors that emit only while processing an item and only for it (a rolling
+  * aggregation, a distinct), whose outputs keep their item's id where order is restored by ids later.
+  * Items reach `inner` one at a time; watermarks pass through. A data item that `inner` emits at any
+  * other time (on a watermark, on completion) has no item's id to take and fails the job.
+  */
+final class SequenceCarryingProcessor(inner: Processor) extends Processor {
+  private var outbox: Outbox = _
+  private var context: ProcessorContext = _
+  private var current: SequenceId = _
+  private val single = new ArrayDequeInbox
+
+  private val carrying: Outbox = new Outbox {
+    override def bucketCount: Int = outbox.bucketCount
+    override def offer(ordinal: Int, item: Any): Boolean = item match {
+      case control: ControlItem => outbox.offer(ordinal, control)
+      case data if current == null =>
+        throw new IllegalStateException(s"${context.vertexName}: emitted $data outside the processing of an item, so it has no sequence id")
+      case data => outbox.offer(ordinal, Sequenced(current, data))
+    }
+    override def offerToSnapshot(key: Any, value: Any): Boolean = outbox.offerToSnapshot(key, value)
+  }
+
+  override def init(outbox: Outbox, context: ProcessorContext): Unit = {
+    this.outbox = outbox
+    this.context = context
+    inner.init(carrying, context)
+  }
+
+  override def process(ordinal: Int, inbox: Inbox): Unit =
+    while (!inbox.isEmpty) {
+      if (single.isEmpty) inbox.peek() match {
+        case Sequenced(seq, item) => current = seq; single.add(item)
+        case other => throw new IllegalArgumentException(s"${context.vertexName}: expected Sequenced items, got $other")
+      }
+      inner.process(ordinal, single)
+      if (!single.isEmpty) return // refused: the same item again on the next call
+      current = null
+      inbox.remove()
+    }
+
+  override def tryProcessWatermark(watermark: Watermark): Boolean = inner.tryProcessWatermark(watermark)
+  override def tryProcess(): Boolean = inner.tryProcess()
+  override def completeEdge(ordinal: Int): Boolean = inner.completeEdge(ordinal)
+  override def complete(): Boolean = inner.complete()
+  override def saveToSnapshot(): Boolean = inner.saveToSnapshot()
+  override def restoreFromSnapshot(inbox: Inbox): Unit = inner.restoreFromSnapshot(inbox)
+  override def finishSnapshotRestore(): Boolean = inner.finishSnapshotRestore()
+  override def close(): Unit = inner.close()
 }

@@ -35,7 +35,9 @@ final case class LocalDag(vertices: Seq[LocalVertex], edges: Seq[LocalEdge]) {
 /** `parallelism` instances of a processor. A vertex without inbound edges is a source: instance `i`
   * processes the items of `source(i)` as its input 0. `output` converts every data item the processor
   * emits before it is sent (to the engine's item form of the next vertex). A vertex that is not
-  * `cooperative` (its functions block: a call to Python) runs on a thread of its own, as in Jet.
+  * `cooperative` (its functions block: a call to Python) runs on a thread of its own, as in Jet. A
+  * vertex with a `firstSubstream` assigns sequence ids: instance `i` numbers what it sends as substream
+  * `firstSubstream + i` (see [[io.jetspark.plan.PhysicalDag.firstSubstream]]).
   */
 final case class LocalVertex(
     name: String,
@@ -44,6 +46,7 @@ final case class LocalVertex(
     source: Option[Int => Iterator[Any]] = None,
     output: Any => Any = identity,
     cooperative: Boolean = true,
+    firstSubstream: Option[Int] = None,
 ) {
   require(parallelism >= 1, s"vertex '$name': parallelism must be positive, was $parallelism")
 }
@@ -53,6 +56,8 @@ final case class LocalVertex(
   * first. `sendersApart`: every sender instance is an input ordinal of its own (a merge of sorted runs
   * needs to know each run). `errorsOf`: the edge carries the records that stage failed on (dead
   * letters): the processor emits them as [[FailedRecord]]s, which go there and nowhere else.
+  * `carriesSequence`: items keep their sequence ids on this edge (as
+  * [[io.jetspark.core.processor.Sequenced]]); elsewhere they leave without them.
   */
 final case class LocalEdge(
     from: String,
@@ -63,6 +68,7 @@ final case class LocalEdge(
     priority: Int = 0,
     sendersApart: Boolean = false,
     errorsOf: Option[String] = None,
+    carriesSequence: Boolean = false,
 )
 
 /** A record that `stage`'s user function failed on, as a processor emits it: the engine sends `record`

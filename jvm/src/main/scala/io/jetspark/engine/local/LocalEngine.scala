@@ -96,7 +96,7 @@ final class LocalEngine(cooperativeThreads: Int, queueCapacity: Int = 1024, batc
           if (e.sendersApart) (0 until count).map(s => new InputOrdinal(Option(q(s)(i)).toArray))
           else Seq(new InputOrdinal(q.indices.flatMap(s => Option(q(s)(i))).toArray))
         }.toIndexedSeq
-        val outputs = dag.edgesFrom(v.name).map(e => new OutputEdge(queues(edgeIndex(e))(i), e.routing, e.errorsOf)).toIndexedSeq
+        val outputs = dag.edgesFrom(v.name).map(e => new OutputEdge(queues(edgeIndex(e))(i), e.routing, e.errorsOf, e.carriesSequence)).toIndexedSeq
         new LocalTasklet(execution, v, ProcessorContext(v.name, i, v.parallelism), inputs, groups, outputs,
           v.source.map(_(i)), batchSize)
       }

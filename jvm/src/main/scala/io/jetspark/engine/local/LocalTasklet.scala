@@ -3,6 +3,7 @@ package io.jetspark.engine.local
 import io.jetspark.core._
 import io.jetspark.core.eventtime.WatermarkCoalescer
 import io.jetspark.core.inbound.{InboundEdgeStream, InboundProgress}
+import io.jetspark.core.processor.{SequenceId, Sequenced}
 
 import java.util.concurrent.ArrayBlockingQueue
 import scala.collection.mutable
@@ -31,11 +32,16 @@ private[local] final class InputOrdinal(val queues: Array[ArrayBlockingQueue[Any
 }
 
 /** The sending end of one output edge of a processor instance: `targets(r)` is the queue to receiver
-  * instance `r` (null where the routing never sends: an isolated edge).
+  * instance `r` (null where the routing never sends: an isolated edge). Items that travel with their
+  * sequence id ([[Sequenced]]) keep it only on an edge that `carriesSequence`.
   */
-private[local] final class OutputEdge(val targets: Array[ArrayBlockingQueue[Any]], val routing: Routing, val errorsOf: Option[String]) {
+private[local] final class OutputEdge(val targets: Array[ArrayBlockingQueue[Any]], val routing: Routing, val errorsOf: Option[String],
+    carriesSequence: Boolean) {
   private val reachable = targets.indices.filter(targets(_) != null).toArray
   private var nextRoundRobin = 0
+
+  /** A data item as this edge sends it. */
+  def sent(item: Any): Any = if (carriesSequence) item else Sequenced.itemOf(item)
 
   /** The queues a data item goes to, or null when one of them is full (nothing is sent then). */
   def queuesFor(item: Any): Seq[ArrayBlockingQueue[Any]] = routing match {
@@ -47,7 +53,7 @@ private[local] final class OutputEdge(val targets: Array[ArrayBlockingQueue[Any]
         k += 1
       }
       null
-    case Routing.Partitioned(keyOf) => withRoom(Seq(targets(Math.floorMod(keyOf(item).hashCode, targets.length))))
+    case Routing.Partitioned(keyOf) => withRoom(Seq(targets(Math.floorMod(keyOf(Sequenced.itemOf(item)).hashCode, targets.length))))
     case Routing.Broadcast => withRoom(reachable.toSeq.map(targets(_)))
     case Routing.Isolated | Routing.AllToOne => withRoom(reachable.toSeq.map(targets(_)))
   }
@@ -63,10 +69,12 @@ private[local] final class OutputEdge(val targets: Array[ArrayBlockingQueue[Any]
 /** The outbox of a processor instance: an offer goes straight into the receivers' bounded queues, all
   * or nothing, and is refused when a queue it needs is full (back-pressure). `-1` offers to every data
   * output; a [[FailedRecord]] goes only to the outputs that carry its stage's errors. `convert` turns
-  * a data item into the form the next vertices take.
+  * a data item into the form the next vertices take (the item of a [[Sequenced]] one). With a
+  * `substream`, the instance assigns sequence ids: each data item it sends gets the next offset of it.
   */
-private[local] final class LocalOutbox(outputs: IndexedSeq[OutputEdge], convert: Any => Any) extends Outbox {
+private[local] final class LocalOutbox(outputs: IndexedSeq[OutputEdge], convert: Any => Any, substream: Option[Int]) extends Outbox {
   private val dataOrdinals = outputs.indices.filter(outputs(_).errorsOf.isEmpty)
+  private var nextOffset = 0L
   /** Items accepted so far: the tasklet's measure of progress. */
   var accepted = 0L
 
@@ -79,7 +87,18 @@ private[local] final class LocalOutbox(outputs: IndexedSeq[OutputEdge], convert:
       val ordinals = outputs.indices.filter(outputs(_).errorsOf.contains(stage))
       if (ordinals.isEmpty) throw new IllegalStateException(s"a record failed in stage '$stage', which has no dead-letter edge")
       send(ordinals, record)
-    case data => send(if (ordinal == -1) dataOrdinals else Seq(ordinal), convert(data))
+    case data =>
+      val converted = data match {
+        case Sequenced(seq, payload) => Sequenced(seq, convert(payload))
+        case payload => convert(payload)
+      }
+      substream match {
+        case Some(s) =>
+          val sent = send(if (ordinal == -1) dataOrdinals else Seq(ordinal), Sequenced(SequenceId.of(s, nextOffset), converted))
+          if (sent) nextOffset += 1
+          sent
+        case None => send(if (ordinal == -1) dataOrdinals else Seq(ordinal), converted)
+      }
   }
 
   /** Offers a control item to every output, error outputs included ([[DoneItem]] at the end). */
@@ -90,17 +109,23 @@ private[local] final class LocalOutbox(outputs: IndexedSeq[OutputEdge], convert:
 
   private def send(ordinals: Seq[Int], payload: Any): Boolean = {
     val chosen = new Array[Seq[ArrayBlockingQueue[Any]]](ordinals.size)
+    val sent = new Array[Any](ordinals.size)
     var i = 0
     while (i < ordinals.size) {
       val edge = outputs(ordinals(i))
+      sent(i) = payload match {
+        case control: ControlItem => control
+        case data => edge.sent(data)
+      }
       chosen(i) = payload match {
         case _: ControlItem => edge.allQueues
-        case data => edge.queuesFor(data)
+        case _ => edge.queuesFor(sent(i))
       }
       if (chosen(i) == null) return false
       i += 1
     }
-    chosen.foreach(_.foreach(_.add(payload)))
+    i = 0
+    while (i < ordinals.size) { chosen(i).foreach(_.add(sent(i))); i += 1 }
     accepted += 1
     true
   }
@@ -131,7 +156,7 @@ private[local] final class LocalTasklet(
     batchSize: Int,
 ) {
   private val processor = vertex.newProcessor(context)
-  private val outbox = new LocalOutbox(outputs, vertex.output)
+  private val outbox = new LocalOutbox(outputs, vertex.output, vertex.firstSubstream.map(_ + context.globalProcessorIndex))
   private val inbox = new ArrayDequeInbox
   private val coalescer = if (inputs.isEmpty) null else new WatermarkCoalescer(inputs.size)
   private val pendingControls = mutable.Queue.empty[ControlItem]

@@ -1,6 +1,6 @@
 package io.jetspark.engine.local
 
-import io.jetspark.core.processor.{Step, TransformProcessor}
+import io.jetspark.core.processor.{SequenceRestoreProcessor, Step, TransformProcessor}
 import io.jetspark.core.window.KeyedFrame
 import io.jetspark.engine.ListSinkRegistry
 import io.jetspark.plan.{Edge, EdgeKind, PhysicalDag, Vertex}
@@ -17,10 +17,30 @@ private[local] object LocalVertices {
 
   def unsupported(v: Vertex, what: String): Nothing = throw new UnsupportedVertexException(v.name, what)
 
-  /** Edges that keep order by sequence ids are not run by the local engine yet. */
+  /** Edges that keep order by sequence ids are not run by the JVM functions' translation yet. */
   def requireNoSequenceOrdering(dag: PhysicalDag): Unit =
     dag.edges.find(e => e.restoresSequence || e.carriesSequence).foreach { e =>
       unsupported(dag.vertex(e.to), s"order restored by sequence ids on its input from '${e.from}'")
+    }
+
+  /** `local` numbering what it sends where the plan has `v` assign sequence ids. */
+  def numbered(dag: PhysicalDag, v: Vertex, local: LocalVertex): LocalVertex =
+    if (v.assignsSequence) local.copy(firstSubstream = Some(dag.firstSubstream(v))) else local
+
+  /** `delivering`, the local edge that brings the items of `e` to its receiver, with the restore of
+    * their order where `e` restores it: a vertex in between, of the receiver's parallelism, runs the
+    * core's [[SequenceRestoreProcessor]] over the senders' items (a light job's input is finite: every
+    * offset is passed when the input completes), and passes them on with their ids only where the
+    * receiver keeps them.
+    */
+  def restoringOrder(dag: PhysicalDag, e: Edge, delivering: LocalEdge): (Option[LocalVertex], Seq[LocalEdge]) =
+    if (!e.restoresSequence) (None, Seq(delivering))
+    else {
+      val (receiver, senders) = (dag.vertex(e.to), dag.vertex(e.from).localParallelism)
+      val name = s"${e.to}/restore-${e.toOrdinal}"
+      val restore = LocalVertex(name, receiver.localParallelism, _ => new SequenceRestoreProcessor(senders))
+      (Some(restore), Seq(delivering.copy(to = name, toOrdinal = 0),
+        LocalEdge(name, 0, e.to, delivering.toOrdinal, Routing.Isolated, delivering.priority, carriesSequence = dag.keepsSequence(e))))
     }
 
   /** A vertex that passes its input on unchanged (a plain merge, a source's items). */
@@ -62,7 +82,8 @@ private[local] object LocalVertices {
       case _ => false
     }
     LocalEdge(e.from, e.fromOrdinal, e.to, e.toOrdinal, routing,
-      priority = if (e.kind == EdgeKind.Broadcast) 0 else 1, sendersApart = mergesRuns, errorsOf = e.errorsOf)
+      priority = if (e.kind == EdgeKind.Broadcast) 0 else 1, sendersApart = mergesRuns, errorsOf = e.errorsOf,
+      carriesSequence = e.carriesSequence)
   }
 
   private val preExtractedKey: Any => Any = {

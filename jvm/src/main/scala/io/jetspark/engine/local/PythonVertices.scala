@@ -36,6 +36,13 @@ trait PythonCallback {
   * with dead-letter sinks; merges; keyed and global aggregation and
   * rolling aggregation with the built-in operations; distinct; sort; list, console (printed by the
   * driver's Python), dead-letter and noop sinks.
+  *
+  * `preserve_order` as the plan says ([[io.jetspark.plan.PhysicalDag]]): a vertex that assigns sequence
+  * ids numbers what it sends, items keep their ids ([[Sequenced]]) on the edges that carry them, a
+  * vertex on an edge that restores order runs the core's restore ([[LocalVertices.restoringOrder]]),
+  * an ordered merge the core's merge, and the vertices in between give each output its item's id:
+  * Python answers item by item for chains and `map_stateful`, and the JVM's rolling aggregation and
+  * distinct run inside the core's [[SequenceCarryingProcessor]].
   * Anything else fails here, naming the vertex.
   */
 object PythonVertices {
@@ -44,10 +51,11 @@ object PythonVertices {
   /** The work of a fused chain, as Python receives it with every call: its steps in order, each
     * `{"kind": "map" | "filter" | "flat_map" | "peek", "ref": number of the callable or null, "stage",
     * "dead_letter"}`. Python answers with pairs of frames: the failing stage (empty for an output) and
-    * the output's pickle (for a failure routed to a dead-letter sink: the `DeadLetter`'s).
+    * the output's pickle (for a failure routed to a dead-letter sink: the `DeadLetter`'s). Where the
+    * items keep their sequence ids (`sequenced`), it answers item by item instead ([[sequencedOutputs]]).
     */
-  private def chainWork(v: Vertex, steps: Seq[StatelessTransform]): String = {
-    val node = mapper.createObjectNode().put("kind", "chain").put("vertex", v.name)
+  private def chainWork(v: Vertex, steps: Seq[StatelessTransform], sequenced: Boolean): String = {
+    val node = mapper.createObjectNode().put("kind", "chain").put("vertex", v.name).put("sequenced", sequenced)
     val stepsNode = node.putArray("steps")
     steps.foreach { t =>
       val s = stepsNode.addObject().put("kind", stepKind(t)).put("stage", t.name).put("dead_letter", t.errorSink.isDefined)
@@ -64,11 +72,12 @@ object PythonVertices {
 
   /** The local DAG of `dag`, whose Python work runs through `python`; fails naming the vertex it cannot run. */
   def translate(dag: PhysicalDag, python: PythonCallback): LocalDag = {
-    LocalVertices.requireNoSequenceOrdering(dag)
     // Checked before any edge's extraction binds the operation, which would fail without naming the vertex.
     dag.vertices.find(CustomAggregations.runsInPython)
       .foreach(LocalVertices.unsupported(_, "an AggregateOperation.of(...) runs its functions in Spark's Python workers"))
-    val vertices = dag.vertices.map(v => vertex(dag, v, python))
+    dag.vertices.find(v => dag.edgesFrom(v.name).exists(_.carriesSequence) && !v.assignsSequence && !carriesSequenceThrough(v))
+      .foreach(v => LocalVertices.unsupported(v, "preserve_order needs sequence ids carried through it to a later restore point"))
+    val vertices = dag.vertices.map(v => LocalVertices.numbered(dag, v, vertex(dag, v, python)))
     val extractedKey: Any => Any = _.asInstanceOf[Extracted].key
     // A dead-letter sink's inputs from extractions come after its own, numbered across all of them: the
     // extractions of two inputs of one receiver send their failures to the same sink.
@@ -78,10 +87,10 @@ object PythonVertices {
       nextInput(sink) = ordinal + 1
       ordinal
     }
-    val (extractionVertices, edges) = dag.edges.map { e =>
+    val (added, edges) = dag.edges.map { e =>
       val edge = LocalVertices.edge(dag, e, (_, _) => extractedKey)
-      extraction(dag, e) match {
-        case None => (None, Seq(edge))
+      val (extractions, delivering) = extraction(dag, e) match {
+        case None => (Nil, edge)
         case Some(x) =>
           val sender = dag.vertex(e.from)
           val extract = LocalVertex(x.vertex, sender.localParallelism, context => new BatchTransformProcessor(extractor(python, x, context)),
@@ -91,11 +100,19 @@ object PythonVertices {
             LocalVertices.edge(dag, d, (_, _) => extractedKey)
               .copy(from = x.vertex, fromOrdinal = 1 + i, toOrdinal = newInput(d.to))
           }
-          (Some(extract), Seq(LocalEdge(e.from, e.fromOrdinal, x.vertex, 0, Routing.Isolated, errorsOf = e.errorsOf),
-            edge.copy(from = x.vertex, fromOrdinal = 0, errorsOf = None)) ++ deadLetters)
+          (Seq(extract -> (LocalEdge(e.from, e.fromOrdinal, x.vertex, 0, Routing.Isolated, errorsOf = e.errorsOf,
+            carriesSequence = e.carriesSequence) +: deadLetters)), edge.copy(from = x.vertex, fromOrdinal = 0, errorsOf = None))
       }
+      val (restore, delivered) = LocalVertices.restoringOrder(dag, e, delivering)
+      (extractions.map(_._1) ++ restore, extractions.flatMap(_._2) ++ delivered)
     }.unzip
-    LocalDag(vertices ++ extractionVertices.flatten, edges.flatten)
+    LocalDag(vertices ++ added.flatten, edges.flatten)
+  }
+
+  /** The vertices that give their outputs the ids of their items (see [[vertex]]). */
+  private def carriesSequenceThrough(v: Vertex): Boolean = v.description match {
+    case StatelessChain(_) | MapStateful(_, _, _) | RollingAggregate(_, _) | Distinct(_) | Merge(_, _) => true
+    case _ => false
   }
 
   /** What Python extracts from the items of one edge. `work` describes it to Python:
@@ -142,23 +159,33 @@ object PythonVertices {
     val key: Any => Any = _.asInstanceOf[Extracted].key
     val item: Any => Any = _.asInstanceOf[Extracted].pickled
     def bound(op: PythonAggregateSpec) = PythonAggregations.bind(op).op.asInstanceOf[AggregateOperation[Nothing, Any, Any]]
+    val sequenced = dag.keepsSequenceIn(v)
+    // A processor that emits for an item only while processing it, its outputs given their item's id.
+    def carrying(newProcessor: ProcessorContext => Processor): ProcessorContext => Processor =
+      if (sequenced) c => new SequenceCarryingProcessor(newProcessor(c)) else newProcessor
+    // Python's answer for a batch: item by item, where each output keeps its item's id.
+    def answered(batch: IndexedSeq[Any], frames: Vector[Array[Byte]]): Iterator[Any] =
+      if (sequenced) sequencedOutputs(v, batch, frames) else withFailures(frames)
     v.description match {
       case Source(source, None) if source.name == "items" => LocalVertices.itemsSource(v, source.parameters("items").asInstanceOf[Seq[Any]])
       case StatelessChain(steps) =>
         steps.find(t => !runsInPython(t))
           .foreach(t => LocalVertices.unsupported(v, s"step ${t.describe}: Python pipelines run Python functions"))
-        val work = chainWork(v, steps)
-        val outputs: IndexedSeq[Any] => IterableOnce[Any] = batch => withFailures(call(python, work, batch.map(pickle)))
+        val work = chainWork(v, steps, sequenced)
+        val outputs: IndexedSeq[Any] => IterableOnce[Any] = batch => answered(batch, call(python, work, batch.map(pickle)))
         LocalVertex(v.name, v.localParallelism, _ => new BatchTransformProcessor(outputs), cooperative = false)
       case MapStateful(key, Extractor.PythonFn(PythonRef(create), _), Extractor.PythonFn(PythonRef(fn), _)) =>
         val work = mapper.writeValueAsString(mapper.createObjectNode().put("kind", "stateful").put("vertex", v.name)
           .put("stage", v.fusedChain.head).put("create_ref", create).put("fn_ref", fn).put("keyed", key.isDefined)
-          .put("dead_letter", dag.routesFailures(v)))
+          .put("dead_letter", dag.routesFailures(v)).put("sequenced", sequenced))
         // Python keeps the state of each key: every item goes with its key's canonical bytes.
         val outputs: IndexedSeq[Any] => IterableOnce[Any] = batch =>
-          withFailures(call(python, work, batch.flatMap { x => val e = x.asInstanceOf[Extracted]; Seq(e.key.bytes, e.pickled) }))
+          answered(batch, call(python, work, batch.flatMap { x => val e = Sequenced.itemOf(x).asInstanceOf[Extracted]; Seq(e.key.bytes, e.pickled) }))
         LocalVertex(v.name, v.localParallelism, _ => new BatchTransformProcessor(outputs), cooperative = false)
       case Merge(_, false) => local(LocalVertices.passThrough)
+      case Merge(_, true) =>
+        val branches = dag.edgesInto(v.name).size
+        local(_ => new OrderedMergeProcessor(branches, tieByBranch = true))
       case Aggregate(stage, Seq(op: PythonAggregateSpec), keys) =>
         val (aop, keyed) = (bound(op), keys.nonEmpty)
         stage match {
@@ -171,9 +198,9 @@ object PythonVertices {
         }
       case RollingAggregate(k, op: PythonAggregateSpec) =>
         val aop = bound(op)
-        if (k.isDefined) local(_ => RollingAggregateProcessor.keyed(key, aop), result(keyed = true))
-        else local(_ => RollingAggregateProcessor.global(aop), result(keyed = false))
-      case Distinct(_) => local(_ => new DistinctProcessor(key), item)
+        if (k.isDefined) local(carrying(_ => RollingAggregateProcessor.keyed(key, aop)), result(keyed = true))
+        else local(carrying(_ => RollingAggregateProcessor.global(aop)), result(keyed = false))
+      case Distinct(_) => local(carrying(_ => new DistinctProcessor(key)), item)
       case Sort(SortPhase.LocalSort, _, reverse) =>
         val sort = SortDefinition(Some(_.asInstanceOf[Extracted].values(0)), AnyOrdering, reverse)
         local(_ => new SortProcessor(sort))
@@ -199,6 +226,7 @@ object PythonVertices {
   private def pickle(x: Any): Array[Byte] = x match {
     case bytes: Array[Byte] => bytes
     case e: Extracted => e.pickled
+    case Sequenced(_, item) => pickle(item)
     case other => throw new IllegalStateException(s"expected a Python item, got ${other.getClass.getName}")
   }
 
@@ -206,6 +234,31 @@ object PythonVertices {
   private def result(keyed: Boolean): Any => Any = {
     case (k: PickledKey, value) if keyed => PythonValues.dumps((k, value))
     case value => PythonValues.dumps(value)
+  }
+
+  /** Python's answer for items that keep their sequence ids ([[Sequenced]]), item by item: the number of
+    * answers for the item, then for each the stage it failed in (empty for an output), the output's
+    * fan-out path below the item (its elements joined by dots: the j-th output of a flat_map appends j)
+    * and the pickle. An output gets its item's id extended by its path; a failure goes to dead letters,
+    * which are not ordered.
+    */
+  private def sequencedOutputs(v: Vertex, batch: IndexedSeq[Any], frames: Vector[Array[Byte]]): Iterator[Any] = {
+    val out = Vector.newBuilder[Any]
+    var at = 0
+    batch.foreach {
+      case Sequenced(seq, _) =>
+        val answers = new String(frames(at), UTF_8).toInt
+        at += 1
+        for (_ <- 0 until answers) {
+          val (stage, path, pickled) = (frames(at), new String(frames(at + 1), UTF_8), frames(at + 2))
+          out += (if (stage.nonEmpty) FailedRecord(new String(stage, UTF_8), pickled)
+                  else Sequenced(seq.below(if (path.isEmpty) Nil else path.split('.').toSeq.map(_.toInt)), pickled))
+          at += 3
+        }
+      case other => throw new IllegalStateException(s"vertex '${v.name}': expected items with their sequence ids, got $other")
+    }
+    if (at != frames.size) throw new IllegalStateException(s"vertex '${v.name}': Python answered ${frames.size} frames, read $at")
+    out.result().iterator
   }
 
   /** Python's answer of pairs (the stage a record failed in, empty for an output; the pickle) as items. */
@@ -235,7 +288,11 @@ object PythonVertices {
         } else {
           val f = frames.slice(at + 1, at + 1 + perItem)
           val raw = f.slice(1, perItem - 1).toArray
-          out += new Extracted(new PickledKey(f.head), new PickledItem(f.last), raw.map(PythonValues.loads), raw, position)
+          val extracted = new Extracted(new PickledKey(f.head), new PickledItem(f.last), raw.map(PythonValues.loads), raw, position)
+          out += (batch(answered) match {
+            case Sequenced(seq, _) => Sequenced(seq, extracted)
+            case _ => extracted
+          })
           position += 1
           at += 1 + perItem
         }

@@ -39,7 +39,7 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   *  - Order: substream, offset, path element by element (a prefix first), then ties element by
   *    element: the order in which the brute-force reference sorts at a merge (by id, stably). The core
   *    processors get it as their [[SequenceId]] with the path and the ties in one fan-out path
-  *    ([[SequenceStages.fanOutOf]]).
+  *    ([[SequenceId.of]]).
   *  - Restore: the receiver of an edge that `restoresSequence` runs the core's
   *    [[SequenceRestoreProcessor]] over each of its partitions. A batch job is one epoch: the senders
   *    send no progress marks, and completing the input passes every offset, so the processor releases
@@ -58,11 +58,11 @@ private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag)
     else {
       val types = df.schema.fields.map(_.dataType)
       val width = types.length
-      val first = dag.vertices.filter(_.assignsSequence).indexWhere(_.name == v.name) << SubstreamBits
+      val first = dag.firstSubstream(v)
       val input = InPlaceRows.of(df)
-      if (input.getNumPartitions > (1 << SubstreamBits))
+      if (input.getNumPartitions > (1 << PhysicalDag.SubstreamBits))
         throw new UnsupportedOperationException(s"vertex '${v.name}' (${v.description.describe}): preserve_order numbers " +
-          s"the items of at most ${1 << SubstreamBits} partitions, here ${input.getNumPartitions}")
+          s"the items of at most ${1 << PhysicalDag.SubstreamBits} partitions, here ${input.getNumPartitions}")
       val rows = input.mapPartitionsWithIndex { (index, partition) =>
         val substream = first + index
         var offset = -1L
@@ -94,7 +94,7 @@ private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag)
     */
   def received(edge: Edge, moved: DataFrame): DataFrame = {
     val ordered = if (edge.restoresSequence) restore(edge, moved) else moved
-    if (keepsSequence(dag, edge) || !ordered.columns.contains(Substream)) ordered else ordered.drop(Columns: _*)
+    if (dag.keepsSequence(edge) || !ordered.columns.contains(Substream)) ordered else ordered.drop(Columns: _*)
   }
 
   private def restore(edge: Edge, moved: DataFrame): DataFrame = {
@@ -142,8 +142,6 @@ object SequenceStages {
   val FanOut = "seq_fan_out"
   val Ties = "seq_ties"
   val Columns: Seq[String] = Seq(Substream, Offset, FanOut, Ties)
-  /** How many substreams (partitions) one vertex's ids may have: the bits below a vertex's first one. */
-  private val SubstreamBits = 20
   private val Fields = Seq(StructField(Substream, IntegerType, nullable = false), StructField(Offset, LongType, nullable = false),
     StructField(FanOut, ArrayType(IntegerType, containsNull = false), nullable = false),
     StructField(Ties, ArrayType(IntegerType, containsNull = false), nullable = false))
@@ -151,34 +149,9 @@ object SequenceStages {
   /** A row of `schema` (which holds the id columns) as the core's [[Sequenced]] item, the row copied. */
   private def sequencedRow(schema: StructType): InternalRow => Sequenced = {
     val (s, o, f, t) = (schema.fieldIndex(Substream), schema.fieldIndex(Offset), schema.fieldIndex(FanOut), schema.fieldIndex(Ties))
-    row => Sequenced(SequenceId(row.getInt(s), row.getLong(o), fanOutOf(row.getArray(f).toIntArray(), row.getArray(t).toIntArray())),
+    row => Sequenced(SequenceId.of(row.getInt(s), row.getLong(o), row.getArray(f).toIntArray().toSeq, row.getArray(t).toIntArray().toSeq),
       row.copy())
   }
-
-  /** Path and ties as one fan-out path of the core's [[SequenceId]] that orders as path, then ties: the
-    * path's elements shifted up by one, a 0 to end it, then the ties (a path that is a prefix of another
-    * ends where the other goes on with an element of at least 1, so it still comes first).
-    */
-  private[spark] def fanOutOf(path: Array[Int], ties: Array[Int]): Vector[Int] =
-    (path.iterator.map(_ + 1) ++ Iterator.single(0) ++ ties.iterator).toVector
-
-  private def carriesOut(dag: PhysicalDag, v: Vertex): Boolean = dag.edgesFrom(v.name).exists(_.carriesSequence)
-
-  private def isOrderedMerge(v: Vertex): Boolean = v.description match {
-    case Merge(_, ordered) => ordered
-    case _ => false
-  }
-
-  /** Whether `edge`'s receiver takes the items with their ids: it carries them on, or it merges by them. */
-  def keepsSequence(dag: PhysicalDag, edge: Edge): Boolean = {
-    val receiver = dag.vertex(edge.to)
-    edge.carriesSequence && (carriesOut(dag, receiver) || isOrderedMerge(receiver))
-  }
-
-  /** Whether `v` takes its items with their ids and gives each output the id of its item (for a Python
-    * chain or `map_stateful`, the Python layer builds that variant).
-    */
-  def keepsSequenceIn(dag: PhysicalDag, v: Vertex): Boolean = dag.edgesInto(v.name).exists(keepsSequence(dag, _))
 
   /** Whether the extraction on input `ordinal` of `v` keeps the items' ids (for the restore point after it). */
   def extractionKeepsSequence(dag: PhysicalDag, v: Vertex, ordinal: Int): Boolean =
@@ -188,7 +161,7 @@ object SequenceStages {
     * them through.
     */
   def requireSupported(dag: PhysicalDag): Unit = dag.vertices.foreach { v =>
-    val carriesThrough = carriesOut(dag, v) && !v.assignsSequence
+    val carriesThrough = dag.edgesFrom(v.name).exists(_.carriesSequence) && !v.assignsSequence
     def refuse(why: String) = throw new UnsupportedOperationException(
       s"vertex '${v.name}' (${v.description.describe}): preserve_order needs sequence ids carried through it to a later " +
         s"restore point, $why")

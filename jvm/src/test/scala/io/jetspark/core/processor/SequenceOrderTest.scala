@@ -1,6 +1,7 @@
 package io.jetspark.core.processor
 
 import io.jetspark.core._
+import io.jetspark.core.aggregate.{AggregateOperation, AggregateOperations, AnyOrdering}
 import io.jetspark.core.testing.ProcessorVerifier
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -225,5 +226,38 @@ class SequenceOrderTest extends AnyFunSuite {
         .expectOutput(expected)
         .verify()
     }
+  }
+
+  // ---- OrderedMergeProcessor with ties by branch, SequenceCarryingProcessor ----
+
+  test("merge with ties by branch: copies of one record keep branch order before earlier merges' ties, and leave tied") {
+    //  branch 0: a@0 tied [1] by an earlier merge;  branch 1: b@0 tied [0]
+    //  by (path, ties): b (ties [0]) before a (ties [1]); by branch first: a (ties [0, 1]) before b (ties [1, 0])
+    val (a, b) = (Sequenced(SequenceId.of(0, 0, ties = Seq(1)), "a"), Sequenced(SequenceId.of(0, 0, ties = Seq(0)), "b"))
+    ProcessorVerifier(() => new OrderedMergeProcessor(branchCount = 2, tieByBranch = true))
+      .inputs(Seq(Seq(a), Seq(b)))
+      .expectOutput(Seq(Sequenced(SequenceId.of(0, 0, ties = Seq(0, 1)), "a"), Sequenced(SequenceId.of(0, 0, ties = Seq(1, 0)), "b")))
+      .verify()
+  }
+
+  test("carrying: each output of a rolling aggregate gets the id of the item it was emitted for; watermarks pass") {
+    val sum = AggregateOperations.summingLong[Int](_.toLong).asInstanceOf[AggregateOperation[Nothing, Any, Any]]
+    val ids = Seq(SequenceId.of(3, 7), SequenceId.of(3, 9, path = Seq(2)), SequenceId.of(4, 0))
+    ProcessorVerifier(() => new SequenceCarryingProcessor(RollingAggregateProcessor.global(sum)))
+      .input(Seq(Sequenced(ids(0), 5), Sequenced(ids(1), 1), Watermark(10), Sequenced(ids(2), 4)))
+      .expectOutput(Seq(Sequenced(ids(0), 5L), Sequenced(ids(1), 6L), Watermark(10), Sequenced(ids(2), 10L)))
+      .verify()
+  }
+
+  test("carrying: an item without its id, or an output emitted outside an item's processing, is an error") {
+    assertThrows[IllegalArgumentException] {
+      ProcessorVerifier(() => new SequenceCarryingProcessor(RollingAggregateProcessor.global(
+        AggregateOperations.counting().asInstanceOf[AggregateOperation[Nothing, Any, Any]]))).input(Seq(1)).expectOutput(Nil).verify()
+    }
+    val emitsOnCompletion = () => new SequenceCarryingProcessor(new SortProcessor(SortDefinition(None, AnyOrdering, reverse = false)))
+    val e = intercept[IllegalStateException] {
+      ProcessorVerifier(emitsOnCompletion).input(Seq(Sequenced(SequenceId.of(0, 0), 1))).expectOutput(Nil).verify()
+    }
+    assert(e.getMessage.contains("outside the processing of an item"))
   }
 }
