@@ -3,6 +3,7 @@ and passes a clean tree. (No Spark.)"""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import sys
 from pathlib import Path
@@ -108,3 +109,24 @@ def test_a_single_package_clause_does_not_see_the_enclosing_packages(check, tmp_
     })
     # `core` is not visible from io.jetspark.engine.spark: the import is of a root package `core`, not ours.
     assert check.scala_graph(root / "jvm/src/main/scala")["engine.spark"] == set()
+
+
+#: What the worker package may import of jetspark's driver-side package: the values items are made of
+#: (the JVM writes pickles that call ``jetspark._items`` and build ``jetspark.window``'s results).
+SHARED_WITH_WORKERS = {"jetspark.errors", "jetspark.window", "jetspark._items"}
+#: What only a driver has: the JVM gateway and a session.
+DRIVER_ONLY = ("py4j", "pyspark.java_gateway", "pyspark.sql.session", "pyspark.sql.dataframe", "pyspark.sql.functions")
+
+
+def test_the_worker_package_imports_nothing_of_the_driver_side(check):
+    package = Path(__file__).resolve().parent.parent / "python" / "jetspark"
+    graph = check.python_graph(package)
+    workers = [m for m in graph if m.startswith("jetspark.worker")]
+    assert "jetspark.worker.steps" in workers
+    for module in workers:
+        assert graph[module] <= SHARED_WITH_WORKERS | set(workers), module
+        path = check.python_modules(package)[module]
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not [n for n in names if n.startswith(DRIVER_ONLY)], (module, names)
