@@ -3,7 +3,7 @@
 Every engine (local, Spark batch, Spark streaming) is tested against :func:`run_reference` on the same
 pipeline. It reads the definition the way the JVM receives it (``Pipeline.to_spec()``) and writes every
 semantic out from API.md, item by item, in one thread. It deliberately imports nothing of the engine
-(nor ``jetspark._python_steps``): an independent reference is what makes a comparison mean something.
+(nor ``jetspark.worker.steps``): an independent reference is what makes a comparison mean something.
 
 Order. The reference emits items in the single-threaded encounter order, which is what
 ``preserve_order=True`` promises at a sink for order-sensitive stages. Each item carries a sequence id:

@@ -4,7 +4,6 @@ failures of user functions name the stage and the record, or go to a dead-letter
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
@@ -391,13 +390,11 @@ def test_a_dead_letter_sink_counts_only_the_dead_letters_of_its_own_stage(jet):
 
 def extraction_key(jet, p: Pipeline, vertex: str) -> dict | None:
     """The key that the engine has Python extract from the items entering ``vertex`` (None: none)."""
-    from jetspark import _jvm
-    from jetspark.job import _jvm_objects
+    from jetspark._protocol import PreparedBatch, bridge
 
     spec, objects = p.to_spec()
-    prepared = _jvm.call(_jvm.bridge(jet.spark).prepareBatch, jet.spark._jsparkSession, json.dumps(spec),
-                         _jvm_objects(spec, objects), 2)
-    return next(e["key"] for e in json.loads(prepared.pythonWorkJson())["extractions"] if e["vertex"] == vertex)
+    work = PreparedBatch(bridge(jet.spark), jet.spark, spec, objects, parallelism=2).python_work()
+    return next(e["key"] for e in work["extractions"] if e["vertex"] == vertex)
 
 
 def test_a_global_aggregation_after_a_keyed_rebalance_spreads_its_first_stage_by_that_key(jet):

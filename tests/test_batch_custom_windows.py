@@ -1,5 +1,5 @@
 """Windows of user-defined operations (``AggregateOperation.of``, alone or inside ``all_of``) on the
-Spark batch engine, which runs them in Python (``python/jetspark/_custom_windows.py``) in the stages the
+Spark batch engine, which runs them in Python (``python/jetspark/worker/custom_windows.py``) in the stages the
 planner chose. Expected results come from the brute-force windows of tests/reference.py, or by hand from
 the timeline drawn above a test. The operations' results do not depend on the order of a window's items
 (sums, counts, sorted lists): a frame-based engine combines frames in time order, the reference

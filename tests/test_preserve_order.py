@@ -32,14 +32,10 @@ def test_the_sink_sees_the_promised_order_in_light_jobs(jet, case):
 
 
 def _python_work(jet, pipeline: Pipeline) -> dict:
-    from jetspark import _jvm
+    from jetspark._protocol import PreparedBatch
 
     spec, objects = pipeline.to_spec()
-    from jetspark.job import _jvm_objects
-
-    prepared = _jvm.call(jet._bridge.prepareBatch, jet.spark._jsparkSession, json.dumps(spec),
-                         _jvm_objects(spec, objects), 0)
-    return json.loads(prepared.pythonWorkJson())
+    return PreparedBatch(jet._bridge, jet.spark, spec, objects).python_work()
 
 
 def test_without_preserve_order_no_python_step_carries_sequence_ids(jet):

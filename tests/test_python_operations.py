@@ -1,4 +1,4 @@
-"""The built-in aggregate operations as Python runs them (python/jetspark/_operations.py: the parts of an
+"""The built-in aggregate operations as Python runs them (python/jetspark/worker/operations.py: the parts of an
 operation that has a user-defined part), against hand-computed results and the brute-force reference:
 the JVM's number semantics, ties and NaN ordering as AnyOrdering has them, partial accumulators that
 combine as one pass would, and a record that fails in one part of an all_of leaving every part as it was.
@@ -16,7 +16,7 @@ from reference import as_sequence, run_reference
 
 from jetspark import AggregateOperation, Pipeline, Sinks, Sources
 from jetspark import AggregateOperations as ops
-from jetspark._operations import compare, operation_of
+from jetspark.worker.operations import compare, operation_of
 
 SQUARES = AggregateOperation.of(lambda: 0, lambda a, x: a + x * x, combine=lambda a, b: a + b)
 SQUARES_OF_V = AggregateOperation.of(lambda: 0, lambda a, x: a + x["v"] ** 2, combine=lambda a, b: a + b)

@@ -8,7 +8,8 @@ import pytest
 from pyspark.sql import DataFrame
 
 from jetspark import DeadLetter
-from jetspark._python_steps import OPAQUE_SCHEMA, Step, chain_udf_column
+from jetspark._udf_columns import chain_udf_column
+from jetspark.worker.steps import OPAQUE_SCHEMA, Step
 
 
 def opaque_frame(spark, items, partitions=2):
@@ -65,7 +66,7 @@ def test_with_a_dead_letter_stage_the_bad_record_is_kept_with_its_error_and_the_
 
 
 def test_a_flat_map_that_fails_half_way_emits_nothing_for_that_record():
-    from jetspark._python_steps import run_steps
+    from jetspark.worker.steps import run_steps
 
     def two_then_fail(x):
         yield x
@@ -79,7 +80,7 @@ def test_a_flat_map_that_fails_half_way_emits_nothing_for_that_record():
 def test_a_field_of_a_row_is_its_column_even_when_named_like_a_tuple_method():
     from pyspark.sql import Row
 
-    from jetspark._python_steps import extract
+    from jetspark.worker.steps import extract
 
     row = Row(count=3, index=7)
     assert extract({"kind": "field", "name": "count"}, row, {}) == 3

@@ -15,8 +15,9 @@ from pyspark.sql import Row
 from pyspark.sql.types import DecimalType, IntegerType, StructField, StructType
 
 from jetspark import DeadLetter
-from jetspark._python_steps import StepFailedError
-from jetspark._sinks_runtime import infer_schema, parse_schema, record_of, rows_function
+from jetspark.worker.steps import StepFailedError
+from jetspark._row_sinks import infer_schema, parse_schema
+from jetspark.worker.rows import record_of, rows_function
 
 N_INT = StructType([StructField("n", IntegerType())])
 

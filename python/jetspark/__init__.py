@@ -3,7 +3,7 @@
 Start with :func:`session`; see the README for a tour.
 """
 
-from jetspark._jvm import jar_path, package_version
+from jetspark._jar import jar_path, package_version
 from jetspark._session import JetSession, session
 from jetspark.aggregate import AggregateOperation, AggregateOperations
 from jetspark.errors import (

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import os
-import pickle
 import re
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from jetspark import _jvm
+from jetspark import _protocol
+from jetspark._jar import jar_path
+from jetspark.job import Job, JobConfig
+from jetspark.light_job import LightJob
+from jetspark.pipeline import Pipeline
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-    from jetspark.job import Job, JobConfig
-    from jetspark.light_job import LightJob
-    from jetspark.pipeline import Pipeline
 
 __all__ = ["JetSession", "session"]
 
@@ -42,7 +41,7 @@ class JetSession:
     def __init__(self, spark: SparkSession, owns_spark: bool) -> None:
         self._spark = spark
         self._owns_spark = owns_spark
-        self._bridge = _jvm.bridge(spark)
+        self._bridge = _protocol.bridge(spark)
 
     @property
     def spark(self) -> SparkSession:
@@ -74,14 +73,11 @@ class JetSession:
         >>> jet.clear_list("tens")
         >>> jet.stop()
         """
-        from jetspark.job import Job, JobConfig
-        from jetspark.pipeline import Pipeline
-
         if not isinstance(pipeline, Pipeline):
             raise TypeError(f"new_job(pipeline): expected a Pipeline, not {type(pipeline).__name__}")
         if config is not None and not isinstance(config, JobConfig):
             raise TypeError(f"new_job(config): expected a JobConfig, not {type(config).__name__}")
-        return Job(self, pipeline, config or JobConfig())
+        return Job(self._spark, self._bridge, pipeline, config or JobConfig())
 
     def new_light_job(self, pipeline: Pipeline) -> LightJob:
         """Starts ``pipeline`` as a light job on the local engine in the driver's JVM (Jet 5's light job:
@@ -102,12 +98,9 @@ class JetSession:
         >>> jet.clear_list("light-tens")
         >>> jet.stop()
         """
-        from jetspark.light_job import LightJob
-        from jetspark.pipeline import Pipeline
-
         if not isinstance(pipeline, Pipeline):
             raise TypeError(f"new_light_job(pipeline): expected a Pipeline, not {type(pipeline).__name__}")
-        return LightJob(self, pipeline)
+        return LightJob(self._spark, self._bridge, pipeline)
 
     def add_py_file(self, path: str | os.PathLike[str]) -> None:
         """Ships a Python file (``.py``) or an archive of modules (``.zip``, ``.egg``) to every worker of
@@ -125,9 +118,7 @@ class JetSession:
     def get_list(self, name: str) -> list[Any]:
         """The items that ``Sinks.list(name)`` (or ``Sinks.dead_letter(name)``) holds: what jobs have
         committed to it so far, in arrival order."""
-        from jetspark._items import unpack_frames
-
-        return [pickle.loads(b) for b in unpack_frames(bytes(self._bridge.getList(name)))]
+        return _protocol.get_list(self._bridge, name)
 
     def clear_list(self, name: str) -> None:
         """Empties list ``name``."""
@@ -272,7 +263,7 @@ def with_bundled_jar(jars: str) -> str:
     >>> with_bundled_jar("/opt/other.jar") == f"{jetspark.jar_path()},/opt/other.jar"
     True
     """
-    bundled = _jvm.jar_path()
+    bundled = jar_path()
     listed = [jar for jar in jars.split(",") if jar.strip()]
     # (By name: Spark serves the jars to executors by file name, and refuses a second one of the same name.)
     if any(os.path.basename(jar.strip()) == os.path.basename(bundled) for jar in listed):

@@ -13,15 +13,16 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from jetspark import _jvm
+from jetspark import _protocol
 from jetspark._failures import describe as describe_failure
 from jetspark._items import canonical_key, loads_key, pack_frames, unpack_frames
-from jetspark._python_steps import PICKLE_PROTOCOL, Step, dumps, extract, record_failure, run_steps, run_steps_numbered
 from jetspark.errors import JobCancelledError, JobFailedError
-from jetspark.job import JobStatus, _jvm_objects
+from jetspark.job import JobStatus
+from jetspark.worker.steps import PICKLE_PROTOCOL, Step, dumps, extract, record_failure, run_steps, run_steps_numbered
 
 if TYPE_CHECKING:
-    from jetspark._session import JetSession
+    from pyspark.sql import SparkSession
+
     from jetspark.pipeline import Pipeline
 
 __all__ = ["LightJob"]
@@ -39,20 +40,12 @@ class LightJob:
     the stage.
     """
 
-    def __init__(self, jet: JetSession, pipeline: Pipeline) -> None:
-        self._jet = jet
+    def __init__(self, spark: SparkSession, bridge: Any, pipeline: Pipeline) -> None:
         self.name = f"light-{uuid.uuid4().hex[:12]}"
         spec, objects = pipeline.to_spec()
         self._callback = _Callback(objects)
-        _ensure_callback_server(jet)
-        try:
-            self._j = _jvm.call(jet._bridge.startLight, json.dumps(spec), _jvm_objects(spec, objects), self._callback,
-                                self.name, 0)
-        except _jvm_errors() as e:
-            cause = _java_exception(e)
-            if cause.getClass().getName() == "io.jetspark.engine.local.UnsupportedVertexException":
-                raise NotImplementedError(str(cause.getMessage())) from None
-            raise
+        _ensure_callback_server(spark)
+        self._j = _protocol.start_light(bridge, spec, objects, self._callback, self.name)
 
     @property
     def status(self) -> JobStatus:
@@ -69,7 +62,7 @@ class LightJob:
                                    max(0, min(_JOIN_SLICE_MS, int((deadline - time.monotonic()) * 1000)))):
                 if deadline is not None and time.monotonic() >= deadline:
                     raise TimeoutError(f"light job {self.name} still running after {timeout} s")
-        except _jvm_errors() as e:
+        except _protocol.jvm_errors() as e:
             raise self._error(e) from e
 
     def cancel(self) -> None:
@@ -77,27 +70,13 @@ class LightJob:
         self._j.cancel()
 
     def _error(self, e: Any) -> Exception:
-        cause = _java_exception(e)
-        if cause.getClass().getName() == "java.util.concurrent.CancellationException":
+        if _protocol.is_cancellation(e):
             return JobCancelledError(f"light job {self.name} was cancelled")
         failure = describe_failure(e)
         return JobFailedError(f"light job {self.name} failed: {failure.text}", stage=failure.stage)
 
     def __repr__(self) -> str:
         return f"LightJob({self.name!r})"
-
-
-def _jvm_errors() -> tuple[type[Exception], ...]:
-    """What a failed JVM call raises: py4j's error, or the PySpark exception it converts known JVM ones into."""
-    from py4j.protocol import Py4JJavaError
-    from pyspark.errors.exceptions.captured import CapturedException
-
-    return Py4JJavaError, CapturedException
-
-
-def _java_exception(e: Exception) -> Any:
-    """The JVM exception behind a failed py4j call."""
-    return getattr(e, "java_exception", None) or getattr(e, "_origin")
 
 
 class _Callback:
@@ -200,12 +179,12 @@ class _Callback:
         implements = ["io.jetspark.engine.local.PythonCallback"]
 
 
-def _ensure_callback_server(jet: JetSession) -> None:
+def _ensure_callback_server(spark: SparkSession) -> None:
     """Starts py4j's callback server for this session's gateway, bound to the loopback address (pyspark's
     own helper, as streaming listeners and foreachBatch use it)."""
     from pyspark.java_gateway import ensure_callback_server_started
 
-    gateway = jet.spark.sparkContext._gateway
+    gateway = spark.sparkContext._gateway
     if gateway.__dict__.get("_callback_server") is None:
         gateway.callback_server_parameters.address = LOOPBACK
     ensure_callback_server_started(gateway)

@@ -10,11 +10,11 @@ routed to a dead-letter sink adds a ``failure`` column too: a record whose extra
 with that stage's name there and a pickled :class:`~jetspark.errors.DeadLetter` in ``item``, which the
 JVM sends to the stage's dead letters instead of into the stage.
 
-Items may carry columns beside them (:mod:`jetspark._carried`): their timestamp (ms) between
+Items may carry columns beside them (:mod:`jetspark.worker.carried`): their timestamp (ms) between
 ``add_timestamps`` and a window, read once where items are stamped (an extraction with a
 ``timestamp``), and their sequence id under ``preserve_order``. Every output of a chain keeps what the
 record it came from carried, whatever the steps made of the item (a flat_map's outputs with their own
-place in the fan-out path); so does every output of ``map_stateful`` (:func:`stateful_udf_column`) and
+place in the fan-out path); so does every output of ``map_stateful`` (:func:`stateful_function`) and
 every output of a hash join's mapper for a streamed item (its chain of one map step over the JVM's
 joined tuples, which carry the item's time and id).
 """
@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from jetspark._carried import TS, carried_for, carried_schema
 from jetspark._items import canonical_key, loads_key
-from jetspark._windows import timestamp_ms
 from jetspark.errors import DeadLetter
+from jetspark.worker.carried import TS, carried_for, carried_schema
+from jetspark.worker.event_time import timestamp_ms
 
 ITEM = "item"
 FAILURE = "failure"
@@ -96,7 +96,7 @@ def run_steps_numbered(steps: list[Step], item: Any, emit: Callable[[Any], Any] 
                        ) -> tuple[list[tuple[tuple[int, ...], Any]], list[DeadLetter]]:
     """:func:`run_steps`, each result with its fan-out path below ``item``: the j-th output of a flat_map
     step for its input appends ``j``; map, filter and peek append nothing (the sequence ids of
-    :mod:`jetspark._carried`)."""
+    :mod:`jetspark.worker.carried`)."""
     items: list[tuple[tuple[int, ...], Any]] = [((), item)]
     letters: list[DeadLetter] = []
     for index, step in enumerate(steps):
@@ -131,7 +131,7 @@ def chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Iterator[Any]
     """The Arrow map function (``SQL_MAP_ARROW_ITER_UDF``) that runs ``steps`` over pickled items (the
     first column). Columns after it (an item's ``ts``, its sequence id) are what each item carries: every
     result and dead letter of a record gets that record's values of them, a result's fan-out path
-    extended by its own below the record (:mod:`jetspark._carried`)."""
+    extended by its own below the record (:mod:`jetspark.worker.carried`)."""
     steps = list(steps)
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
@@ -211,7 +211,7 @@ def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]]
                         dead_letter: bool = False) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The Arrow map function that gives, per pickled item, its key as :func:`~jetspark._items.canonical_key` bytes (empty
     for a global aggregation), its values' pickles and the item's own pickle, unchanged; at a window's
-    input (``timestamp`` given) also the item's timestamp in ms (:func:`~jetspark._windows.timestamp_ms`).
+    input (``timestamp`` given) also the item's timestamp in ms (:func:`~jetspark.worker.event_time.timestamp_ms`).
 
     An extractor that raises on a record fails the job naming ``stage``, or, with ``dead_letter``, makes
     the record's row a dead letter (see the module docstring): empty key and values, the
@@ -289,25 +289,6 @@ def _rows_with_columns(schema_json: str, fields: int) -> Callable[[Any], Iterato
     return decode
 
 
-def extraction_udf_column(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
-                          objects: list[Any], timestamp: dict[str, Any] | None = None,
-                          rows: tuple[str, int] | None = None, carried: Sequence[str] = (),
-                          dead_letter: bool = False) -> Any:
-    """The Spark Column of an extraction over the ``item`` column, or with ``rows`` (see
-    :func:`extraction_function`) over all the rows' columns. Items are stamped here with ``timestamp``;
-    they arrive with the ``carried`` columns (:func:`jetspark._carried.carried_columns`: their ``ts``,
-    their sequence id), which the extraction passes on after what it extracts (and after the ``ts`` it
-    stamps); ``dead_letter``: the stage routes its failures to a dead-letter sink."""
-    extract = bound_extraction_function(key, values, stage, objects, timestamp, rows, dead_letter)
-    schema = extraction_schema(timestamp is not None, dead_letter) + carried_schema(carried)
-    if carried:
-        # The JVM never carries anything beside a DataFrame source's rows read as they are.
-        assert rows is None, "carried columns beside a source's rows"
-        return _arrow_udf(passing_on(extract), schema, [ITEM, *carried])
-    columns = None if rows is None else [field["name"] for field in json.loads(rows[0])["fields"]]
-    return _arrow_udf(extract, schema, columns)
-
-
 def passing_on(one_to_one: Callable[[Iterator[Any]], Iterator[Any]]) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """An Arrow map function over (item, carried columns...) rows that gives what ``one_to_one`` gives
     for the items, with each row's carried columns (its ``ts``, its sequence id) appended as they are.
@@ -378,16 +359,6 @@ def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, An
     return run
 
 
-def stateful_udf_column(create: Callable[[], Any], fn: Callable[..., tuple[Any, Any]], keyed: bool, stage: str,
-                        dead_letter: bool, carried: Sequence[str] = ()) -> Any:
-    """The Spark Column of a ``map_stateful`` vertex, over the extracted columns and the ``carried`` ones
-    (the items' ``ts``, their sequence id), which each output (and dead letter) keeps from the item it
-    was emitted for, as Jet's ``mapStateful`` gives its output the input item's timestamp (one output at
-    most per item: ids need no extending)."""
-    return _arrow_udf(stateful_function(create, fn, keyed, stage, dead_letter), f"{CHAIN_SCHEMA}{carried_schema(carried)}",
-                      ["key", "values", ITEM, *carried])
-
-
 def rows_to_items_function(schema_json: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The Arrow map function that turns a DataFrame's rows into items: pickled PySpark ``Row``s, made by
     Spark's own Arrow-to-Row conversion, so that they equal what ``df.collect()`` gives (maps, nested
@@ -407,26 +378,3 @@ def rows_to_items_function(schema_json: str) -> Callable[[Iterator[Any]], Iterat
                 [pa.array([pickle.dumps(r, protocol=PICKLE_PROTOCOL) for r in rows], pa.binary())], names=[ITEM])
 
     return run
-
-
-def rows_to_items_udf_column(schema_json: str) -> Any:
-    """The Spark Column that turns the rows of a DataFrame with this schema into items."""
-    import json
-
-    columns = [field["name"] for field in json.loads(schema_json)["fields"]]
-    return _arrow_udf(rows_to_items_function(schema_json), OPAQUE_SCHEMA, columns)
-
-
-def _arrow_udf(fn: Callable[[Iterator[Any]], Iterator[Any]], schema: str, columns: list[str] | None = None) -> Any:
-    from pyspark.sql.functions import col, pandas_udf
-    from pyspark.util import PythonEvalType
-
-    udf = pandas_udf(fn, returnType=schema, functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)  # type: ignore[call-overload]
-    return udf(*[col(c) for c in (columns or [ITEM])])
-
-
-def chain_udf_column(steps: list[Step], carried: Sequence[str] = ()) -> Any:
-    """The Spark Column of the fused chain, over the ``item`` column of whatever DataFrame the JVM
-    applies it to (``SqlBridge.mapInArrow``) and the ``carried`` ones (the items' ``ts``, their sequence
-    id), which each output keeps (see :func:`chain_function`)."""
-    return _arrow_udf(chain_function(steps), f"{CHAIN_SCHEMA}{carried_schema(carried)}", [ITEM, *carried])

@@ -1,8 +1,6 @@
-"""Files and foreach-batch sinks on the Spark batch engine: items as rows of a schema.
-
-The JVM (``RowSinks.scala``) calls :class:`RowSinksRuntime` back through py4j on the driver when such a
-sink runs. Items that are rows already (typed items) never come here; opaque items (pickles) become
-rows of the sink's ``schema=``, or, without one, of the schema Spark's ``createDataFrame`` would infer:
+"""Items as rows of a schema, for the files and foreach-batch sinks of the Spark batch engine: the Arrow
+map function that converts a sink's pickled items on the workers (:func:`rows_function`), and what it
+and the driver's schema inference (:mod:`jetspark._row_sinks`) agree on about the shape of an item:
 
 - a ``Row``, a namedtuple, a dict, a dataclass or another object with attributes is one row, its fields
   matched by name (``Row``s and namedtuples keep their field order; dicts and objects are sorted by name,
@@ -10,12 +8,10 @@ rows of the sink's ``schema=``, or, without one, of the schema Spark's ``createD
 - a plain tuple or list is one row by position (columns ``_1``, ``_2``, ... when inferred);
 - anything else (a number, a string, a date, ...) is a row of one column, ``value``.
 
-The schema is inferred from the first 100 items, merged as ``createDataFrame`` merges the schemas of a
-list; items that cannot be merged are left out of the inference (they will not fit). An item fits the
-schema when its fields are all in it and their values are of its types (``createDataFrame``'s
-``verifySchema`` check); a field the schema lacks is not dropped silently: the item does not fit. An
-item that does not fit fails the job naming the sink stage and the record, or, when the sink stage has
-``on_error(Sinks.dead_letter(name))``, goes there as a :class:`~jetspark.errors.DeadLetter`.
+An item fits the schema when its fields are all in it and their values are of its types
+(``createDataFrame``'s ``verifySchema`` check); a field the schema lacks is not dropped silently: the item
+does not fit. An item that does not fit fails the job naming the sink stage and the record, or, when the
+sink stage has ``on_error(Sinks.dead_letter(name))``, goes there as a :class:`~jetspark.errors.DeadLetter`.
 """
 
 from __future__ import annotations
@@ -25,120 +21,19 @@ import pickle
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from jetspark._python_steps import FAILURE, ITEM, PICKLE_PROTOCOL, StepFailedError
 from jetspark.errors import DeadLetter
+from jetspark.worker.steps import FAILURE, ITEM, PICKLE_PROTOCOL, StepFailedError
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
     from pyspark.sql.types import DataType, StructType
 
 #: The column of a converted item's row (``RowSinks.RowColumn`` in the JVM).
 ROW = "row"
-#: How many of the first items the schema is inferred from (``createDataFrame`` on an RDD looks at 100).
-INFER_FROM = 100
-#: The column of a primitive item.
-VALUE = "value"
-
-
-class RowSinksRuntime:
-    """The Python side of a job's rows sinks (the JVM interface ``PythonRowSinks``); ``objects`` are the
-    values the pipeline's spec numbers (a foreach-batch function among them)."""
-
-    def __init__(self, spark: SparkSession, objects: list[Any]) -> None:
-        self._spark = spark
-        self._objects = objects
-
-    def rows(self, stage: str, schema: str | None, dead_letter: bool, items: Any) -> Any:
-        """The JVM DataFrame of ``item``, ``failure`` and ``row`` columns for the items (see the module)."""
-        from pyspark.sql.dataframe import DataFrame
-
-        df = DataFrame(items, self._spark)
-        if schema is not None:
-            target = parse_schema(schema)
-        else:
-            first = [pickle.loads(row[0]) for row in df.take(INFER_FROM)]
-            target = infer_schema(first, **self._inference_options())
-        large = self._spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") == "true"
-        return df.mapInArrow(rows_function(target, stage, dead_letter, large), output_schema(target))._jdf
-
-    def foreachBatch(self, stage: str, fn_ref: int, rows: Any, batch_id: int) -> None:  # noqa: N802 - a JVM name
-        """Calls the sink's function with the rows DataFrame and the batch id."""
-        from pyspark.sql.dataframe import DataFrame
-
-        self._objects[fn_ref](DataFrame(rows, self._spark), batch_id)
-
-    def _inference_options(self) -> dict[str, bool]:
-        conf = self._spark.conf
-        return {
-            "infer_dict_as_struct": conf.get("spark.sql.pyspark.inferNestedDictAsStruct.enabled", "false") == "true",
-            "prefer_timestamp_ntz": conf.get("spark.sql.timestampType", "TIMESTAMP_LTZ") == "TIMESTAMP_NTZ",
-        }
-
-    class Java:
-        implements = ["io.jetspark.engine.spark.PythonRowSinks"]
-
-
-def attach(jet: Any, spec: dict[str, Any], objects: list[Any], job_id: str) -> Callable[[], None]:
-    """Registers the runtime for job ``job_id`` when the pipeline ``spec`` has rows sinks; returns how to
-    unregister it."""
-    kinds = {n["args"]["sink"]["kind"] for n in spec["nodes"] if n["op"] == "sink"}
-    if not kinds & {"files", "foreach_batch"}:
-        return lambda: None
-    from pyspark.java_gateway import ensure_callback_server_started
-
-    ensure_callback_server_started(jet.spark.sparkContext._gateway)
-    jet._bridge.registerRowSinks(job_id, RowSinksRuntime(jet.spark, objects))
-    return lambda: jet._bridge.unregisterRowSinks(job_id)
-
-
-def parse_schema(text: str) -> StructType:
-    """A sink's ``schema=`` as a struct: Spark's JSON of a type or a DDL string; a type that is not a
-    struct is the type of one column, ``value`` (as in ``createDataFrame``)."""
-    from pyspark.sql.types import StructField, StructType, _parse_datatype_json_string, _parse_datatype_string
-
-    data_type = _parse_datatype_json_string(text) if text.lstrip()[:1] in ('{', '"') else _parse_datatype_string(text)
-    return data_type if isinstance(data_type, StructType) else StructType([StructField(VALUE, data_type, True)])
 
 
 def is_record(item: Any) -> bool:
     """Whether an item is a row of fields (else it is one ``value``)."""
     return isinstance(item, (Mapping, tuple, list)) or dataclasses.is_dataclass(item) or hasattr(item, "__dict__")
-
-
-def infer_schema(items: list[Any], *, infer_dict_as_struct: bool = False,
-                 prefer_timestamp_ntz: bool = False) -> StructType:
-    """The schema ``createDataFrame`` infers from ``items`` (see the module); no items: no columns.
-
-    >>> infer_schema([{"b": 1, "a": "x"}, {"a": None, "b": 2, "c": 1.5}]).simpleString()
-    'struct<a:string,b:bigint,c:double>'
-    >>> infer_schema([1, 2]).simpleString()
-    'struct<value:bigint>'
-    """
-    from pyspark.sql.types import StructField, StructType, _has_nulltype, _infer_schema, _infer_type, _merge_type
-
-    def of(item: Any) -> StructType:
-        if is_record(item):
-            record = _fields_of(item) if _is_slotted_dataclass(item) else item
-            return _infer_schema(record, infer_dict_as_struct=infer_dict_as_struct,
-                                 prefer_timestamp_ntz=prefer_timestamp_ntz)
-        value_type = _infer_type(item, infer_dict_as_struct, prefer_timestamp_ntz=prefer_timestamp_ntz)
-        return StructType([StructField(VALUE, value_type, True)])
-
-    schema: StructType | None = None
-    first_error: Exception | None = None
-    for item in items:
-        try:
-            schema = of(item) if schema is None else _merge_type(schema, of(item))
-        except (TypeError, ValueError) as e:  # PySpark's type errors are both: the item will not fit
-            first_error = first_error or e
-    if schema is None:
-        if first_error is None:
-            return StructType([])
-        raise ValueError(f"cannot infer a schema from the items ({first_error}); give the sink a schema=")
-    if _has_nulltype(schema):
-        raise ValueError(f"cannot infer a schema from the first {len(items)} items: a field is None in all of them "
-                         f"({schema.simpleString()}); give the sink a schema=")
-    return schema
 
 
 def output_schema(row: StructType) -> StructType:
@@ -249,15 +144,15 @@ def _named_fields(value: Any) -> Mapping[str, Any] | None:
     if isinstance(value, (tuple, list)):
         return None
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _fields_of(value)
+        return fields_of(value)
     if hasattr(value, "__dict__"):
         return vars(value)
     return None
 
 
-def _is_slotted_dataclass(item: Any) -> bool:
+def is_slotted_dataclass(item: Any) -> bool:
     return dataclasses.is_dataclass(item) and not hasattr(item, "__dict__")
 
 
-def _fields_of(item: Any) -> dict[str, Any]:
+def fields_of(item: Any) -> dict[str, Any]:
     return {f.name: getattr(item, f.name) for f in dataclasses.fields(item)}

@@ -11,7 +11,7 @@ stream starts and carries it beside the item: ``seq_substream`` (the source part
 of an order-producing stage), ``seq_offset`` (the item's position in it), ``seq_fan_out``, the path that
 tells apart the items one source item became, and ``seq_ties``, which the JVM's ordered merges fill in
 (Python passes them on). A fused Python chain keeps the id of the record it ran on and extends the path
-by ``j`` for the j-th output of each flat_map step (:func:`jetspark._python_steps.run_steps_numbered`):
+by ``j`` for the j-th output of each flat_map step (:func:`jetspark.worker.steps.run_steps_numbered`):
 the outputs of one record stay together and in their order, and a record that a flat_map did not touch
 sorts before what another branch's flat_map made of it, as in the brute-force reference. Ids are
 compared by substream, offset, then path element by element (a prefix first), then ties; the JVM's

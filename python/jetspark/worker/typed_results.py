@@ -1,5 +1,4 @@
-"""Typed items on the Python side: what the JVM needs for Column extractors, and how the results of an
-aggregation that Catalyst ran become the values the API promises.
+"""How the results of an aggregation that Catalyst ran become the values the API promises.
 
 An aggregation over the rows of a DataFrame source may run in Catalyst (``TypedPlan`` in the JVM); its
 output is typed (columns ``key`` and ``result``). Where a Python step, a list sink or any other vertex
@@ -15,22 +14,9 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["jvm_columns", "python_value", "results_to_items_udf_column"]
+__all__ = ["python_value", "results_to_items_function"]
 
 PICKLE_PROTOCOL = 5
-
-
-def jvm_columns(spec: Any, objects: list[Any], out: list[Any]) -> None:
-    """Sets ``out[ref]`` to the JVM Column of every Column extractor (``{"kind": "column", "ref"}``)
-    anywhere in a pipeline's ``spec``: the JVM evaluates them."""
-    if isinstance(spec, dict):
-        if spec.get("kind") == "column" and isinstance(spec.get("ref"), int):
-            out[spec["ref"]] = objects[spec["ref"]]._jc
-        for value in spec.values():
-            jvm_columns(value, objects, out)
-    elif isinstance(spec, list):
-        for value in spec:
-            jvm_columns(value, objects, out)
 
 
 def python_value(value: Any, shape: dict[str, Any]) -> Any:
@@ -75,13 +61,3 @@ def results_to_items_function(schema_json: str, shape: dict[str, Any]) -> Callab
                 [pa.array([pickle.dumps(x, protocol=PICKLE_PROTOCOL) for x in items], pa.binary())], names=["item"])
 
     return run
-
-
-def results_to_items_udf_column(schema_json: str, shape: dict[str, Any]) -> Any:
-    """The Spark Column that turns an aggregation's typed results into items."""
-    import json
-
-    from jetspark._python_steps import OPAQUE_SCHEMA, _arrow_udf
-
-    columns = [field["name"] for field in json.loads(schema_json)["fields"]]
-    return _arrow_udf(results_to_items_function(schema_json, shape), OPAQUE_SCHEMA, columns)

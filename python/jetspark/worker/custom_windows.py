@@ -1,7 +1,7 @@
 """Windows of an operation with a user-defined part (:meth:`AggregateOperation.of`, alone or inside
 ``all_of``) on the Spark batch engine. Its functions are Python's, so the window runs here, one Arrow UDF
 per vertex, in the stages the planner gave it (``CustomAggregations`` in the JVM says which vertex runs
-which ``mode``); everything about groups, records and their failures is :mod:`jetspark._custom_ops`'s.
+which ``mode``); everything about groups, records and their failures is :mod:`jetspark.worker.custom_aggregations`'s.
 
 A batch is one epoch that ends with a watermark of +infinity: nothing is late, every non-empty window is
 emitted once, complete, and early results are ignored. Windows are aligned to 0 and cover
@@ -52,12 +52,11 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from jetspark._custom_ops import SCHEMAS, VALUES, Output, StageCalls, column
 from jetspark._items import loads_key
-from jetspark._operations import operation_of
-from jetspark._python_steps import ITEM, PICKLE_PROTOCOL, TS, StepFailedError, _arrow_udf
-from jetspark._windows import out_of_range
 from jetspark.window import KeyedWindowResult, WindowResult
+from jetspark.worker.custom_aggregations import VALUES, Output, StageCalls, column
+from jetspark.worker.event_time import out_of_range
+from jetspark.worker.steps import ITEM, PICKLE_PROTOCOL, TS, StepFailedError
 
 #: Results per Arrow batch: a partition's windows leave a slice at a time, not all in one batch.
 _BATCH_ROWS = 1024
@@ -66,7 +65,7 @@ _BATCH_ROWS = 1024
 def custom_window_function(operation: Any, mode: str, window: Mapping[str, Any], keyed: bool, stage: str,
                            dead_letter: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The Arrow map function of one vertex of a window (``window``: the definition's spec, ``kind``
-    sliding or session) with ``operation`` (as :func:`~jetspark._operations.operation_of` gives it), over
+    sliding or session) with ``operation`` (as :func:`~jetspark.worker.operations.operation_of` gives it), over
     the columns ``key`` (canonical key bytes; empty for a global window), ``item`` (a pickled item; in
     ``combine`` mode a key's pickled frames), ``values`` (the pickled values extracted for built-in parts)
     and ``ts`` (the item's time, ms), found by name. See the module docstring for the modes and failures
@@ -319,13 +318,3 @@ class _Sessions:
             key, sessions = self.table.popitem()
             for start, end, acc in sessions:
                 yield key, start, end, acc
-
-
-def custom_window_udf_column(spec: Mapping[str, Any], objects: list[Any], mode: str, window: Mapping[str, Any],
-                             keyed: bool, stage: str, dead_letter: bool) -> Any:
-    """The Spark Column of one vertex of a window with a user-defined part (``custom:<vertex>``), its
-    operation ``spec`` as the JVM sends it (``CustomAggregations.Work``), its functions among ``objects``;
-    ``dead_letter``: the stage has a dead-letter sink."""
-    operation = operation_of(spec, objects, atomic=dead_letter)
-    return _arrow_udf(custom_window_function(operation, mode, window, keyed, stage, dead_letter), SCHEMAS[mode],
-                      ["key", ITEM])

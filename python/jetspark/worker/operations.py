@@ -1,6 +1,6 @@
 """Aggregate operations as Python runs them: where an operation has a user-defined part
 (:meth:`AggregateOperation.of`, itself, inside ``all_of`` or on one side of ``aggregate2``), the Spark
-batch engine runs the whole operation in Python (``_custom_ops.py``), its built-in parts too, so that one
+batch engine runs the whole operation in Python (:mod:`jetspark.worker.custom_aggregations`), its built-in parts too, so that one
 accumulator per group holds every part. Operations without a user-defined part run in the JVM
 (``io.jetspark.core.aggregate.AggregateOperations``) or in Catalyst; the built-ins here give the JVM's
 results exactly, so a part's result does not depend on which side of that line its operation falls:

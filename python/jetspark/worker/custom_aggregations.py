@@ -2,7 +2,7 @@
 engine: its functions are Python's, so every vertex of such an aggregation is one Arrow UDF over the rows
 the JVM gives it (``CustomAggregations`` in the JVM says which vertex runs which ``mode``). Where the
 user-defined operation is a part (of ``all_of``, or one side of ``aggregate2``), the whole operation runs
-here, its built-in parts as ``_operations.py`` implements them, over the values the engine extracted
+here, its built-in parts as :mod:`jetspark.worker.operations` implements them, over the values the engine extracted
 for them (the ``values`` column):
 
 - ``accumulate``: stage 1 of 2, per partition: items (with their extracted key) into one accumulator per
@@ -11,10 +11,10 @@ for them (the ``values`` column):
   ``finish`` (default ``export``, default the accumulator itself);
 - ``single``: one stage, after the shuffle by key (or to one partition): accumulate, then finish;
 - ``rolling``: ``rolling_aggregate``: accumulate, and emit ``export`` of the accumulator after each item.
-  What the item carries beside it (its time, its sequence id: :mod:`jetspark._carried`) goes with what
+  What the item carries beside it (its time, its sequence id: :mod:`jetspark.worker.carried`) goes with what
   is emitted for it, result or dead letter, as Jet's rolling aggregation keeps its item's timestamp.
 
-Windows (groups of a key and a frame or session) are :mod:`jetspark._custom_windows`'s; both build on the
+Windows (groups of a key and a frame or session) are :mod:`jetspark.worker.custom_windows`'s; both build on the
 calls and outputs here (:class:`StageCalls`, :class:`Output`), so a record fails and a group is named
 alike everywhere.
 
@@ -34,13 +34,12 @@ group, not a record, and fails the job naming the stage, the group and the funct
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from jetspark._carried import carried_for, carried_schema
 from jetspark._items import loads_key
-from jetspark._operations import operation_of
-from jetspark._python_steps import (CHAIN_SCHEMA, FAILURE, ITEM, OPAQUE_SCHEMA, PICKLE_PROTOCOL, StepFailedError, _arrow_udf,
+from jetspark.worker.carried import carried_for
+from jetspark.worker.steps import (CHAIN_SCHEMA, FAILURE, ITEM, OPAQUE_SCHEMA, PICKLE_PROTOCOL, StepFailedError,
                                     record_failure)
 
 #: What each mode gives: accumulate adds the group's key (the shuffle to the combining stage reads it).
@@ -148,7 +147,7 @@ def column(batch: Any, name: str, default: Any = None) -> list[Any]:
 def custom_aggregation_function(operations: Sequence[Any], mode: str, keyed: bool, stage: str,
                                 dead_letter: bool, carried: Sequence[str] = ()) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The Arrow map function of one vertex of an aggregation with one operation per input
-    (``operations``: as :func:`~jetspark._operations.operation_of` gives them), over the columns ``key``
+    (``operations``: as :func:`~jetspark.worker.operations.operation_of` gives them), over the columns ``key``
     (canonical key bytes), ``item`` (a pickled item; in ``combine`` mode a pickled partial accumulator),
     ``values`` (the pickled values extracted for the built-in parts; not in ``combine`` mode) and, for
     several inputs, ``ordinal`` (the row's input), found by name among the columns of the rows it is
@@ -216,14 +215,3 @@ def custom_aggregation_function(operations: Sequence[Any], mode: str, keyed: boo
         yield out.batch()
 
     return run
-
-
-def custom_aggregation_udf_column(specs: Sequence[Mapping[str, Any]], objects: Sequence[Any], mode: str, keyed: bool,
-                                  stage: str, dead_letter: bool, carried: Sequence[str] = ()) -> Any:
-    """The Spark Column of one vertex of an aggregation with a user-defined part (``custom:<vertex>``), one
-    operation ``spec`` per input as the JVM sends it (``CustomAggregations.Work``), its functions among
-    ``objects``; ``dead_letter``: the stage has a dead-letter sink; ``carried``: the columns (the items'
-    ``ts``, their sequence id) a rolling aggregation's outputs keep from their items."""
-    operations = [operation_of(spec, objects, atomic=dead_letter) for spec in specs]
-    return _arrow_udf(custom_aggregation_function(operations, mode, keyed, stage, dead_letter, carried),
-                      SCHEMAS[mode] + carried_schema(carried), ["key", ITEM, *carried])

@@ -1,0 +1,220 @@
+"""The py4j protocol between jetspark's Python and its JVM side (``io.jetspark.python.PythonBridge``): the
+one module that knows what crosses it and in which form.
+
+Going out: a pipeline's spec as JSON, with the objects its refs number as the JVM takes them (item
+pickles, JVM DataFrames and Columns; Python callables stay in Python), and the Spark Columns of the Python
+UDFs a batch job asks for. Coming back: the JSON of a prepared job's Python work, its console lists and
+metrics, a list's packed pickles, and JVM exceptions, turned into Python's where the API names them.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from typing import TYPE_CHECKING, Any
+
+from jetspark import _udf_columns as udf_columns
+from jetspark._items import pack_frames, unpack_frames
+from jetspark._jar import jar_path_or_hint, package_version
+from jetspark.errors import JarNotFoundError, PipelineDefinitionError
+from jetspark.worker.carried import carried_columns
+from jetspark.worker.steps import Step
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+BRIDGE_CLASS = "io.jetspark.python.PythonBridge"
+
+
+def bridge(spark: SparkSession) -> Any:
+    """The JVM bridge object of ``spark``'s JVM; raises :class:`JarNotFoundError` with the fix when the
+    jar is missing from the session's classpath or is another version."""
+    from py4j.java_gateway import JavaClass
+
+    jvm = spark.sparkContext._jvm
+    node: Any = jvm
+    for part in BRIDGE_CLASS.split("."):
+        node = getattr(node, part)
+    if not isinstance(node, JavaClass):
+        raise JarNotFoundError(
+            "this SparkSession was started without the jetspark jar, so the JVM side is missing. "
+            "Start Spark with the jar on its classpath, before the session exists:\n"
+            f"  SparkSession.builder.config('spark.jars', jetspark.jar_path())...getOrCreate()\n"
+            f"  or: spark-submit --jars {jar_path_or_hint()} your_job.py\n"
+            "or let jetspark start Spark for you: jetspark.session()"
+        )
+    jar_version = node.version()
+    if jar_version != package_version():
+        raise JarNotFoundError(
+            f"the jetspark jar on the Spark classpath is version {jar_version}, but the Python package is "
+            f"{package_version()}; use the jar bundled with this package: {jar_path_or_hint()}"
+        )
+    return node
+
+
+def call(method: Any, *args: Any) -> Any:
+    """Calls a JVM method, turning a JVM ``PipelineDefinitionError`` into the Python one (same stage,
+    rule and message) and leaving other errors as they are."""
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        return method(*args)
+    except Py4JJavaError as e:
+        cause = e.java_exception
+        if cause.getClass().getName() == "io.jetspark.pipeline.PipelineDefinitionError":
+            raise PipelineDefinitionError(str(cause.getMessage()), stage=str(cause.stage()),
+                                          rule=str(cause.rule())) from None
+        raise
+
+
+def jvm_errors() -> tuple[type[Exception], ...]:
+    """What a failed JVM call raises: py4j's error, or the PySpark exception it converts known JVM ones into."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors.exceptions.captured import CapturedException
+
+    return Py4JJavaError, CapturedException
+
+
+def java_class_of(error: Exception) -> str:
+    """The class name of the JVM exception behind a failed py4j call (one of :func:`jvm_errors`)."""
+    cause = getattr(error, "java_exception", None) or getattr(error, "_origin")
+    return str(cause.getClass().getName())
+
+
+def java_message_of(error: Exception) -> str:
+    """The message of the JVM exception behind a failed py4j call."""
+    cause = getattr(error, "java_exception", None) or getattr(error, "_origin")
+    return str(cause.getMessage())
+
+
+def plan(form: str, spec_json: str, parallelism: int | None) -> str:
+    """The planned physical DAG of a pipeline's JSON in ``form`` (``explain``, ``toDot``, ``toMermaid``),
+    planned by the JVM of the active Spark session."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        raise RuntimeError("explain() and to_dot() plan in the JVM: start one first with jetspark.session()")
+    return str(call(getattr(bridge(spark), form), spec_json, parallelism or 0))
+
+
+def jvm_objects(spec: dict[str, Any], objects: list[Any]) -> list[Any]:
+    """What the JVM gets for the spec's refs: item pickles for `Sources.items`, the JVM DataFrame for
+    `Sources.dataframe`, the JVM Column of a Column extractor, and None for what stays in Python (callables)."""
+    out: list[Any] = [None] * len(objects)
+    _set_jvm_columns(spec, objects, out)
+    for node in spec["nodes"]:
+        source = node["args"].get("source")
+        if source is None:
+            continue
+        refs = source["refs"]
+        if "items" in refs:
+            out[refs["items"]] = pack_frames([pickle.dumps(x, protocol=5) for x in objects[refs["items"]]])
+        if "df" in refs:
+            out[refs["df"]] = objects[refs["df"]]._jdf
+    return out
+
+
+def _set_jvm_columns(spec: Any, objects: list[Any], out: list[Any]) -> None:
+    """Sets ``out[ref]`` to the JVM Column of every Column extractor (``{"kind": "column", "ref"}``)
+    anywhere in a pipeline's ``spec``: the JVM evaluates them."""
+    if isinstance(spec, dict):
+        if spec.get("kind") == "column" and isinstance(spec.get("ref"), int):
+            out[spec["ref"]] = objects[spec["ref"]]._jc
+        for value in spec.values():
+            _set_jvm_columns(value, objects, out)
+    elif isinstance(spec, list):
+        for value in spec:
+            _set_jvm_columns(value, objects, out)
+
+
+def get_list(jvm_bridge: Any, name: str) -> list[Any]:
+    """The items list ``name`` holds (``Sinks.list``), unpickled from the frames the JVM packs them in."""
+    return [pickle.loads(b) for b in unpack_frames(bytes(jvm_bridge.getList(name)))]
+
+
+def start_light(jvm_bridge: Any, spec: dict[str, Any], objects: list[Any], callback: Any, name: str) -> Any:
+    """Starts a light job (``LightJobHandle``) whose Python work ``callback`` does; what the local engine
+    cannot run raises ``NotImplementedError`` naming the vertex."""
+    try:
+        return call(jvm_bridge.startLight, json.dumps(spec), jvm_objects(spec, objects), callback, name, 0)
+    except jvm_errors() as e:
+        if java_class_of(e) == "io.jetspark.engine.local.UnsupportedVertexException":
+            raise NotImplementedError(java_message_of(e)) from None
+        raise
+
+
+def is_cancellation(error: Exception) -> bool:
+    """Whether a failed light job's ``join`` says that the job was cancelled."""
+    return java_class_of(error) == "java.util.concurrent.CancellationException"
+
+
+class PreparedBatch:
+    """A batch job the JVM planned (``PreparedBatchJob``): the Python work it asks for, then its run."""
+
+    def __init__(self, jvm_bridge: Any, spark: SparkSession, spec: dict[str, Any], objects: list[Any],
+                 parallelism: int = 0) -> None:
+        self._objects = objects
+        self._j = call(jvm_bridge.prepareBatch, spark._jsparkSession, json.dumps(spec), jvm_objects(spec, objects),
+                       parallelism)
+
+    def python_work(self) -> dict[str, Any]:
+        """The JVM's list of Python work (``PreparedBatchJob.pythonWorkJson``)."""
+        return json.loads(call(self._j.pythonWorkJson))
+
+    def console_lists(self, group: str) -> list[str]:
+        """The lists the job's console sinks write to, to be printed once it ends."""
+        return json.loads(self._j.consoleListsJson(group))
+
+    def python_udfs(self) -> tuple[list[str], list[Any]]:
+        """The Python UDFs it asks for, named as it expects (see :func:`python_udfs`)."""
+        return python_udfs(self.python_work(), self._objects)
+
+    def run(self, udfs: tuple[list[str], list[Any]], group: str) -> dict[str, Any]:
+        """Runs the job in Spark job group ``group`` with its Python ``udfs``; its metrics."""
+        names, columns = udfs
+        return json.loads(call(self._j.run, names, columns, group))
+
+
+def python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], list[Any]]:
+    """The Arrow UDFs the JVM asked for (``PreparedBatchJob.pythonWorkJson``), named as it expects, as
+    JVM Columns."""
+
+    def ref(r: int | None) -> Any:
+        return None if r is None else objects[r]
+
+    def carried(w: dict[str, Any]) -> list[str]:
+        return carried_columns(w["timed"], w["sequenced"])
+
+    udfs: dict[str, Any] = {}
+    for chain in work["chains"]:
+        steps = [Step(s["kind"], ref(s["ref"]), s["stage"], s["dead_letter"]) for s in chain["steps"]]
+        udfs[f"chain:{chain['vertex']}"] = udf_columns.chain_udf_column(steps, carried(chain))
+    for e in work["extractions"]:
+        rows = (e["rows_schema"], e["row_fields"]) if "rows_schema" in e else None
+        udfs[f"extract:{e['vertex']}:{e['ordinal']}"] = udf_columns.extraction_udf_column(
+            e["key"], e["values"], e["stage"], objects, e.get("timestamp"), rows, carried(e), e["dead_letter"])
+    for f in work["dataframe_sources"]:
+        udfs[f"rows:{f['vertex']}"] = udf_columns.rows_to_items_udf_column(f["schema"])
+    for m in work["stateful"]:
+        udfs[f"stateful:{m['vertex']}"] = udf_columns.stateful_udf_column(
+            ref(m["create_ref"]), ref(m["fn_ref"]), m["keyed"], m["stage"], m["dead_letter"], carried(m))
+    for c in work["custom_aggregations"]:
+        if c["window"] is not None:
+            (operation,) = c["operations"]
+            udfs[f"custom:{c['vertex']}"] = udf_columns.custom_window_udf_column(
+                operation, objects, c["mode"], c["window"], c["keyed"], c["stage"], c["dead_letter"])
+        else:
+            udfs[f"custom:{c['vertex']}"] = udf_columns.custom_aggregation_udf_column(
+                c["operations"], objects, c["mode"], c["keyed"], c["stage"], c["dead_letter"], carried(c))
+    for j in work["joins"]:
+        step = Step("map", _pair_mapper(ref(j["mapper_ref"])), j["stage"], j["dead_letter"])
+        udfs[f"join:{j['vertex']}"] = udf_columns.chain_udf_column([step], carried(j))
+    for r in work["typed_results"]:
+        udfs[f"results:{r['vertex']}"] = udf_columns.results_to_items_udf_column(r["schema"], r["shape"])
+    return list(udfs), [column._jc for column in udfs.values()]
+
+
+def _pair_mapper(mapper: Any) -> Any:
+    """The join's mapper over the engine's tuples ``(left, right_1, ..., right_n)``."""
+    return lambda pair: mapper(*pair)
