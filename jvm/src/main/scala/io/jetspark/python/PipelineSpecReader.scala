@@ -2,7 +2,7 @@ package io.jetspark.python
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.core.aggregate.AggregateOperation
-import io.jetspark.engine.spark.PythonValues
+import io.jetspark.item.PythonValues
 import io.jetspark.pipeline._
 
 import scala.collection.mutable

@@ -3,6 +3,7 @@ package io.jetspark.engine.spark
 import com.fasterxml.jackson.databind.JsonNode
 import io.jetspark.core.window.{KeyedWindowResult, SlidingWindowPolicy, WindowResult}
 import io.jetspark.engine.spark.TypedWindow.LongField
+import io.jetspark.item.{PickledKey, PythonAggregations}
 import io.jetspark.pipeline.PythonAggregateSpec
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.DataFrame

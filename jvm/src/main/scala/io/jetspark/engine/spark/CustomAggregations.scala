@@ -3,6 +3,7 @@ package io.jetspark.engine.spark
 import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.JsonNodeFactory
 import io.jetspark.engine.spark.SparkBatchEngine.{Key, PythonOps}
+import io.jetspark.item.PythonAggregations
 import io.jetspark.pipeline.{PythonAggregateSpec, SessionWindowDefinition, SlidingWindowDefinition, WindowDefinition}
 import io.jetspark.plan.VertexDescription.{Aggregate, RollingAggregate, WindowAggregate}
 import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
@@ -58,7 +59,7 @@ object CustomAggregations {
   /** The column that tells a row's input when an aggregation has two. */
   val Ordinal = "ordinal"
 
-  def work(dag: PhysicalDag): Seq[Work] = dag.vertices.filter(runsInPython).map { v =>
+  def work(dag: PhysicalDag): Seq[Work] = dag.vertices.filter(PythonAggregations.runsInPython).map { v =>
     def of(mode: String, ops: Seq[PythonAggregateSpec], keyed: Boolean, window: Option[WindowDefinition] = None) =
       Work(v, mode, ops.map(PythonAggregations.slotted(_)._1), keyed, deadLetter = dag.routesFailures(v), window.map(windowJson))
     v.description match {
@@ -82,14 +83,6 @@ object CustomAggregations {
       case s: SessionWindowDefinition => node.put("kind", "session").put("timeout_ms", s.timeoutMs)
     }
     node
-  }
-
-  /** Whether `v` aggregates in Python: some operation of it has a user-defined part. */
-  def runsInPython(v: Vertex): Boolean = v.description match {
-    case Aggregate(_, PythonOps(ops), _) => ops.exists(PythonAggregations.runsInPython)
-    case RollingAggregate(_, op: PythonAggregateSpec) => PythonAggregations.runsInPython(op)
-    case WindowAggregate(_, _, op: PythonAggregateSpec, _) => PythonAggregations.runsInPython(op)
-    case _ => false
   }
 
   /** What the UDF of `v` reads, given what each of its input edges delivers: that one input, or both

@@ -2,6 +2,7 @@ package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.core.window.{KeyedWindowResult, WindowResult}
+import io.jetspark.item.{Extracted, PickledItem, PickledKey, PythonAggregations, PythonValues, RowItem}
 import io.jetspark.pipeline.{Extractor, PythonAggregateSpec}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.functions.{col, lit}
@@ -73,7 +74,7 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
       val vs = if (valueOf.isEmpty) NoValues else new Array[Any](valueOf.length) // counting reads none
       var i = 0
       while (i < vs.length) { vs(i) = valueOf(i)(row, i + 2); i += 1 }
-      new TimedEvent(row.getLong(1), new Extracted(keyed(row), itemOf(row), vs, null))
+      new TimedEvent(row.getLong(1), new Extracted(keyed(row), itemOf(row), vs, null, EncounterPositions.next()))
     }
   }
 

@@ -1,6 +1,7 @@
 package io.jetspark.engine.spark
 
 import io.jetspark.core.window.{KeyedWindowResult, SlidingWindowPolicy}
+import io.jetspark.item.{PickledKey, PythonValues}
 import io.jetspark.pipeline.{Extractor, PythonAggregateSpec}
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.catalyst.InternalRow

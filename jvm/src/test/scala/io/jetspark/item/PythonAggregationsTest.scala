@@ -1,4 +1,4 @@
-package io.jetspark.engine.spark
+package io.jetspark.item
 
 import io.jetspark.pipeline.PythonAggregateSpec
 import org.scalatest.funsuite.AnyFunSuite
@@ -11,8 +11,9 @@ class PythonAggregationsTest extends AnyFunSuite {
   private val summing = spec("""{"name": "summing", "extractors": [{"kind": "field", "name": "v"}]}""")
   private val custom = spec("""{"name": "custom", "extractors": [], "ref": 3}""")
 
+  private val positions = Iterator.from(0)
   private def extracted(values: Any*) = new Extracted(new PickledKey(Array[Byte](1)), new PickledItem(Array[Byte](2)),
-    values.toArray, Array.empty)
+    values.toArray, Array.empty, positions.next())
 
   test("two inputs bind to a co-aggregation: each input's values feed its own operation, slots from 0") {
     val op = PythonAggregations.bindInputs(Seq(counting, summing))

@@ -1,70 +1,14 @@
-package io.jetspark.engine.spark
+package io.jetspark.item
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import com.fasterxml.jackson.databind.node.{IntNode, ObjectNode}
 import io.jetspark.core.aggregate.{AggregateOperation, AggregateOperations, AnyOrdering}
 import io.jetspark.pipeline.PythonAggregateSpec
+import io.jetspark.plan.Vertex
+import io.jetspark.plan.VertexDescription.{Aggregate, RollingAggregate, WindowAggregate}
 
 import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
-
-/** An item on its way into an aggregation: its grouping key as a pickle, itself (a Python item's
-  * [[PickledItem]], or a [[RowItem]] where the JVM read a DataFrame's row), the values extracted from
-  * it for the operation (by a Python worker and read back with Pyrolite, `rawValues` their pickles to pass
-  * them on unchanged; or read by Catalyst), and its encounter position ([[EncounterPositions]]), by which
-  * `min_by`, `max_by`, `top_n` and `bottom_n` break ties. Equal when the items are: `to_set` keeps
-  * distinct items.
-  */
-final class Extracted(val key: PickledKey, val item: AnyRef, val values: Array[Any], val rawValues: Array[Array[Byte]],
-    val position: Long = EncounterPositions.next()) extends Serializable {
-  /** The pickle of a Python item (stages that only ever see Python items read it). */
-  def pickled: Array[Byte] = item.asInstanceOf[PickledItem].bytes
-
-  override def equals(other: Any): Boolean = other match {
-    case e: Extracted => item == e.item
-    case _ => false
-  }
-  override def hashCode: Int = item.hashCode
-}
-
-/** What an operation that keeps items (`min_by`, `top_n`, ...) keeps of an extraction. */
-private final case class Kept(item: AnyRef, value: Any, position: Long)
-
-private object Kept {
-  /** By value, then the earlier item greater: `max_by`/`top_n` under it prefer the first of tied items. */
-  val EarlierGreater: Ordering[Kept] = (a: Kept, b: Kept) => {
-    val byValue = AnyOrdering.compare(a.value, b.value)
-    if (byValue != 0) byValue else java.lang.Long.compare(b.position, a.position)
-  }
-  /** By value, then the earlier item less: `min_by`/`bottom_n` under it prefer the first of tied items. */
-  val EarlierLess: Ordering[Kept] = (a: Kept, b: Kept) => {
-    val byValue = AnyOrdering.compare(a.value, b.value)
-    if (byValue != 0) byValue else java.lang.Long.compare(a.position, b.position)
-  }
-}
-
-/** Encounter positions of the items that enter an aggregation: within a Spark task (one partition of the
-  * stage that takes them) in arrival order, and across tasks in partition order (`partition << 40 | n`).
-  * Positions are unique, so the operations that break ties by them ([[Kept]]) pick the same items whatever
-  * the order in which partial accumulators combine (two stages, frames of a window, two stacks). The local
-  * engine's extractions number their items the same way from their processor's index.
-  */
-object EncounterPositions {
-  private final class Counter(val task: AnyRef, var next: Long)
-  private val counters = ThreadLocal.withInitial[Counter](() => new Counter(null, 0L))
-
-  def next(): Long = {
-    val task = org.apache.spark.TaskContext.get()
-    var counter = counters.get()
-    if (counter.task ne task) {
-      counter = new Counter(task, if (task == null) 0L else task.partitionId().toLong << 40)
-      counters.set(counter)
-    }
-    val position = counter.next
-    counter.next += 1
-    position
-  }
-}
 
 /** Binds a Python-defined aggregate operation (its JSON, from python/jetspark/aggregate.py) to the
   * built-in operation of the core, over values that a Python worker extracts before the aggregation.
@@ -84,6 +28,14 @@ object PythonAggregations {
     * a mix runs in Python with its built-in parts too, so that one accumulator holds every part.
     */
   def runsInPython(op: PythonAggregateSpec): Boolean = containsCustom(mapper.readTree(op.json))
+
+  /** Whether `v` aggregates in Python: some operation of it has a user-defined part. */
+  def runsInPython(v: Vertex): Boolean = v.description match {
+    case Aggregate(_, ops, _) => ops.exists { case op: PythonAggregateSpec => runsInPython(op); case _ => false }
+    case RollingAggregate(_, op: PythonAggregateSpec) => runsInPython(op)
+    case WindowAggregate(_, _, op: PythonAggregateSpec, _) => runsInPython(op)
+    case _ => false
+  }
 
   private def containsCustom(spec: JsonNode): Boolean =
     spec.get("name").asText == "custom" || Option(spec.get("parts")).exists(_.elements().asScala.exists(containsCustom))
