@@ -6,7 +6,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import scala.jdk.CollectionConverters._
 
 class PythonAggregationsTest extends AnyFunSuite {
-  private def spec(json: String) = PythonAggregateSpec("op", json, canCombineSpec = true, canDeductSpec = false, orderSensitive = false)
+  private def spec(json: String) = PythonAggregateSpec(json, canCombineSpec = true, canDeductSpec = false, orderSensitive = false)
   private val counting = spec("""{"name": "counting", "extractors": []}""")
   private val summing = spec("""{"name": "summing", "extractors": [{"kind": "field", "name": "v"}]}""")
   private val custom = spec("""{"name": "custom", "extractors": [], "ref": 3}""")
@@ -32,7 +32,7 @@ class PythonAggregationsTest extends AnyFunSuite {
     // A field named "custom" is a value, not an operation.
     assert(!PythonAggregations.runsInPython(spec("""{"name": "summing", "extractors": [{"kind": "field", "name": "custom"}]}""")))
 
-    val (slotted, extractors) = PythonAggregations.slotted(allOf)
+    val (slotted, extractors) = (allOf.slottedJson, PythonAggregations.extractors(allOf))
     assert(extractors.map(e => e.path("name").asText(e.get("kind").asText)) == Seq("a", "item", "x", "y"))
     val parts = slotted.get("parts")
     def slots(i: Int) = parts.get(i).get("slots").elements().asScala.map(_.asInt).toSeq
