@@ -24,7 +24,7 @@ SQUARES_OF_V = AggregateOperation.of(lambda: 0, lambda a, x: a + x["v"] ** 2, co
 
 def spec_of(op: AggregateOperation) -> tuple[dict, list]:
     """The spec the JVM sends back for ``op``: its own spec with each built-in part's ``slots`` numbered
-    as ``PythonAggregations.slotted`` numbers them (pre-order, an operation's own extractors first;
+    as ``PythonOperationReader`` numbers them (pre-order, an operation's own extractors first;
     top_n/bottom_n without a key take the item), and the extractors in that order."""
     objects: list = []
     spec = op.to_spec(objects)

@@ -19,7 +19,7 @@ Every operation has the functions of one protocol: ``create()``, ``prepare(acc, 
 a sliding window then combines its frames in two stacks instead), ``export(acc)``, ``finish(acc)``.
 ``values`` are what the engine extracted from the item for the operation's built-in parts, each at the
 ``slots`` the JVM numbered
-(``PythonAggregations.slotted``). ``prepare`` does everything that can fail for the item and returns the
+(``PythonOperationReader``). ``prepare`` does everything that can fail for the item and returns the
 commit, which cannot fail and gives the new accumulator: so a record that fails in any part of an
 ``all_of`` leaves every part as it was (it goes to the stage's dead letters, or fails the job).
 """

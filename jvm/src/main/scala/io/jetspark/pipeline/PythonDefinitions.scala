@@ -32,13 +32,18 @@ object PythonExtractors {
 
 /** A Python-defined aggregate operation as the planner sees it: what it can do (combine, deduct) and
   * whether its result depends on order; `json` is its whole definition, as python/jetspark/aggregate.py
-  * wrote it. The engine binds it to its values (extracted in the JVM or in
+  * wrote it, read once into [[operation]]. The engine binds it to its values (extracted in the JVM or in
   * a Python worker) before anything is accumulated; until then it cannot run, and says so.
   * `columns` holds the Spark Columns its `{"kind": "column", "ref": n}` extractors name, by `n`.
   */
-final case class PythonAggregateSpec(name: String, json: String, canCombineSpec: Boolean, canDeductSpec: Boolean,
+final case class PythonAggregateSpec(json: String, canCombineSpec: Boolean, canDeductSpec: Boolean,
     orderSensitive: Boolean, columns: Map[Int, AnyRef] = Map.empty)
     extends AggregateOperation[Any, Any, Any] {
+  private val read = PythonOperationReader.read(json)
+  def operation: PythonOperation = read.operation
+  /** `json` with the slots of every operation in it ([[PythonOperationReader.Read]]). */
+  def slottedJson: JsonNode = read.slotted
+  def name: String = operation.name
   private def unbound = throw new IllegalStateException(s"Python aggregate operation '$name' runs only once an engine binds it")
   override def arity: Int = 1
   override def create(): Any = unbound

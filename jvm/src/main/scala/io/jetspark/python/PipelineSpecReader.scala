@@ -2,7 +2,7 @@ package io.jetspark.python
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.core.aggregate.AggregateOperation
-import io.jetspark.engine.spark.PythonValues
+import io.jetspark.item.PythonValues
 import io.jetspark.pipeline._
 
 import scala.collection.mutable
@@ -82,8 +82,7 @@ final class PipelineSpecReader private (objects: java.util.List[AnyRef]) {
     }
   }
 
-  private def op(spec: JsonNode): AggregateOperation[_, _, _] = PythonAggregateSpec(
-    spec.get("name").asText, spec.toString,
+  private def op(spec: JsonNode): AggregateOperation[_, _, _] = PythonAggregateSpec(spec.toString,
     spec.get("can_combine").asBoolean, spec.get("can_deduct").asBoolean, spec.get("order_sensitive").asBoolean,
     columnRefs(spec).flatMap(r => Option(objects).map(o => r -> o.get(r))).toMap)
 

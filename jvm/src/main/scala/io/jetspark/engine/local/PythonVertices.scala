@@ -4,8 +4,7 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.core.{Processor, ProcessorContext}
 import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
 import io.jetspark.core.processor._
-// Spark-free helpers of the Spark engine (Pyrolite values, pickled keys, bound Python aggregations).
-import io.jetspark.engine.spark.{CustomAggregations, Extracted, PickledItem, PickledKey, PythonAggregations, PythonValues}
+import io.jetspark.item.{Extracted, PickledItem, PickledKey, PythonAggregations, PythonValues}
 import io.jetspark.pipeline.{Extractor, PythonAggregateSpec, PythonExtractors, PythonRef}
 import io.jetspark.pipeline.transform.{PeekTransform, StatelessTransform}
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
@@ -73,7 +72,7 @@ object PythonVertices {
   /** The local DAG of `dag`, whose Python work runs through `python`; fails naming the vertex it cannot run. */
   def translate(dag: PhysicalDag, python: PythonCallback): LocalDag = {
     // Checked before any edge's extraction binds the operation, which would fail without naming the vertex.
-    dag.vertices.find(CustomAggregations.runsInPython)
+    dag.vertices.find(PythonAggregations.runsInPython)
       .foreach(LocalVertices.unsupported(_, "an AggregateOperation.of(...) runs its functions in Spark's Python workers"))
     dag.vertices.find(v => dag.edgesFrom(v.name).exists(_.carriesSequence) && !v.assignsSequence && !carriesSequenceThrough(v))
       .foreach(v => LocalVertices.unsupported(v, "preserve_order needs sequence ids carried through it to a later restore point"))
@@ -271,7 +270,7 @@ object PythonVertices {
     PythonValues.unpackFrames(python.call(work, PythonValues.packFrames(pickles)))
 
   /** The extraction of one processor: its items' encounter positions count in arrival order from its
-    * index (`index << 40`), as a Spark task's count from its partition's ([[EncounterPositions]]).
+    * index (`index << 40`), as a Spark task's count from its partition's.
     */
   private def extractor(python: PythonCallback, x: Extraction, context: ProcessorContext): IndexedSeq[Any] => IterableOnce[Any] = {
     val (work, perItem) = (x.work, x.values.size + 2)

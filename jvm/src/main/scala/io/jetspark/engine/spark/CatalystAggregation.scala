@@ -1,9 +1,10 @@
 package io.jetspark.engine.spark
 
+import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.{JsonNodeFactory, ObjectNode}
-import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.core.aggregate.PythonNumbers
-import io.jetspark.pipeline.Extractor
+import io.jetspark.pipeline.{Extractor, PythonOperation, ValueSlot}
+import io.jetspark.pipeline.PythonOperation._
 import org.apache.spark.sql.api.java.UDF2
 import org.apache.spark.sql.expressions.UserDefinedFunction
 import org.apache.spark.sql.functions._
@@ -64,16 +65,16 @@ object CatalystAggregation {
   val KeyColumn = "key"
   val ResultColumn = "result"
 
-  /** The Catalyst plan of aggregating `rows` by `key` (None: globally) with the operation `opJson`
-    * (python/jetspark/aggregate.py's spec; `columns` resolves its Column refs), or why it cannot be
-    * delegated. `stage` names the stage in the errors the plan raises while it runs.
+  /** The Catalyst plan of aggregating `rows` by `key` (None: globally) with the operation `op`
+    * (`columns` resolves its Column refs), or why it cannot be delegated. `stage` names the stage in the
+    * errors the plan raises while it runs.
     */
-  def plan(stage: String, opJson: String, columns: Map[Int, AnyRef], key: Option[Extractor],
+  def plan(stage: String, op: PythonOperation, columns: Map[Int, AnyRef], key: Option[Extractor],
       rows: DataFrame): Either[String, CatalystAggregation] = {
     val translator = new Translator(stage, columns, rows)
     for {
       keyColumn <- key.fold[Either[String, Option[Column]]](Right(None))(k => translator.groupingKey(k).map(Some(_)))
-      translated <- translator.translate(new ObjectMapper().readTree(opJson))
+      translated <- translator.translate(op)
     } yield new CatalystAggregation(keyColumn, translator.aggregates.toSeq, translated._1, translated._2, translator.positioned)
   }
 
@@ -114,32 +115,34 @@ object CatalystAggregation {
       else Right(c)
     }
 
-    private def value(spec: JsonNode, i: Int): Either[String, Value] = {
-      val extractor = TypedExtraction.slotExtractor(spec.get("extractors").get(i), columns)
+    private def value(slot: ValueSlot): Either[String, Value] = {
+      val extractor = TypedExtraction.slotExtractor(slot.extractor, columns)
       values.getOrElseUpdate(extractor, TypedExtraction.typed(extractor, rows).map { case (c, f) => Value(c, f, extractor.describe) })
     }
 
     // Each distinct extractor analysed once (analysis is the cost of planning).
     private val values = scala.collection.mutable.Map.empty[Extractor, Either[String, Value]]
 
-    def translate(spec: JsonNode): Either[String, (Column, JsonNode)] = spec.get("name").asText match {
-      case "counting" => Right(aggregate(count(lit(1))) -> shapeOf("plain"))
-      case "summing" => value(spec, 0).flatMap(exactSum(_, "summing")).map { case (sum, _) => sum -> shapeOf("sum") }
-      case "averaging" => value(spec, 0).flatMap(exactSum(_, "averaging")).map { case (sum, integral) =>
+    def translate(op: PythonOperation): Either[String, (Column, JsonNode)] = op match {
+      case Counting => Right(aggregate(count(lit(1))) -> shapeOf("plain"))
+      case Summing(v) => value(v).flatMap(exactSum(_, op.name)).map { case (sum, _) => sum -> shapeOf("sum") }
+      case Averaging(v) => value(v).flatMap(exactSum(_, op.name)).map { case (sum, integral) =>
         val mean = if (integral) exactMean(sum.cast(Exact), rowCount)
           else when(rowCount === 0, lit(Double.NaN)).otherwise(sum / rowCount.cast(DoubleType))
         mean -> shapeOf("plain")
       }
-      case name @ ("min_by" | "max_by") => value(spec, 0).flatMap(pick(_, name))
-      case "all_of" =>
-        val parts = spec.get("parts").elements().asScala.toSeq.map(translate)
+      case MinBy(v) => value(v).flatMap(pick(_, op.name, greatest = false))
+      case MaxBy(v) => value(v).flatMap(pick(_, op.name, greatest = true))
+      case AllOf(operations) =>
+        val parts = operations.map(translate)
         parts.collectFirst { case Left(why) => why }.toLeft {
           val done = parts.collect { case Right(part) => part }
           val shape = shapeOf("tuple")
           shape.putArray("parts").addAll(done.map(_._2).asJava)
           struct(done.zipWithIndex.map { case ((c, _), i) => c.as(s"p$i") }: _*) -> shape
         }
-      case other => Left(s"$other has no Catalyst function with the same results")
+      case Variance(_) | LinearTrend(_, _) | TopN(_, _) | BottomN(_, _) | ToList | ToSet | UserDefined(_) =>
+        Left(s"${op.name} has no Catalyst function with the same results")
     }
 
     /** The exact sum of `v` and whether it is an integer sum; a null value fails the stage. */
@@ -162,13 +165,13 @@ object CatalystAggregation {
       }
     }
 
-    private def pick(v: Value, op: String): Either[String, (Column, JsonNode)] = v.field.dataType match {
+    private def pick(v: Value, op: String, greatest: Boolean): Either[String, (Column, JsonNode)] = v.field.dataType match {
       case t if orderedAsInPython(t) =>
         val row = TypedExtraction.wholeRow(rows)
         // Of tied rows the first in encounter order.
         positioned = true
         val position = col(PositionColumn)
-        val picked = aggregate(if (op == "min_by") min_by(row, struct(v.column, position)) else max_by(row, struct(v.column, -position)))
+        val picked = aggregate(if (greatest) max_by(row, struct(v.column, -position)) else min_by(row, struct(v.column, position)))
         val result = if (!v.field.nullable) picked else {
           // Python compares None only against a second item; Spark's min_by skips null values.
           val nulls = aggregate(count_if(v.column.isNull))

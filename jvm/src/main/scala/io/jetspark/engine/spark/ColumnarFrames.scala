@@ -1,9 +1,9 @@
 package io.jetspark.engine.spark
 
-import com.fasterxml.jackson.databind.JsonNode
 import io.jetspark.core.window.{KeyedWindowResult, SlidingWindowPolicy, WindowResult}
 import io.jetspark.engine.spark.TypedWindow.LongField
-import io.jetspark.pipeline.PythonAggregateSpec
+import io.jetspark.item.PickledKey
+import io.jetspark.pipeline.{PythonAggregateSpec, PythonOperation, ValueSlot}
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.InternalRow
@@ -15,7 +15,6 @@ import org.apache.spark.util.LongAccumulator
 
 import java.nio.ByteBuffer
 import scala.collection.mutable.ArrayBuffer
-import scala.jdk.CollectionConverters._
 
 /** The two stages of a sliding or tumbling window over a DataFrame's rows ([[TypedWindow]]) whose
   * operation keeps a number per frame, or a number and a row: `counting`, `min_by`/`max_by` of an integer
@@ -612,18 +611,19 @@ private[spark] object ColumnarFrames {
   def plan(window: TypedWindow, op: PythonAggregateSpec, budget: () => FrameTable.Budget = () => new FrameTable.Budget()): Option[ColumnarFrames] = {
     val parts = Array.newBuilder[Part]
     var count = 0
-    def shapeOf(spec: JsonNode): Option[Shape] = {
-      def slot = spec.get("slots").get(0).asInt
-      spec.get("name").asText match {
-        case "counting" => parts += Count; count += 1; Some(Leaf(count - 1))
-        case name @ ("min_by" | "max_by") => TypedWindow.integral(window.values(slot)._2).map { read =>
-          parts += Pick(2 + slot, read, greatest = name == "max_by"); count += 1; Leaf(count - 1)
-        }
-        case "all_of" =>
-          val shapes = spec.get("parts").elements().asScala.map(shapeOf).toSeq
-          if (shapes.forall(_.isDefined)) Some(AllOf(shapes.flatten)) else None
-        case _ => None
-      }
+    def pick(v: ValueSlot, greatest: Boolean): Option[Shape] = TypedWindow.integral(window.values(v.index)._2).map { read =>
+      parts += Pick(2 + v.index, read, greatest); count += 1; Leaf(count - 1)
+    }
+    def shapeOf(op: PythonOperation): Option[Shape] = op match {
+      case PythonOperation.Counting => parts += Count; count += 1; Some(Leaf(count - 1))
+      case PythonOperation.MinBy(v) => pick(v, greatest = false)
+      case PythonOperation.MaxBy(v) => pick(v, greatest = true)
+      case PythonOperation.AllOf(operations) =>
+        val shapes = operations.map(shapeOf)
+        if (shapes.forall(_.isDefined)) Some(AllOf(shapes.flatten)) else None
+      case PythonOperation.Summing(_) | PythonOperation.Averaging(_) | PythonOperation.Variance(_) |
+           PythonOperation.LinearTrend(_, _) | PythonOperation.TopN(_, _) | PythonOperation.BottomN(_, _) |
+           PythonOperation.ToList | PythonOperation.ToSet | PythonOperation.UserDefined(_) => None
     }
     // A projected row's timestamp and values are never null (checked fails the stage on a null).
     val neverNull = 1 until 2 + window.values.length
@@ -632,7 +632,7 @@ private[spark] object ColumnarFrames {
     }
     // Every row of an integer key holds the same number there; of a float key, 0.0 and -0.0 are one key.
     val keyField = if (window.key.exists(k => TypedWindow.integral(k._2).isDefined)) itemFields.indexWhere(_._1 == 0) else -1
-    val shape = shapeOf(PythonAggregations.slotted(op)._1)
+    val shape = shapeOf(op.operation)
     val leaves = parts.result()
     // (A frame's merge tells which picks took the incoming item in the bits of a Long.)
     shape.filter(_ => leaves.count(_.isInstanceOf[Pick]) <= 64).map(new ColumnarFrames(leaves, _, window.keys, window.checked,

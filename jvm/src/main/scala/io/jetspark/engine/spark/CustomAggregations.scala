@@ -3,6 +3,7 @@ package io.jetspark.engine.spark
 import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.JsonNodeFactory
 import io.jetspark.engine.spark.SparkBatchEngine.{Key, PythonOps}
+import io.jetspark.item.PythonAggregations
 import io.jetspark.pipeline.{PythonAggregateSpec, SessionWindowDefinition, SlidingWindowDefinition, WindowDefinition}
 import io.jetspark.plan.VertexDescription.{Aggregate, RollingAggregate, WindowAggregate}
 import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
@@ -35,7 +36,7 @@ import org.apache.spark.sql.functions.{col, lit}
   * JVM's results): one accumulator per group holds every part, so a record is accumulated once and fails
   * or succeeds as a whole, and the operation combines or not as a whole. Operations with no user-defined
   * part keep the JVM's processors (and Catalyst). Python reads a built-in part's values from the
-  * extraction's `values`, at the slots [[PythonAggregations.slotted]] numbered for it.
+  * extraction's `values`, at the slots [[io.jetspark.pipeline.PythonOperationReader]] numbered for it.
   *
   * `aggregate2` reads both inputs as one, each row tagged with its input `ordinal`; the UDF keeps one
   * accumulator per input and gives the pair of results.
@@ -48,8 +49,8 @@ import org.apache.spark.sql.functions.{col, lit}
 object CustomAggregations {
 
   /** What one vertex runs: `mode` is `accumulate`, `combine`, `single` or `rolling`; `operations` are each
-    * input's operation, as [[PythonAggregations.slotted]] gives it (user-defined parts name their functions
-    * by `ref` among the pipeline's Python objects); `window`, for a window vertex, its definition as
+    * input's operation with its slots ([[PythonAggregateSpec.slottedJson]]; user-defined parts name their
+    * functions by `ref` among the pipeline's Python objects); `window`, for a window vertex, its definition as
     * Python's `WindowDefinition.to_spec` gives it.
     */
   final case class Work(vertex: Vertex, mode: String, operations: Seq[JsonNode], keyed: Boolean, deadLetter: Boolean,
@@ -58,9 +59,9 @@ object CustomAggregations {
   /** The column that tells a row's input when an aggregation has two. */
   val Ordinal = "ordinal"
 
-  def work(dag: PhysicalDag): Seq[Work] = dag.vertices.filter(runsInPython).map { v =>
+  def work(dag: PhysicalDag): Seq[Work] = dag.vertices.filter(PythonAggregations.runsInPython).map { v =>
     def of(mode: String, ops: Seq[PythonAggregateSpec], keyed: Boolean, window: Option[WindowDefinition] = None) =
-      Work(v, mode, ops.map(PythonAggregations.slotted(_)._1), keyed, deadLetter = dag.routesFailures(v), window.map(windowJson))
+      Work(v, mode, ops.map(_.slottedJson), keyed, deadLetter = dag.routesFailures(v), window.map(windowJson))
     v.description match {
       case Aggregate(stage, PythonOps(ops), keys) => of(modes(stage), ops, keys.nonEmpty)
       case RollingAggregate(key, op: PythonAggregateSpec) => of("rolling", Seq(op), key.isDefined)
@@ -82,14 +83,6 @@ object CustomAggregations {
       case s: SessionWindowDefinition => node.put("kind", "session").put("timeout_ms", s.timeoutMs)
     }
     node
-  }
-
-  /** Whether `v` aggregates in Python: some operation of it has a user-defined part. */
-  def runsInPython(v: Vertex): Boolean = v.description match {
-    case Aggregate(_, PythonOps(ops), _) => ops.exists(PythonAggregations.runsInPython)
-    case RollingAggregate(_, op: PythonAggregateSpec) => PythonAggregations.runsInPython(op)
-    case WindowAggregate(_, _, op: PythonAggregateSpec, _) => PythonAggregations.runsInPython(op)
-    case _ => false
   }
 
   /** What the UDF of `v` reads, given what each of its input edges delivers: that one input, or both

@@ -3,6 +3,7 @@ package io.jetspark.engine.spark
 import io.jetspark.core.ProcessorContext
 import io.jetspark.core.execution.ProcessorTasklet
 import io.jetspark.core.processor.{HashJoinProcessor, JoinClause}
+import io.jetspark.item.{Extracted, PickledItem, PickledKey, PythonValues}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.jetspark.SqlBridge
@@ -47,7 +48,7 @@ object HashJoinStage {
     val total = input.getNumPartitions
     val rows = input.mapPartitionsWithIndex { (index, partition) =>
       val builds = tables.map(_.value.iterator.map { case (key, item) =>
-        new Extracted(new PickledKey(key), new PickledItem(item), Array.empty, Array.empty): Any
+        new Extracted(new PickledKey(key), new PickledItem(item), Array.empty, Array.empty, EncounterPositions.next()): Any
       })
       val rightKey: Any => Any = _.asInstanceOf[Extracted].key
       val clauses = (0 until sides).map { side =>

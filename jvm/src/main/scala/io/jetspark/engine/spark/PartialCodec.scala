@@ -1,5 +1,6 @@
 package io.jetspark.engine.spark
 
+import io.jetspark.item.{Kept, PickledItem, PickledKey, RowItem}
 import com.esotericsoftware.kryo.io.{Input, Output}
 import com.esotericsoftware.kryo.{Kryo, Serializer}
 import org.apache.spark.serializer.{KryoRegistrator, KryoSerializer, SerializerInstance}

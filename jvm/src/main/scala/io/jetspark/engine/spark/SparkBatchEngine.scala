@@ -8,6 +8,7 @@ import io.jetspark.core.processor._
 import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.JsonNodeFactory
 import io.jetspark.core.processor.SortDefinition
+import io.jetspark.item.{Extracted, PickledItem, PickledKey, PythonAggregations, PythonValues}
 import io.jetspark.pipeline.{Extractor, PipelineDefinitionError, PythonAggregateSpec, PythonExtractors, PythonRef}
 import io.jetspark.pipeline.transform.StatelessTransform
 import io.jetspark.plan.VertexDescription._
@@ -105,7 +106,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
 
   /** The core operation of each aggregating vertex whose operations the JVM runs (built-in ones only). */
   private val aggregations: Map[String, AggregateOperation[Extracted, Any, Any]] =
-    dag.vertices.filterNot(CustomAggregations.runsInPython).collect {
+    dag.vertices.filterNot(PythonAggregations.runsInPython).collect {
       case v @ Vertex(_, Aggregate(_, PythonOps(ops), _), _, _, _) => v.name -> PythonAggregations.bindInputs(ops)
       case v @ Vertex(_, RollingAggregate(_, op: PythonAggregateSpec), _, _, _) => v.name -> PythonAggregations.bindInputs(Seq(op))
       case v @ Vertex(_, WindowAggregate(_, _, op: PythonAggregateSpec, _), _, _, _) => v.name -> PythonAggregations.bindInputs(Seq(op))
@@ -154,7 +155,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
         else union
       case Sink(sink) if sink.takesRows => rowSinks.rows(v, singleInput(v))
       case Sink(_) => singleInput(v)
-      case _ if CustomAggregations.runsInPython(v) =>
+      case _ if PythonAggregations.runsInPython(v) =>
         val inputs = dag.edgesInto(v.name).sortBy(_.toOrdinal).map(input)
         SqlBridge.mapInArrow(CustomAggregations.input(v, inputs), pythonUdfs(s"custom:${v.name}"))
       case Aggregate(stage, ops, keys) if ops.size == 2 && stage != AggregationStage.Combine =>
@@ -693,7 +694,8 @@ object SparkBatchEngine {
 
   private[spark] def extractedAt(at: Int): InternalRow => Extracted = { row =>
     val raw = row.getArray(at + 1).toObjectArray(BinaryType).map(_.asInstanceOf[Array[Byte]])
-    new Extracted(new PickledKey(row.getBinary(at)), new PickledItem(row.getBinary(at + 2)), raw.map(PythonValues.loads), raw)
+    new Extracted(new PickledKey(row.getBinary(at)), new PickledItem(row.getBinary(at + 2)), raw.map(PythonValues.loads), raw,
+      EncounterPositions.next())
   }
 
   /** The `map_stateful` vertices whose functions run in Python: state per key (or one state) kept across

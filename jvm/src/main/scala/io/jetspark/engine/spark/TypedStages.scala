@@ -211,7 +211,7 @@ final class TypedPlan private (dag: PhysicalDag) {
       if (!readsRows || !catalystMayMake(result.name)) None
       else {
         val rows = rowSources(input.from)
-        CatalystAggregation.plan(stageOf(v), op.json, op.columns, keys.headOption, rows) match {
+        CatalystAggregation.plan(stageOf(v), op.operation, op.columns, keys.headOption, rows) match {
           case Right(aggregation) =>
             Some(Delegation(result.name, if (result eq v) None else Some(v.name), input.from, aggregation, keys.nonEmpty, rows))
           // Python reads the rows' fields, and Catalyst evaluates Columns next to them (PythonExtraction).

@@ -1,15 +1,14 @@
 package io.jetspark.engine.spark
 
-import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.core.window.{KeyedWindowResult, WindowResult}
-import io.jetspark.pipeline.{Extractor, PythonAggregateSpec}
+import io.jetspark.item.{Extracted, PickledItem, PickledKey, PythonAggregations, PythonValues, RowItem}
+import io.jetspark.pipeline.{Extractor, PythonAggregateSpec, PythonOperation}
+import io.jetspark.pipeline.PythonOperation._
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.functions.{col, lit}
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.vectorized.ColumnVector
 import org.apache.spark.sql.{Column, DataFrame}
-
-import scala.jdk.CollectionConverters._
 
 /** A window whose items are the rows of a DataFrame source, read in the JVM (DESIGN.md "Items"): Catalyst
   * projects each row to its key, timestamp and the operation's values, and the core's window processors
@@ -73,7 +72,7 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
       val vs = if (valueOf.isEmpty) NoValues else new Array[Any](valueOf.length) // counting reads none
       var i = 0
       while (i < vs.length) { vs(i) = valueOf(i)(row, i + 2); i += 1 }
-      new TimedEvent(row.getLong(1), new Extracted(keyed(row), itemOf(row), vs, null))
+      new TimedEvent(row.getLong(1), new Extracted(keyed(row), itemOf(row), vs, null, EncounterPositions.next()))
     }
   }
 
@@ -132,10 +131,6 @@ object TypedWindow {
 
   private val NoValues = Array.empty[Any]
   private val NoItem = new PickledItem(Array.emptyByteArray)
-  /** Operations whose results are values computed from the extracted values alone. */
-  private val ValueOperations = Set("counting", "summing", "averaging", "variance", "linear_trend", "all_of")
-  /** Operations whose results are items: the rows themselves. */
-  private val RowOperations = Set("min_by", "max_by")
 
   /** The typed reading of a window over `rows` with these extractors, or why there is none. */
   def plan(stage: String, key: Option[Extractor], timestamp: Extractor, op: PythonAggregateSpec,
@@ -144,11 +139,10 @@ object TypedWindow {
       case (_, f) if !pythonTypes(f.dataType) => Left(s"${e.describe} is of type ${f.dataType.simpleString}")
       case (c, f) => Right(c -> f.dataType)
     }
-    val spec = new ObjectMapper().readTree(op.json)
-    val givesRows = usesAny(RowOperations)(spec)
+    val givesRows = picksRows(op.operation)
     val valueExtractors = PythonAggregations.extractors(op).map(TypedExtraction.slotExtractor(_, op.columns))
     for {
-      _ <- Either.cond(onlyOperations(ValueOperations ++ RowOperations)(spec), (), s"${op.name} gives other items or runs in Python")
+      _ <- Either.cond(readsTyped(op.operation), (), s"${op.name} gives other items or runs in Python")
       _ <- rows.schema.fields.find(f => givesRows && !pythonTypes(f.dataType))
         .map(f => s"${op.name} gives the rows, and field ${f.name} is of type ${f.dataType.simpleString}").toLeft(())
       k <- key.fold[Either[String, Option[(Column, DataType)]]](Right(None))(e => typed(e).map(Some(_)))
@@ -168,11 +162,22 @@ object TypedWindow {
     }
   }
 
-  private def onlyOperations(names: Set[String])(spec: JsonNode): Boolean = names(spec.get("name").asText) &&
-    Option(spec.get("parts")).forall(_.elements().asScala.forall(onlyOperations(names)))
+  /** Whether `op` gives values computed from the extracted values alone, or the rows themselves as its
+    * items ([[picksRows]]), in every part.
+    */
+  private def readsTyped(op: PythonOperation): Boolean = op match {
+    case Counting | Summing(_) | Averaging(_) | Variance(_) | LinearTrend(_, _) | MinBy(_) | MaxBy(_) => true
+    case AllOf(parts) => parts.forall(readsTyped)
+    case TopN(_, _) | BottomN(_, _) | ToList | ToSet | UserDefined(_) => false
+  }
 
-  private def usesAny(names: Set[String])(spec: JsonNode): Boolean = names(spec.get("name").asText) ||
-    Option(spec.get("parts")).exists(_.elements().asScala.exists(usesAny(names)))
+  /** Whether some part of `op` gives rows as its items. */
+  private def picksRows(op: PythonOperation): Boolean = op match {
+    case MinBy(_) | MaxBy(_) => true
+    case AllOf(parts) => parts.exists(picksRows)
+    case Counting | Summing(_) | Averaging(_) | Variance(_) | LinearTrend(_, _) | TopN(_, _) | BottomN(_, _) | ToList |
+         ToSet | UserDefined(_) => false
+  }
 
   private val Integral: Set[DataType] = Set(ByteType, ShortType, IntegerType, LongType)
   private val pythonTypes: Set[DataType] = Integral ++ Set(FloatType, DoubleType, StringType, BooleanType)

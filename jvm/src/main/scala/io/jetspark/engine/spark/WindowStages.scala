@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode
 import io.jetspark.core.Watermark
 import io.jetspark.core.aggregate.{AggregateOperation, AggregateOperations}
 import io.jetspark.core.window._
+import io.jetspark.item.{Extracted, PickledKey, PythonValues}
 import io.jetspark.pipeline.{SessionWindowDefinition, SlidingWindowDefinition}
 import io.jetspark.plan.VertexDescription.WindowAggregate
 import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}

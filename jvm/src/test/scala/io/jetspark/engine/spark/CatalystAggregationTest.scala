@@ -1,7 +1,7 @@
 package io.jetspark.engine.spark
 
 import io.jetspark.core.aggregate.{AggregateOperations, AnyOrdering}
-import io.jetspark.pipeline.Extractor
+import io.jetspark.pipeline.{Extractor, PythonOperationReader}
 import org.apache.spark.sql.functions.{col, lit}
 import org.apache.spark.sql.{DataFrame, Row}
 import org.scalatest.funsuite.AnyFunSuite
@@ -14,7 +14,7 @@ class CatalystAggregationTest extends AnyFunSuite {
   private lazy val spark = SharedSparkSession.spark
 
   private def results(rows: DataFrame, op: String, key: Option[Extractor] = None): Map[Any, Any] = {
-    val plan = CatalystAggregation.plan("stage", op, Map.empty, key, rows).fold(why => fail(why), identity)
+    val plan = CatalystAggregation.plan("stage", PythonOperationReader.read(op).operation, Map.empty, key, rows).fold(why => fail(why), identity)
     plan.run(rows, _ => lit(true)).collect().map(r => if (key.isDefined) r.get(0) -> r.get(1) else "all" -> r.get(0)).toMap
   }
 
@@ -61,7 +61,7 @@ class CatalystAggregationTest extends AnyFunSuite {
   test("what Spark cannot reproduce is not delegated, and the plan says why") {
     val rows = spark.range(3).select(col("id").as("v"), org.apache.spark.sql.functions.map(col("id"), col("id")).as("m"))
     def why(op: String, key: Option[Extractor] = None) =
-      CatalystAggregation.plan("stage", op, Map.empty, key, rows).swap.getOrElse(fail(s"$op was delegated"))
+      CatalystAggregation.plan("stage", PythonOperationReader.read(op).operation, Map.empty, key, rows).swap.getOrElse(fail(s"$op was delegated"))
     assert(why("""{"name": "variance", "extractors": [{"kind": "field", "name": "v"}]}""").contains("variance"))
     assert(why("""{"name": "counting", "extractors": []}""", Some(Extractor.FieldName("m"))).contains("map"))
     assert(why("""{"name": "summing", "extractors": [{"kind": "python", "ref": 0, "name": "f"}]}""").contains("python"))

@@ -1,6 +1,7 @@
 package io.jetspark.engine.spark
 
 import io.jetspark.core.window.{KeyedWindowResult, SlidingWindowPolicy}
+import io.jetspark.item.{PickledKey, PythonValues}
 import io.jetspark.pipeline.{Extractor, PythonAggregateSpec}
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.catalyst.InternalRow
@@ -34,7 +35,7 @@ class ColumnarFramesTest extends AnyFunSuite {
         s"""{"name": "${if (greatest) "max_by" else "min_by"}", "extractors": [{"kind": "field", "name": "$field"}]}"""
     }
     val json = if (parts.size == 1) parts.head else s"""{"name": "all_of", "extractors": [], "parts": [${parts.mkString(", ")}]}"""
-    PythonAggregateSpec("op", json, canCombineSpec = true, canDeductSpec = false, orderSensitive = false)
+    PythonAggregateSpec(json, canCombineSpec = true, canDeductSpec = false, orderSensitive = false)
   }
 
   private val countAndMax = Seq(Counting, Pick("v", greatest = true))

@@ -6,6 +6,7 @@ import org.scalatest.matchers.should.Matchers._
 import scala.collection.mutable
 import scala.util.Random
 import io.jetspark.core.testing.TestSeed
+import io.jetspark.item.PickledKey
 
 /** A frame table finds each frame's slot again however its index is kept (direct, hashed, switching
   * between them as frames arrive, made ready for a batch of deferred events), and lists its slots in

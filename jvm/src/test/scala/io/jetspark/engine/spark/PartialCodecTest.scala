@@ -1,6 +1,7 @@
 package io.jetspark.engine.spark
 
 import io.jetspark.core.aggregate._
+import io.jetspark.item.{Kept, PickledItem}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.types.{DataType, IntegerType, LongType}

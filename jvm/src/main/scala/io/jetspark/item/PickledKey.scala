@@ -1,4 +1,4 @@
-package io.jetspark.engine.spark
+package io.jetspark.item
 
 import java.util.Arrays
 

@@ -1,4 +1,4 @@
-package io.jetspark.engine.spark
+package io.jetspark.item
 
 import io.jetspark.pipeline.PythonAggregateSpec
 import org.scalatest.funsuite.AnyFunSuite
@@ -6,13 +6,14 @@ import org.scalatest.funsuite.AnyFunSuite
 import scala.jdk.CollectionConverters._
 
 class PythonAggregationsTest extends AnyFunSuite {
-  private def spec(json: String) = PythonAggregateSpec("op", json, canCombineSpec = true, canDeductSpec = false, orderSensitive = false)
+  private def spec(json: String) = PythonAggregateSpec(json, canCombineSpec = true, canDeductSpec = false, orderSensitive = false)
   private val counting = spec("""{"name": "counting", "extractors": []}""")
   private val summing = spec("""{"name": "summing", "extractors": [{"kind": "field", "name": "v"}]}""")
   private val custom = spec("""{"name": "custom", "extractors": [], "ref": 3}""")
 
+  private val positions = Iterator.from(0)
   private def extracted(values: Any*) = new Extracted(new PickledKey(Array[Byte](1)), new PickledItem(Array[Byte](2)),
-    values.toArray, Array.empty)
+    values.toArray, Array.empty, positions.next())
 
   test("two inputs bind to a co-aggregation: each input's values feed its own operation, slots from 0") {
     val op = PythonAggregations.bindInputs(Seq(counting, summing))
@@ -31,7 +32,7 @@ class PythonAggregationsTest extends AnyFunSuite {
     // A field named "custom" is a value, not an operation.
     assert(!PythonAggregations.runsInPython(spec("""{"name": "summing", "extractors": [{"kind": "field", "name": "custom"}]}""")))
 
-    val (slotted, extractors) = PythonAggregations.slotted(allOf)
+    val (slotted, extractors) = (allOf.slottedJson, PythonAggregations.extractors(allOf))
     assert(extractors.map(e => e.path("name").asText(e.get("kind").asText)) == Seq("a", "item", "x", "y"))
     val parts = slotted.get("parts")
     def slots(i: Int) = parts.get(i).get("slots").elements().asScala.map(_.asInt).toSeq

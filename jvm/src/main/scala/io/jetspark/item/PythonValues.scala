@@ -1,35 +1,9 @@
-package io.jetspark.engine.spark
+package io.jetspark.item
 
 import io.jetspark.core.window.{KeyedWindowResult, WindowResult}
 import net.razorvine.pickle.{IObjectDeconstructor, Pickler, Unpickler}
 
 import scala.jdk.CollectionConverters._
-
-/** A Python item (or key) whose pickle the JVM keeps as it is: equal by content, and written back into
-  * results as `jetspark._items.loads(pickle)`, so that Python gets the very object back.
-  */
-final class PickledItem(val bytes: Array[Byte]) extends Serializable {
-  override def equals(other: Any): Boolean = other match {
-    case p: PickledItem => java.util.Arrays.equals(bytes, p.bytes)
-    case _ => false
-  }
-  override val hashCode: Int = java.util.Arrays.hashCode(bytes)
-  override def toString: String = s"PickledItem(${bytes.length} bytes)"
-}
-
-/** A DataFrame's row as an item the JVM read itself (a typed window's `max_by` result, see
-  * [[TypedWindow.rowItems]]): its field names and its values as Python holds them; it reaches Python as a
-  * PySpark `Row`.
-  */
-final class RowItem(val fields: Array[String], val values: Array[AnyRef]) extends Serializable {
-  override def equals(other: Any): Boolean = other match {
-    case r: RowItem => java.util.Arrays.equals(fields.asInstanceOf[Array[AnyRef]], r.fields.asInstanceOf[Array[AnyRef]]) &&
-      java.util.Arrays.equals(values, r.values)
-    case _ => false
-  }
-  override def hashCode: Int = java.util.Arrays.hashCode(values)
-  override def toString: String = fields.zip(values).map { case (f, v) => s"$f=$v" }.mkString("RowItem(", ", ", ")")
-}
 
 /** Values crossing between Python and the JVM engine: `loads` reads values that Python extracted
   * (numbers, strings, tuples, lists, dicts: Pyrolite maps them to Java), `dumps` writes JVM results
