@@ -569,7 +569,7 @@ private[spark] object ColumnarFrames {
   final case class AllOf(parts: Seq[Shape]) extends Shape
 
   /** One key's frames from one partition, from stage 1 to stage 2 (partitioned by its key column). */
-  val Schema: StructType = StructType(Seq(StructField(SparkBatchEngine.Key, BinaryType), StructField("frames", BinaryType),
+  val Schema: StructType = StructType(Seq(StructField(RowSchemas.Key, BinaryType), StructField("frames", BinaryType),
     StructField("rows", BinaryType)))
 
   /** Longs as zigzag varints: most of what crosses from stage 1 to stage 2 is small (counts, the distance

@@ -2,7 +2,8 @@ package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.JsonNodeFactory
-import io.jetspark.engine.spark.SparkBatchEngine.{Key, PythonOps}
+import io.jetspark.engine.spark.RowSchemas.Key
+import io.jetspark.engine.spark.PythonWork.PythonOps
 import io.jetspark.pipeline.{PythonAggregateSpec, SessionWindowDefinition, SlidingWindowDefinition, WindowDefinition}
 import io.jetspark.plan.VertexDescription.{Aggregate, RollingAggregate, WindowAggregate}
 import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
@@ -22,7 +23,7 @@ import org.apache.spark.sql.functions.{col, lit}
   *   rolling:     ──items by key (or all to one)──▶ rolling (export after each item) ──▶ results
   * }}}
   *
-  * A window has the same two shapes as the JVM's window processors ([[WindowStages]]), so the planner's
+  * A window has the same two shapes as the JVM's window processors ([[WindowRunner]]), so the planner's
   * choice means the same for both: two stages accumulate per (key, frame) next to the data and send each
   * key's frames as one row over the shuffle, to be combined per frame and slid into windows; one stage
   * (sessions, an operation without `combine` in a tumbling window, rebalanced keyed input) gets the

@@ -86,7 +86,7 @@ object PythonExtraction {
     }
     def form(e: Extractor): JsonNode = e match {
       case Extractor.ColumnExpr(c: Column) => slot(c)
-      case other => SparkBatchEngine.extractorJson(other)
+      case other => PythonWork.extractorJson(other)
     }
     val keyForm = key.map(form)
     val valueForms = values.map {

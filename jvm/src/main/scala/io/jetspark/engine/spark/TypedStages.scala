@@ -52,9 +52,9 @@ final class TypedPlan private (dag: PhysicalDag) {
   }.toMap
 
   /** The DataFrame sources whose rows stay typed, by vertex: all but those that number their items for a
-    * restore of order later (preserve_order, see [[SequenceStages]]), which become Python items at once.
+    * restore of order later (preserve_order, see [[SequenceRestore]]), which become Python items at once.
     * Each is the user's DataFrame, for planning and schemas; what the source yields when the job runs is
-    * [[SparkBatchEngine.sourceRows]] (one partition under preserve_order at parallelism 1).
+    * [[SourcePartitioning.sourceRows]] (one partition under preserve_order at parallelism 1).
     */
   val rowSources: Map[String, DataFrame] = dataframeSources.filter { case (name, _) => !dag.vertex(name).assignsSequence }
 
@@ -181,9 +181,9 @@ final class TypedPlan private (dag: PhysicalDag) {
   /** The Python UDF that turns typed `vertex`'s rows into items: a source's rows and the rows a sort or
     * a distinct of them emits by the source's `rows:` UDF, an aggregation's results by its `results:` UDF.
     */
-  def itemsUdf(vertex: String): String =
-    if (rowSources.contains(vertex)) s"rows:$vertex"
-    else rowDelegations.get(vertex).fold(s"results:$vertex")(d => s"rows:${d.rows}")
+  def itemsUdf(vertex: String): PythonUdfName =
+    if (rowSources.contains(vertex)) PythonUdfName.Rows(vertex)
+    else rowDelegations.get(vertex).fold[PythonUdfName](PythonUdfName.Results(vertex))(d => PythonUdfName.Rows(d.rows))
 
   /** Whether Python's `rows:<source>` UDF is needed: where the rows of DataFrame source `source`, or
     * those a sort or a distinct of them emits, are read as items.
@@ -207,7 +207,7 @@ final class TypedPlan private (dag: PhysicalDag) {
     case Aggregate(stage, Seq(op: PythonAggregateSpec), keys) if stage != AggregationStage.Combine =>
       val input = dag.edgesInto(v.name).head
       val result = if (stage == AggregationStage.Accumulate) dag.vertex(dag.edgesFrom(v.name).head.to) else v
-      val readsRows = rowSources.contains(input.from) && input.errorsOf.isEmpty && !SparkBatchEngine.rebalancedByKey(input)
+      val readsRows = rowSources.contains(input.from) && input.errorsOf.isEmpty && !PythonWork.rebalancedByKey(input)
       if (!readsRows || !catalystMayMake(result.name)) None
       else {
         val rows = rowSources(input.from)
@@ -259,7 +259,7 @@ final class TypedPlan private (dag: PhysicalDag) {
         case _ => false
       }
       val readsRows = (rowSources.contains(input.from) || stampsOverRows.contains(input.from)) && input.errorsOf.isEmpty &&
-        (partitionedByOwnKey || !SparkBatchEngine.rebalancedByKey(input))
+        (partitionedByOwnKey || !PythonWork.rebalancedByKey(input))
       if (!readsRows) None
       else timestamp.flatMap(TypedWindow.plan(stageOf(v), key, _, op, rowSources(source)).toOption).map(v.name -> _)
     case _ => None
@@ -267,7 +267,7 @@ final class TypedPlan private (dag: PhysicalDag) {
 
   /** Whether `edge` delivers its sender's items as they are, from a vertex `typed` accepts. */
   private def readsRowsOf(typed: String => Boolean)(edge: Edge): Boolean =
-    typed(edge.from) && edge.errorsOf.isEmpty && !SparkBatchEngine.rebalancedByKey(edge)
+    typed(edge.from) && edge.errorsOf.isEmpty && !PythonWork.rebalancedByKey(edge)
 
   /** Columns where no extraction reads them (keys and values do, see [[PythonExtraction]]): as a
     * stateless step's function, a `map_stateful`'s functions or a join's mapper, a Column would have to
@@ -301,7 +301,7 @@ object TypedPlan {
 /** The typed side of a running batch job: the outputs of typed vertices (counted into `counter(vertex)`)
   * and their conversion to opaque items, made once per vertex, with the UDFs Python built.
   */
-final class TypedStages(plan: TypedPlan, dag: PhysicalDag, pythonUdfs: Map[String, Column], counter: String => LongAccumulator) {
+final class TypedStages(plan: TypedPlan, dag: PhysicalDag, pythonUdfs: Map[PythonUdfName, Column], counter: String => LongAccumulator) {
   private val asItems = mutable.Map.empty[String, DataFrame]
 
   /** The output of `v` when it is typed, or a sink that takes typed rows (`input` gives its single
@@ -311,7 +311,7 @@ final class TypedStages(plan: TypedPlan, dag: PhysicalDag, pythonUdfs: Map[Strin
     def counted(rows: DataFrame) =
       if (plan.countedByCatalyst(v.name) || plan.countedByWindow(v.name)) rows
       else RowCounting.counted(rows, counter(v.name))
-    plan.rowSources.get(v.name).map(df => counted(SparkBatchEngine.sourceRows(dag, v, df)))
+    plan.rowSources.get(v.name).map(df => counted(SourcePartitioning.sourceRows(dag, v, df)))
       .orElse(if (plan.writesTyped(v.name)) Some(counted(input())) else None)
       .orElse(plan.delegations.get(v.name).map { d =>
         // The group sizes add up to the rows the aggregation read: the items out of the pass-through

@@ -66,7 +66,7 @@ class ColumnarFramesTest extends AnyFunSuite {
     val (frames, sent) = firstStage(rows, schema, partitions, policy, leaves, budget)
     val resultRow = windowRow(schema.fields.map(_.dataType))
     val resultSchema = StructType(Seq(StructField("key", StringType), StructField("end", LongType), StructField("window", StringType)))
-    val byKey = if (inOrder) sent.coalesce(1) else sent.repartition(2, col(SparkBatchEngine.Key))
+    val byKey = if (inOrder) sent.coalesce(1) else sent.repartition(2, col(RowSchemas.Key))
     val (made, madeUnread) = (spark.sparkContext.longAccumulator, spark.sparkContext.longAccumulator)
     val got = frames.combine(policy, keyed = true, byKey, Some(resultRow), resultSchema, Seq(made)).collect().toSeq
     for ((key, windows) <- got.groupBy(_.getString(0))) {
@@ -233,7 +233,7 @@ class ColumnarFramesTest extends AnyFunSuite {
     val (data, schema) = rows(new Random(TestSeed(3)), 300, Nil, ties = false)
     val policy = SlidingWindowPolicy(6, 2)
     val (frames, sent) = firstStage(data, schema, 3, policy, Seq(Counting), budgets.head._2)
-    val byKey = sent.repartition(4, col(SparkBatchEngine.Key))
+    val byKey = sent.repartition(4, col(RowSchemas.Key))
     val made = spark.sparkContext.longAccumulator
     val firsts = InPlaceRows.of(frames.combine(policy, keyed = true, byKey, None, StructType(Nil), Seq(made)))
       .mapPartitions(_.take(1)).count()

@@ -29,8 +29,8 @@ import scala.jdk.CollectionConverters._
   *
   * Where items enter the window (the single stage, or stage 1 of two), one Arrow UDF per input extracts
   * in Python the grouping key and the operation's values (`extract:<vertex>:0`, see
-  * [[SparkBatchEngine.pythonExtractions]]) and passes on the time each item carries ([[CarriedTimestamps]]);
-  * rows are then [[SparkBatchEngine.ExtractedSchema]] plus a `ts` column.
+  * [[PythonWork.pythonExtractions]]) and passes on the time each item carries ([[CarriedTimestamps]]);
+  * rows are then [[RowSchemas.ExtractedSchema]] plus a `ts` column.
   *  - Sliding and tumbling, two stages: `accumulateFrames` emits one partial accumulator per (key, frame);
   *    a key's frames cross the shuffle by key (or to one partition) as one row, serialized together,
   *    to `combineFrames`. Over a DataFrame's rows, counting and picking by an integer keep their frames
@@ -44,17 +44,8 @@ import scala.jdk.CollectionConverters._
   * Results leave as pickles of `jetspark.window.WindowResult` / `KeyedWindowResult` (see [[PythonValues]]),
   * one per window: frames never reach Python.
   */
-object WindowStages {
-  val Ts = "ts"
-  /** An extraction at a window's input: key, values, item, then the item's timestamp in ms. */
-  val TimedSchema: StructType = StructType(SparkBatchEngine.ExtractedSchema.fields :+ StructField(Ts, LongType, nullable = false))
-  /** One key's partial frames on their way from stage 1 to stage 2: the key (empty for a global window),
-    * the frames' ends, and their accumulators as one array serialized by [[PartialCodec]] (once per key and
-    * partition, not per frame).
-    */
-  val FramesSchema: StructType = StructType(Seq(StructField(SparkBatchEngine.Key, BinaryType),
-    StructField("frame_ends", ArrayType(LongType, containsNull = false)), StructField("accs", BinaryType)))
-
+object WindowRunner {
+  import RowSchemas.FramesSchema
   /** The output of window vertex `vertex` over `input`: its processors, with how rows become their items
     * and back, and how a result's items become what Python reads (`resultItems`, see
     * [[TypedWindow.rowItems]]). Where no reader takes the results (`unread`: noop sinks only), each is
@@ -68,7 +59,7 @@ object WindowStages {
     val keyed = w.key.isDefined
     val resultRow: Any => InternalRow = if (unread) _ => InternalRow.empty else r => pickledResult(resultItems(r))
     val results: Iterator[Any] => Iterator[InternalRow] = _.filterNot(_.isInstanceOf[Watermark]).map(resultRow)
-    val resultSchema = if (unread) StructType(Nil) else SparkBatchEngine.ItemSchema
+    val resultSchema = if (unread) StructType(Nil) else RowSchemas.ItemSchema
     val events = AggregateOperations.mapping((e: TimedEvent) => e.event)(op)
     val keyOf: TimedEvent => Any = if (keyed) _.event.key else _ => NonKeyed
     val tsOf: TimedEvent => Long = _.ts
@@ -135,7 +126,7 @@ object WindowStages {
 
   /** An extraction row (key, values, item, ts) from Python as the event a window takes. */
   private val timedEvent: InternalRow => TimedEvent = {
-    val extracted = SparkBatchEngine.extractedAt(0)
+    val extracted = ExtractedRows.extractedAt(0)
     row => new TimedEvent(row.getLong(3), extracted(row))
   }
 

@@ -6,7 +6,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import scala.util.Random
 import io.jetspark.core.testing.TestSeed
 
-class SequenceStagesTest extends AnyFunSuite {
+class SequenceRestoreTest extends AnyFunSuite {
 
   /** The reference's order at a merge: by path (element by element, a prefix first), then by ties. */
   private val byPathThenTies: Ordering[(Vector[Int], Vector[Int])] = {
@@ -18,7 +18,7 @@ class SequenceStagesTest extends AnyFunSuite {
     //  path [1] ties [5]  <  path [1, 0] ties []  <  path [1, 0] ties [0]  <  path [1, 0] ties [1]  <  path [2] ties []
     val ids = Seq((Vector(1), Vector(5)), (Vector(1, 0), Vector()), (Vector(1, 0), Vector(0)), (Vector(1, 0), Vector(1)),
       (Vector(2), Vector()))
-    val encoded = ids.map { case (path, ties) => SequenceId(0, 7, SequenceStages.fanOutOf(path.toArray, ties.toArray)) }
+    val encoded = ids.map { case (path, ties) => SequenceId(0, 7, SequenceRestore.fanOutOf(path.toArray, ties.toArray)) }
     assert(encoded.sorted(SequenceId.withinSubstream) == encoded)
   }
 
@@ -28,7 +28,7 @@ class SequenceStagesTest extends AnyFunSuite {
     def vector() = Vector.fill(random.nextInt(4))(random.nextInt(3))
     for (_ <- 1 to 500) withClue(s"seed $seed: ") {
       val (a, b) = ((vector(), vector()), (vector(), vector()))
-      val encoded = Seq(a, b).map { case (path, ties) => SequenceId(0, 0, SequenceStages.fanOutOf(path.toArray, ties.toArray)) }
+      val encoded = Seq(a, b).map { case (path, ties) => SequenceId(0, 0, SequenceRestore.fanOutOf(path.toArray, ties.toArray)) }
       assert(Integer.signum(SequenceId.withinSubstream.compare(encoded(0), encoded(1))) == Integer.signum(byPathThenTies.compare(a, b)),
         s"$a vs $b")
     }
