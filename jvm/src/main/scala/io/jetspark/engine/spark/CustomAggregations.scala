@@ -3,7 +3,6 @@ package io.jetspark.engine.spark
 import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.JsonNodeFactory
 import io.jetspark.engine.spark.RowSchemas.Key
-import io.jetspark.engine.spark.PythonWork.PythonOps
 import io.jetspark.pipeline.{PythonAggregateSpec, SessionWindowDefinition, SlidingWindowDefinition, WindowDefinition}
 import io.jetspark.plan.VertexDescription.{Aggregate, RollingAggregate, WindowAggregate}
 import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}

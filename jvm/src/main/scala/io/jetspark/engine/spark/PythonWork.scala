@@ -13,6 +13,8 @@ import org.apache.spark.sql.types.StructType
   * [[PythonUdfName]]), and what each of them takes apart or runs.
   */
 object PythonWork {
+  import Rebalancing.{rebalanceKey, rebalancedByKey}
+
   /** The inputs (vertex, ordinal) whose items Python must first take apart, with what it extracts from
     * each: at an aggregation where items enter, per input, the grouping key (None: a global aggregation)
     * and that input's operation's values in slot order; at a hash join, each side's key of its clause
@@ -37,9 +39,10 @@ object PythonWork {
       case v @ Vertex(_, MapStateful(key, _, _), _, _, _) => Seq(extraction(v, 0, key, Nil))
       case v @ Vertex(_, Sort(SortPhase.LocalSort, key, _), _, _, _) =>
         Seq(extraction(v, 0, rebalanceKey(dag, v, 0), Seq(Plain(key.getOrElse(Extractor.WholeItem)))))
-      // A window reads the rows in the JVM where it can (TypedWindow), else Python passes each item's time on.
+      // A window reads the rows in the JVM where its path says so (WindowPlanner), else Python passes each
+      // item's time on.
       case v @ Vertex(_, WindowAggregate(stage, _, op: PythonAggregateSpec, key), _, _, _) =>
-        if (stage == AggregationStage.Combine || typed.typedWindows.contains(v.name)) Nil
+        if (stage == AggregationStage.Combine || typed.windows.paths(v.name).rows.isDefined) Nil
         else Seq(extraction(v, 0, key, slots(op)))
       case v @ Vertex(_, HashJoin(clauses, _, _), _, _, _) =>
         // The streamed item's other left keys ride along as values, in the canonical form keys compare in.
@@ -50,28 +53,6 @@ object PythonWork {
         case e if rebalancedByKey(e) || timestamps.stampOn(e).isDefined => extraction(v, e.toOrdinal, rebalanceKey(dag, v, e.toOrdinal), Nil)
       }
     }
-  }
-
-  /** How Python extracts a key or value ([[PythonExtractors.json]]); other extractors are refused. */
-  private[spark] def extractorJson(e: Extractor): JsonNode =
-    PythonExtractors.json(e).getOrElse(throw new UnsupportedOperationException(PythonExtractors.unsupported(e)))
-
-  /** The key of a `rebalance(key)` into input `ordinal` of `v`: where `v` has no key of its own there, the
-    * extraction gives it this one, so that the edge spreads the items by it (not all into one partition).
-    */
-  private def rebalanceKey(dag: PhysicalDag, v: Vertex, ordinal: Int): Option[Extractor] =
-    dag.edgesInto(v.name).find(e => e.toOrdinal == ordinal && rebalancedByKey(e)).map(_.kind.asInstanceOf[EdgeKind.Partitioned].key)
-
-  /** The operations of an aggregation when every one is defined in Python. */
-  private[spark] object PythonOps {
-    def unapply(ops: Seq[AggregateOperation[_, _, _]]): Option[Seq[PythonAggregateSpec]] =
-      if (ops.forall(_.isInstanceOf[PythonAggregateSpec])) Some(ops.map(_.asInstanceOf[PythonAggregateSpec])) else None
-  }
-
-  /** An edge partitioned by a key that its items do not carry yet. */
-  private[spark] def rebalancedByKey(e: Edge): Boolean = e.kind match {
-    case EdgeKind.Partitioned(_, preExtracted) => !preExtracted && !e.errorsOf.isDefined
-    case _ => false
   }
 
   /** The vertices whose fused steps run in Python, with those steps in order: the Python layer builds

@@ -1,60 +1,42 @@
 package io.jetspark.engine.spark
 
-import io.jetspark.core.Processor
-import io.jetspark.engine.ListSinkRegistry // shared with the local engine
-import io.jetspark.core.execution.ProcessorTasklet
-import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
-import io.jetspark.core.processor._
-import com.fasterxml.jackson.databind.JsonNode
-import com.fasterxml.jackson.databind.node.JsonNodeFactory
-import io.jetspark.core.processor.SortDefinition
-import io.jetspark.pipeline.{Extractor, PipelineDefinitionError, PythonAggregateSpec, PythonExtractors, PythonRef}
-import io.jetspark.pipeline.transform.StatelessTransform
+import io.jetspark.core.aggregate.AggregateOperation
+import io.jetspark.pipeline.{Extractor, PythonAggregateSpec}
 import io.jetspark.plan.VertexDescription._
-import io.jetspark.plan.VertexDescription.SortPhase
-import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex, VertexDescription}
-import org.apache.spark.TaskContext
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.JoinedRow
-import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec
+import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
 import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.jetspark.SqlBridge
-import org.apache.spark.sql.types.{ArrayType, BinaryType, IntegerType, LongType, StructField, StructType}
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.{Column, DataFrame, Row, SparkSession}
 import org.apache.spark.storage.StorageLevel
 import org.apache.spark.util.LongAccumulator
 
 import scala.collection.mutable
-import scala.util.Try
 
-/** Runs a planned batch pipeline on Spark ("Edges on Spark" in DESIGN.md): every vertex's output is a
-  * DataFrame of opaque items (one binary column `item` holding a pickle); local and isolated edges are
-  * narrow, round-robin edges `repartition(n)`, all-to-one edges `repartition(1)`, partitioned edges
-  * `repartition(n, key)`. Fused Python steps run as one Arrow UDF per vertex (built by the Python layer,
-  * see `pythonChains`); their failures of stages routed to a dead-letter sink come out on that stage's
-  * error edge, and so do the records whose key, value or timestamp a stage's extraction failed on
-  * (`extractedInput`).
+/** Runs a planned batch pipeline on Spark ("Edges on Spark" in DESIGN.md): an interpreter of the DAG that
+  * makes each vertex's output from its inputs' and hands each vertex kind to a runner of its own. Every
+  * vertex's output is a DataFrame of opaque items (one binary column `item` holding a pickle, see
+  * [[RowSchemas]]); local and isolated edges are narrow, round-robin edges `repartition(n)`, all-to-one
+  * edges `repartition(1)`, partitioned edges `repartition(n, key)`.
   *
-  * The Python layer builds every Arrow UDF the job needs (see `pythonWork`) and hands them over by name:
-  * `chain:<vertex>`, `extract:<vertex>:<input ordinal>`, `rows:<vertex>`, `stateful:<vertex>`, `join:<vertex>`,
-  * `custom:<vertex>`.
+  * The Python layer builds every Arrow UDF the job needs ([[PythonWork]]) and hands them over by name
+  * ([[PythonUdfName]]). Fused Python steps run as one Arrow UDF per vertex; their failures of stages
+  * routed to a dead-letter sink come out on that stage's error edge, and so do the records whose key,
+  * value or timestamp a stage's extraction failed on (`extractedInput`). Where items enter a vertex that
+  * groups, sorts or joins them, one Arrow UDF per input extracts the key and values
+  * ([[PythonWork.pythonExtractions]]).
   *
-  * Aggregations: where items enter one (stage 1 of two, or the single stage), one Arrow UDF per vertex
-  * extracts the grouping key and the operation's values (`pythonExtractions`); the core's aggregation
-  * processors run in the Spark tasks; partial accumulators cross the shuffle serialized ([[PartialCodec]]), keyed by
-  * the key's pickle; results go back to Python as pickles ([[PythonValues]]). `aggregate2` extracts per
-  * input and reads both inputs partition by partition ([[CoGroupedPartitions]]). User-defined operations run
-  * in Python, and so does every operation with one among its parts, whole, windows included
-  * ([[CustomAggregations]]). Hash joins broadcast every enriching side ([[HashJoinRunner]]).
+  * The runners: [[AggregationRunner]] (aggregations whose operations the JVM runs; `aggregate2` through
+  * [[CoGroupedPartitions]]), [[SortRunner]], [[DistinctRunner]], [[HashJoinRunner]], [[WindowRunner]] (on
+  * the path [[WindowPlanner]] chose for each window), [[SequenceRestore]] (preserve_order) and
+  * [[SinkRunner]]. Operations with a user-defined part run in Python, whole, windows included
+  * ([[CustomAggregations]]).
   *
-  * A DataFrame source's output is its DataFrame (typed rows); aggregations that read it directly may run
-  * in Catalyst, their results typed too; typed outputs become opaque items only on the edges to vertices
-  * that need them, through one Arrow UDF (`rows:<vertex>`, `results:<vertex>`): see [[TypedPlan]].
-  *
-  * Files and foreach-batch sinks take the items as rows of a schema ([[RowSinks]]); a files source is
-  * the DataFrame source of what it reads ([[FileSources]]). Windows (after `addTimestamps`) run as
-  * [[WindowRunner]] say, reading the time each item carries beside it from where it was stamped
-  * ([[CarriedTimestamps]]).
+  * A DataFrame source's output is its DataFrame (typed rows, partitioned as [[SourcePartitioning]] says);
+  * aggregations that read it directly may run in Catalyst, their results typed too; typed outputs become
+  * opaque items only on the edges to vertices that need them: see [[TypedPlan]] and [[TypedOutputs]].
+  * A files source is the DataFrame source of what it reads ([[FileSources]]). Windows (after
+  * `addTimestamps`) read the time each item carries beside it from where it was stamped ([[CarriedTimestamps]]).
   *
   * What this engine does not run yet (JVM functions, typed items other than a DataFrame's rows and the
   * results of aggregations Catalyst runs) fails before any Spark job starts, naming the vertex.
@@ -65,7 +47,6 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   import RowSchemas._
   import PythonWork._
   import SourcePartitioning._
-  import ExtractedRows._
 
   def this(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[PythonUdfName, Column], jobId: String) =
     this(spark, dag, pythonUdfs, jobId, TypedPlan(dag))
@@ -76,14 +57,14 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private val persisted = mutable.ArrayBuffer.empty[DataFrame]
   private val counters = mutable.LinkedHashMap.empty[String, LongAccumulator]
   /** The vertices whose items are counted where they are made, not by a step of their own per row: a
-    * columnar window's second stage (its windows, see [[ColumnarFrames.combine]]) and a noop sink (the rows
+    * columnar window's second stage (its windows, see [[ColumnarFrames]]) and a noop sink (the rows
     * it drops, see [[DrainRows]]). At small slides a window makes as many rows as it reads events, and
     * the layers of iterators and counting steps around them cost more CPU than making them.
     */
   private val countedBySelf = mutable.Set.empty[String]
   private val fanOut: Map[String, Int] = dag.edges.groupBy(_.from).view.mapValues(_.size).toMap
   private val sinks = new SinkRunner(spark, dag, jobId)
-  private val typedStages = new TypedStages(typedPlan, dag, pythonUdfs, counter)
+  private val typedOutputs = new TypedOutputs(typedPlan, dag, pythonUdfs, counter)
   private val sinkPlans = mutable.LinkedHashMap.empty[String, String]
 
   private val timestamps = new CarriedTimestamps(dag, typedPlan)
@@ -97,7 +78,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   /** Runs every sink; returns the items each vertex emitted (dead letters under "<vertex>.errors"). */
   def run(): Map[String, Long] = {
     try dag.vertices.foreach { v => v.description match { case Sink(_) => writeSink(v); case _ => () } }
-    finally { persisted.foreach(_.unpersist()); typedStages.unpersist() }
+    finally { persisted.foreach(_.unpersist()); typedOutputs.unpersist() }
     counters.map { case (name, acc) => name -> acc.sum }.toMap
   }
 
@@ -138,7 +119,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
 
   /** The vertex's whole output: for a Python chain, with the `failure` column that routes dead letters. */
   private def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, {
-    val df = typedStages.output(v, () => singleInput(v)).getOrElse(sequences.assignedWhereNeeded(v, countedUnlessBySelf(v, v.description match {
+    val df = typedOutputs.output(v, () => singleInput(v)).getOrElse(sequences.assignedWhereNeeded(v, countedUnlessBySelf(v, v.description match {
       // A DataFrame source whose rows are not kept typed (see TypedPlan): its rows as Python items.
       case Source(source, _) if source.name == "dataframe" => SqlBridge.mapInArrow(rowsOfSource(v), pythonUdfs(PythonUdfName.Rows(v.name)))
       case Source(source, _) => itemsFrame(source.parameters("items").asInstanceOf[Seq[Any]], v)
@@ -157,8 +138,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
           union.coalesce(planned)
         else union
       case Sink(_) => sinks.output(v, singleInput(v))
-      case _ if CustomAggregations.runsInPython(v) =>
-        SqlBridge.mapInArrow(CustomAggregations.input(v, orderedInputs(v)), pythonUdfs(PythonUdfName.Custom(v.name)))
+      case w: WindowAggregate => windowOutput(v, w)
+      case _ if CustomAggregations.runsInPython(v) => userDefinedOutput(v)
       case Aggregate(_, _, _) => AggregationRunner.aggregate(v, aggregations(v.name), orderedInputs(v))
       case RollingAggregate(_, _) => AggregationRunner.rolling(v, aggregations(v.name), singleInput(v))
       case Sort(SortPhase.LocalSort, _, reverse) => SortRunner.localSort(v, reverse, singleInput(v))
@@ -167,22 +148,6 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
       case HashJoin(_, _, _) =>
         val streamed +: enriching = orderedInputs(v): @unchecked
         HashJoinRunner.run(v, streamed, enriching, pythonUdfs(PythonUdfName.Join(v.name)))
-      case w: WindowAggregate => typedPlan.typedWindows.get(v.name) match {
-        case Some(typed) =>
-          val edge = dag.edgesInto(v.name).head
-          val projected = typed.project(output(dag.vertex(edge.from)))
-          // Frames accumulate per partition, however many there are: over a local edge the rows stay where
-          // they are (spreading them to the vertex's parallelism would shuffle every row to gain nothing).
-          val rows = if (edge.kind == EdgeKind.Local) projected else moved(projected, edge, v.localParallelism)
-          WindowRunner.run(v.name, w, aggregations(v.name), rows, typed.events, typed.rowItems, typedPlan.onlyNoopSinksRead(v.name),
-            typedPlan.columnarWindows.get(v.name), typedPlan.countedByWindows.getOrElse(v.name, Nil).map(counter))
-        case None =>
-          val columnar = typedPlan.columnarWindowCombinedBy(v.name)
-          val rowItems = columnar.map(_.resultItems).orElse(typedPlan.typedWindowCombinedBy(v.name).map(_.rowItems))
-          if (columnar.isDefined) countedBySelf += v.name
-          WindowRunner.run(v.name, w, aggregations(v.name), singleInput(v), resultItems = rowItems.getOrElse(identity),
-            unread = typedPlan.onlyNoopSinksRead(v.name), columnar = columnar, countedByColumnar = columnar.map(_ => counter(v.name)).toSeq)
-      }
       case AddTimestamps(_, _) => singleInput(v) // the items with their time beside them, read on the way in
       case Distinct(_) => DistinctRunner.run(v, singleInput(v))
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
@@ -219,6 +184,37 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     SqlBridge.internalCreateDataFrame(spark, rows, ItemSchema)
   }
 
+  /** The output of a vertex whose operations have a user-defined part: Python runs them (CustomAggregations). */
+  private def userDefinedOutput(v: Vertex): DataFrame =
+    SqlBridge.mapInArrow(CustomAggregations.input(v, orderedInputs(v)), pythonUdfs(PythonUdfName.Custom(v.name)))
+
+  /** The output of window vertex `v` on the path [[WindowPlanner]] chose for it. A columnar stage counts
+    * as it goes: the first the rows it reads (the items of the vertices before it), the second the
+    * windows it makes.
+    */
+  private def windowOutput(v: Vertex, w: WindowAggregate): DataFrame = {
+    val path = typedPlan.windows.paths(v.name)
+    val firstStage = w.stage != AggregationStage.Combine
+    if (path == WindowPath.UserDefined) userDefinedOutput(v)
+    else {
+      val in = path.rows.filter(_ => firstStage) match {
+        case Some(typed) =>
+          val edge = dag.edgesInto(v.name).head
+          val projected = typed.project(output(dag.vertex(edge.from)))
+          // Frames accumulate per partition, however many there are: over a local edge the rows stay where
+          // they are (spreading them to the vertex's parallelism would shuffle every row to gain nothing).
+          if (edge.kind == EdgeKind.Local) projected else moved(projected, edge, v.localParallelism)
+        case None => singleInput(v)
+      }
+      val counters = path match {
+        case _: WindowPath.Columnar if firstStage => typedPlan.countedByWindows.getOrElse(v.name, Nil).map(counter)
+        case _: WindowPath.Columnar => countedBySelf += v.name; Seq(counter(v.name))
+        case _ => Nil
+      }
+      WindowRunner.run(v.name, w, path, aggregations(v.name), in, typedPlan.onlyNoopSinksRead(v.name), counters)
+    }
+  }
+
   /** What every edge into `v` delivers, in input-ordinal order. */
   private def orderedInputs(v: Vertex): Seq[DataFrame] = dag.edgesInto(v.name).sortBy(_.toOrdinal).map(input)
 
@@ -253,7 +249,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     * carries beside them: the items' time, sequence ids.
     */
   private def selected(edge: Edge): DataFrame = {
-    lazy val sender = typedStages.items(edge.from, output(dag.vertex(edge.from)))
+    lazy val sender = typedOutputs.items(edge.from, output(dag.vertex(edge.from)))
     edge.errorsOf match {
       case Some(stage) => deadLetters(edge.from, stage)
       // Other columns stay (a custom aggregation's partial results carry their key).
@@ -268,7 +264,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
     * they were extracted on the way in ([[extractedInput]]).
     */
   private def deadLetters(vertex: String, stage: String): DataFrame = {
-    val out = typedStages.items(vertex, output(dag.vertex(vertex)))
+    val out = typedOutputs.items(vertex, output(dag.vertex(vertex)))
     val ofFunctions = if (out.columns.contains(Failure)) Seq(out) else Nil
     val ofExtractors = dag.edgesInto(vertex).flatMap(edge =>
       pythonExtractions.get((vertex, edge.toOrdinal)).flatMap(extractedInput(edge, _).deadLetters))

@@ -46,16 +46,23 @@ import scala.jdk.CollectionConverters._
   */
 object WindowRunner {
   import RowSchemas.FramesSchema
-  /** The output of window vertex `vertex` over `input`: its processors, with how rows become their items
-    * and back, and how a result's items become what Python reads (`resultItems`, see
-    * [[TypedWindow.rowItems]]). Where no reader takes the results (`unread`: noop sinks only), each is
+  /** The output of window vertex `vertex` over `input` on its `path` ([[WindowPlanner]]): its processors,
+    * with how rows become their items and back (Python's extraction, or a DataFrame's rows read in the JVM:
+    * [[TypedWindow.events]]), and how a result's items become what Python reads ([[TypedWindow.rowItems]]),
+    * or its columnar frames. Where no reader takes the results (`unread`: noop sinks only), each is
     * computed and left as an empty row, as Spark's noop format drops rows, instead of being pickled for Python.
-    * Where frames are `columnar`, that stage counts into `countedByColumnar`: the first the rows it reads
+    * Where frames are columnar, that stage counts into `countedByColumnar`: the first the rows it reads
     * (the items of the vertices before it), the second the windows it makes (the window's own items).
     */
-  def run(vertex: String, w: WindowAggregate, op: AggregateOperation[Extracted, Any, Any], input: DataFrame,
-      timedEvent: InternalRow => TimedEvent = timedEvent, resultItems: Any => Any = identity, unread: Boolean = false,
-      columnar: Option[ColumnarFrames] = None, countedByColumnar: Seq[LongAccumulator] = Nil): DataFrame = {
+  def run(vertex: String, w: WindowAggregate, path: WindowPath, op: AggregateOperation[Extracted, Any, Any], input: DataFrame,
+      unread: Boolean, countedByColumnar: Seq[LongAccumulator]): DataFrame = {
+    val (timedEvent, resultItems, columnar) = path match {
+      case WindowPath.CoreOnItems => (pythonTimedEvent, identity[Any] _, None)
+      case WindowPath.CoreOnRows(typed) => (typed.events, typed.rowItems, None)
+      case WindowPath.Columnar(typed, frames) => (typed.events, frames.resultItems, Some(frames))
+      case WindowPath.UserDefined =>
+        throw new IllegalStateException(s"vertex '$vertex': its operation has a user-defined part, which runs in Python")
+    }
     val keyed = w.key.isDefined
     val resultRow: Any => InternalRow = if (unread) _ => InternalRow.empty else r => pickledResult(resultItems(r))
     val results: Iterator[Any] => Iterator[InternalRow] = _.filterNot(_.isInstanceOf[Watermark]).map(resultRow)
@@ -125,7 +132,7 @@ object WindowRunner {
   private val frameEnd: Any => Long = _.asInstanceOf[KeyedFrame[Any, Any]].frameEnd
 
   /** An extraction row (key, values, item, ts) from Python as the event a window takes. */
-  private val timedEvent: InternalRow => TimedEvent = {
+  private val pythonTimedEvent: InternalRow => TimedEvent = {
     val extracted = ExtractedRows.extractedAt(0)
     row => new TimedEvent(row.getLong(3), extracted(row))
   }
@@ -165,6 +172,3 @@ object WindowRunner {
     case other => other
   }))
 }
-
-/** An item entering a window: what Python extracted from it, and its timestamp. */
-private[spark] final class TimedEvent(val ts: Long, val event: Extracted) extends Serializable

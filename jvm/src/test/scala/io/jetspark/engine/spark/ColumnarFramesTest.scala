@@ -88,7 +88,7 @@ class ColumnarFramesTest extends AnyFunSuite {
     val op = spec(leaves)
     val typed = TypedWindow.plan("window", Some(Extractor.FieldName("k")), Extractor.FieldName("t"), op, df)
       .fold(why => fail(why), identity)
-    val frames = ColumnarFrames.plan(typed, op, budget).getOrElse(fail("no columnar frames"))
+    val frames = ColumnarFramesPlanner.plan(typed, op, budget).getOrElse(fail("no columnar frames"))
     (frames, frames.accumulate(policy, typed.project(df), Nil))
   }
 
