@@ -1,5 +1,5 @@
 """What items carry beside them through the Spark batch engine's Python steps: their time and their
-sequence id, each in columns after the item, time first (the JVM's ``SparkBatchEngine.carriedColumns``).
+sequence id, each in columns after the item, time first (the JVM's ``RowSchemas.carriedColumns``).
 
 Time. Between ``add_timestamps`` and a window, an item's timestamp (ms) rides in a column ``ts`` (Jet's
 ``JetEvent``, see ``CarriedTimestamps``): every output of a step keeps the time of the record it came

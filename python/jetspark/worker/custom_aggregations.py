@@ -84,7 +84,7 @@ class StageCalls:
 class _Group:
     """The group a call of the operation is about, put into words only when the call fails: a combine
     runs once per partial of a group, and unpickling the group's key for each would cost more than the
-    call (as a window's, see ``_custom_windows._About``)."""
+    call (as a window's, see ``custom_windows._About``)."""
 
     __slots__ = ("key",)
 

@@ -5,7 +5,7 @@ which ``mode``); everything about groups, records and their failures is :mod:`je
 
 A batch is one epoch that ends with a watermark of +infinity: nothing is late, every non-empty window is
 emitted once, complete, and early results are ignored. Windows are aligned to 0 and cover
-``[end - size, end)``. The stages are those of the JVM's window processors (``WindowStages``), so that a
+``[end - size, end)``. The stages are those of the JVM's window processors (``WindowRunner``), so that a
 plan means the same whichever side of the line the operation falls:
 
 - ``accumulate`` (stage 1 of 2, a sliding or tumbling window whose operation combines): a partition's

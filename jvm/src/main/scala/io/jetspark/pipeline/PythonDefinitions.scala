@@ -10,7 +10,7 @@ import io.jetspark.core.aggregate.AggregateOperation
 final case class PythonRef(ref: Int)
 
 object PythonExtractors {
-  /** How a Python worker extracts a key or value (read by `jetspark._python_steps`): `{"kind": "field",
+  /** How a Python worker extracts a key or value (read by `jetspark.worker.steps`): `{"kind": "field",
     * "name"}`, `{"kind": "python", "ref"}` (a callable the Python layer numbered), `{"kind": "item"}` or
     * `{"kind": "window_time"}` ([[Extractor.WindowResultTime]]);
     * None for an extractor Python cannot run (a Column, a JVM function).

@@ -1,7 +1,7 @@
 package io.jetspark.python
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import io.jetspark.engine.spark.{CarriedTimestamps, CustomAggregations, SequenceStages, SparkBatchEngine, TypedPlan}
+import io.jetspark.engine.spark.{CarriedTimestamps, CustomAggregations, PythonUdfName, PythonWork, SequenceRestore, SinkRunner, SparkBatchEngine, TypedPlan}
 import io.jetspark.pipeline.{Extractor, PythonRef}
 import io.jetspark.pipeline.transform._
 import io.jetspark.plan.PhysicalDag
@@ -18,7 +18,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
   // Column on Python items fails now.
   private val typedPlan = TypedPlan(dag)
   private val timestamps = new CarriedTimestamps(dag, typedPlan)
-  private val pythonExtractions = SparkBatchEngine.pythonExtractions(dag, typedPlan, timestamps)
+  private val pythonExtractions = PythonWork.pythonExtractions(dag, typedPlan, timestamps)
 
   /** Every Arrow UDF the job needs from Python, as JSON:
     * {{{
@@ -36,13 +36,13 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     * `ref`s number the Python callables of the pipeline's spec (null: a `peek()` without one). Python
     * answers with `run`, naming each UDF `chain:`, `rows:`, `stateful:`, `join:`, `custom:` or `results:` + the vertex, or
     * `extract:` + the vertex + `:` + the input ordinal. `sequenced`: the items carry sequence ids, which
-    * the UDF must keep (`python/jetspark/_carried.py`, `SequenceStages`); `timed`: the items carry their
+    * the UDF must keep (`python/jetspark/worker/carried.py`, `SequenceRestore`); `timed`: the items carry their
     * time in a column `ts`, which the UDF must keep ([[CarriedTimestamps]]); both: the time, then the ids.
     */
   def pythonWorkJson(): String = {
     val mapper = new ObjectMapper()
     val work = mapper.createObjectNode()
-    work.set[JsonNode]("chains", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonChains(dag).map { case (vertex, steps) =>
+    work.set[JsonNode]("chains", mapper.valueToTree[JsonNode](PythonWork.pythonChains(dag).map { case (vertex, steps) =>
       Map[String, AnyRef]("vertex" -> vertex.name, "steps" -> steps.map(stepSpec).asJava,
         "sequenced" -> Boolean.box(dag.keepsSequenceIn(vertex)),
         "timed" -> Boolean.box(timestamps.emits(vertex.name))).asJava
@@ -56,7 +56,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       node.put("ordinal", e.ordinal)
       // (Beside a source's rows the ids are not carried through Python: the JVM numbers the extraction's
       // outputs as it numbers the source's items.)
-      node.put("sequenced", SequenceStages.extractionKeepsSequence(dag, e.vertex, e.ordinal) && e.rowSource.isEmpty)
+      node.put("sequenced", SequenceRestore.extractionKeepsSequence(dag, e.vertex, e.ordinal) && e.rowSource.isEmpty)
       node.put("timed", e.timedInput)
       node.set[JsonNode]("key", e.key.getOrElse(mapper.nullNode()))
       node.set[JsonNode]("values", mapper.valueToTree[JsonNode](e.values.asJava))
@@ -65,25 +65,25 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
       // values last) and how many of its fields make the item.
       e.rowSource.foreach { source =>
         val rows = typedPlan.dataframeSources(source)
-        if (typedPlan.numberedRowSources.contains(source) && SequenceStages.extractionKeepsSequence(dag, e.vertex, e.ordinal))
+        if (typedPlan.numberedRowSources.contains(source) && SequenceRestore.extractionKeepsSequence(dag, e.vertex, e.ordinal))
           e.requireRowWise(rows)
         node.put("rows_schema", e.rowsWithColumns(rows).schema.json).put("row_fields", rows.schema.size)
       }
     }
-    work.set[JsonNode]("dataframe_sources", mapper.valueToTree[JsonNode](SparkBatchEngine.dataframeSources(dag)
+    work.set[JsonNode]("dataframe_sources", mapper.valueToTree[JsonNode](PythonWork.dataframeSources(dag)
         .filter { case (vertex, _) => typedPlan.rowsBecomeItems(vertex.name) }.map {
       case (vertex, schema) => Map[String, AnyRef]("vertex" -> vertex.name, "schema" -> schema.json).asJava
     }.asJava))
-    work.set[JsonNode]("stateful", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonStateful(dag).map {
+    work.set[JsonNode]("stateful", mapper.valueToTree[JsonNode](PythonWork.pythonStateful(dag).map {
       case (vertex, create, fn, keyed, deadLetter) =>
         Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "create_ref" -> create, "fn_ref" -> fn,
           "keyed" -> keyed, "dead_letter" -> deadLetter, "sequenced" -> dag.keepsSequenceIn(vertex),
           "timed" -> timestamps.emits(vertex.name)).asJava
     }.asJava))
-    work.set[JsonNode]("joins", mapper.valueToTree[JsonNode](SparkBatchEngine.pythonJoins(dag).map {
+    work.set[JsonNode]("joins", mapper.valueToTree[JsonNode](PythonWork.pythonJoins(dag).map {
       case (vertex, mapperRef, deadLetter) =>
         Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "mapper_ref" -> mapperRef,
-          // Only the streamed (left) side's ids ride on to the outputs (HashJoinStage).
+          // Only the streamed (left) side's ids ride on to the outputs (HashJoinRunner).
           "dead_letter" -> deadLetter,
           "sequenced" -> dag.edgesInto(vertex.name).exists(e => e.toOrdinal == 0 && dag.keepsSequence(e)),
           "timed" -> timestamps.emits(vertex.name)).asJava
@@ -93,7 +93,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
         "operations" -> w.operations.asJava, "keyed" -> w.keyed, "dead_letter" -> w.deadLetter,
         "window" -> w.window.orNull,
         // Only a rolling aggregation gives its outputs what their items carry (one output per item); other
-        // vertices that would have to carry ids are refused by name when the job runs (SequenceStages).
+        // vertices that would have to carry ids are refused by name when the job runs (SequenceRestore).
         "sequenced" -> (w.mode == "rolling" && dag.keepsSequenceIn(w.vertex)),
         "timed" -> (w.mode == "rolling" && timestamps.emits(w.vertex.name))).asJava
     }.asJava))
@@ -110,7 +110,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     */
   def consoleListsJson(jobId: String): String = new ObjectMapper().writeValueAsString(dag.vertices.collect {
     case v @ io.jetspark.plan.Vertex(_, io.jetspark.plan.VertexDescription.Sink(sink), _, _, _) if sink.name == "console" =>
-      SparkBatchEngine.consoleList(jobId, v.name)
+      SinkRunner.consoleList(jobId, v.name)
   }.asJava)
 
   private def stepSpec(t: StatelessTransform): java.util.Map[String, Any] = {
@@ -128,14 +128,14 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
   }
 
   /** Runs the job with the UDFs Python built for `pythonWorkJson`: `udfs(i)` is named `names(i)`;
-    * `jobId` scopes what the job's console sinks collect (`SparkBatchEngine.consoleList`).
+    * `jobId` scopes what the job's console sinks collect (`SinkRunner.consoleList`).
     * Returns the metrics as JSON: `{"vertices": {name: {"items_in", "items_out", "dead_letters"}},
     * "catalyst": [vertices Catalyst ran], "typed_windows": [windows that read rows in the JVM],
     * "columnar_windows": [those of them whose frames are columns],
     * "physical_plans": {sink vertex: Spark's physical plan}}`.
     */
   def run(names: java.util.List[String], udfs: java.util.List[Column], jobId: String): String = {
-    val engine = new SparkBatchEngine(spark, dag, names.asScala.zip(udfs.asScala).toMap, jobId, typedPlan)
+    val engine = new SparkBatchEngine(spark, dag, names.asScala.map(PythonUdfName.parse).zip(udfs.asScala).toMap, jobId, typedPlan)
     val out = engine.run().withDefaultValue(0L)
     val perVertex = dag.vertices.map { v =>
       val in = dag.edgesInto(v.name).map(e => out(e.errorsOf.fold(e.from)(SparkBatchEngine.deadLettersOf(e.from, _)))).sum

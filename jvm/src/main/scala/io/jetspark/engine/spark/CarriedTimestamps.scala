@@ -9,7 +9,7 @@ import scala.collection.mutable
 
 /** Event time on the Spark batch engine, as Jet's `JetEvent` carries it (see `plan.EventTimeRule`): an
   * item's timestamp (ms) is read once, where the item is stamped, and rides beside the item in a column
-  * [[WindowStages.Ts]] to the windows that read it.
+  * [[RowSchemas.Ts]] to the windows that read it.
   *
   *  - Stamping: Python's extraction where items enter an `addTimestamps` vertex reads the timestamp with
   *    its extractor (a Column on a DataFrame source's rows is evaluated by Catalyst next to the row, see
@@ -17,17 +17,17 @@ import scala.collection.mutable
   *    `addTimestamps` stage, as in Jet. A window's results are stamped with `end - 1`
   *    ([[Extractor.WindowResultTime]]) where they enter a vertex that reads their time.
   *  - Carrying: a fused Python chain gives each output the time of the record it ran on
-  *    (`python/jetspark/_python_steps.py`); so does `map_stateful`'s Python UDF, a rolling aggregation
+  *    (`python/jetspark/worker/steps.py`); so does `map_stateful`'s Python UDF, a rolling aggregation
   *    (one output per item: [[ProcessorStage.runCarrying]], or the Python UDF of one with a user-defined
-  *    part, `python/jetspark/_custom_ops.py`) and a hash join, whose outputs for a streamed
-  *    item get that item's time ([[HashJoinStage]]; the enriching sides arrive without theirs); a merge
+  *    part, `python/jetspark/worker/custom_aggregations.py`) and a hash join, whose outputs for a streamed
+  *    item get that item's time ([[HashJoinRunner]]; the enriching sides arrive without theirs); a merge
   *    unions its inputs' rows, time and all; edges move the time with the item. Dead letters leave
   *    without it (their sink takes the items only). Under preserve_order the same vertices carry each
-  *    item's sequence id too ([[SequenceStages]]): both ride together, time first
-  *    ([[SparkBatchEngine.carriedColumns]]), so a restore point between `addTimestamps` and a window
+  *    item's sequence id too ([[SequenceRestore]]): both ride together, time first
+  *    ([[RowSchemas.carriedColumns]]), so a restore point between `addTimestamps` and a window
   *    orders the items, times and all, that the window then reads.
   *  - Reading: the extraction at a window's input passes the time on beside the key and values
-  *    ([[WindowStages.TimedSchema]]).
+  *    ([[RowSchemas.TimedSchema]]).
   * Only the vertices on the way to a window that reads Python items ([[readers]]) take the time in; edges
   * to any other vertex drop the column. A window that reads a DataFrame source's rows in the JVM takes the
   * time from the rows ([[TypedWindow]]).
@@ -74,7 +74,7 @@ final class CarriedTimestamps(dag: PhysicalDag, typed: TypedPlan) {
 
   /** What the sender gives `edge`: `df` without the time column where the receiver does not read it. */
   def forEdge(edge: Edge, df: DataFrame): DataFrame =
-    if (arriveTimed(edge) || !df.columns.contains(WindowStages.Ts)) df else df.drop(WindowStages.Ts)
+    if (arriveTimed(edge) || !df.columns.contains(RowSchemas.Ts)) df else df.drop(RowSchemas.Ts)
 
   /** Fails, naming the vertex, where a reader gets items without a time. */
   def requireSupported(): Unit = dag.vertices.filter(v => reads(v.name)).foreach { v =>

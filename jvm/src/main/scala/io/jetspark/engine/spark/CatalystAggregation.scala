@@ -37,7 +37,7 @@ import scala.jdk.CollectionConverters._
   * top_n, to_list, to_set, Python extractors, other value types) is not delegated: `plan` says why.
   *
   * The output has the columns `key` (when keyed) and `result`. [[shape]] tells Python how a result row
-  * becomes the value the API promises (`python/jetspark/_typed.py`).
+  * becomes the value the API promises (`python/jetspark/worker/typed_results.py`).
   */
 final class CatalystAggregation private (key: Option[Column], aggregates: Seq[Column], result: Column, val shape: JsonNode,
     positioned: Boolean) {

@@ -2,7 +2,7 @@ package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.JsonNodeFactory
-import io.jetspark.engine.spark.SparkBatchEngine.{Key, PythonOps}
+import io.jetspark.engine.spark.RowSchemas.Key
 import io.jetspark.item.PythonAggregations
 import io.jetspark.pipeline.{PythonAggregateSpec, SessionWindowDefinition, SlidingWindowDefinition, WindowDefinition}
 import io.jetspark.plan.VertexDescription.{Aggregate, RollingAggregate, WindowAggregate}
@@ -12,7 +12,7 @@ import org.apache.spark.sql.functions.{col, lit}
 
 /** Aggregations with a user-defined aggregate operation (`AggregateOperation.of(create, accumulate, ...)`
   * in Python) on the Spark batch engine, windows included. Its functions are Python's, so each vertex of
-  * such an aggregation is one Arrow UDF (python/jetspark/_custom_ops.py, and _custom_windows.py for
+  * such an aggregation is one Arrow UDF (python/jetspark/worker/custom_aggregations.py, and worker/custom_windows.py for
   * windows; named `custom:<vertex>`) over the items that the vertex's input extraction gave their key and
   * values (and, into a window, their time); the JVM only moves rows between them, as for built-in
   * operations:
@@ -23,7 +23,7 @@ import org.apache.spark.sql.functions.{col, lit}
   *   rolling:     ──items by key (or all to one)──▶ rolling (export after each item) ──▶ results
   * }}}
   *
-  * A window has the same two shapes as the JVM's window processors ([[WindowStages]]), so the planner's
+  * A window has the same two shapes as the JVM's window processors ([[WindowRunner]]), so the planner's
   * choice means the same for both: two stages accumulate per (key, frame) next to the data and send each
   * key's frames as one row over the shuffle, to be combined per frame and slid into windows; one stage
   * (sessions, an operation without `combine` in a tumbling window, rebalanced keyed input) gets the

@@ -2,7 +2,7 @@ package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.JsonNodeFactory
-import io.jetspark.pipeline.{Extractor, PipelineDefinitionError, PythonAggregateSpec}
+import io.jetspark.pipeline.{Extractor, PipelineDefinitionError, PythonAggregateSpec, PythonExtractors}
 import io.jetspark.plan.{Edge, Vertex}
 import org.apache.spark.sql.catalyst.expressions.SubqueryExpression
 import org.apache.spark.sql.catalyst.plans.logical.{Generate, LogicalPlan, Window}
@@ -59,6 +59,10 @@ final case class PythonExtraction(vertex: Vertex, ordinal: Int, key: Option[Json
 }
 
 object PythonExtraction {
+  /** How Python extracts a key or value ([[PythonExtractors.json]]); other extractors are refused. */
+  private[spark] def extractorJson(e: Extractor): JsonNode =
+    PythonExtractors.json(e).getOrElse(throw new UnsupportedOperationException(PythonExtractors.unsupported(e)))
+
   private val ColumnPrefix = "__jetspark_column_"
 
   /** One value that Python extracts. */
@@ -86,7 +90,7 @@ object PythonExtraction {
     }
     def form(e: Extractor): JsonNode = e match {
       case Extractor.ColumnExpr(c: Column) => slot(c)
-      case other => SparkBatchEngine.extractorJson(other)
+      case other => extractorJson(other)
     }
     val keyForm = key.map(form)
     val valueForms = values.map {

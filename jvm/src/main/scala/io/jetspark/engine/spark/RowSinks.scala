@@ -8,34 +8,7 @@ import org.apache.spark.sql.types.BinaryType
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.storage.StorageLevel
 
-import java.util.concurrent.ConcurrentHashMap
 import scala.util.control.NonFatal
-
-/** The Python side of the sinks that need the items as rows of a schema (`files`, `foreachBatch`),
-  * implemented by python/jetspark/_sinks_runtime.py and called back through py4j on the driver.
-  */
-trait PythonRowSinks {
-
-  /** `items` (opaque: one binary column `item` of pickles) as a DataFrame of columns `item`, `failure`,
-    * `row`: `row` holds an item's row where it fits `schema` (DDL or Spark's JSON; null: inferred from
-    * the items as `spark.createDataFrame` infers it); a record that does not fit fails the job naming
-    * `stage`, or, with `deadLetter`, comes out as a pickled dead letter in `item` with `failure` = `stage`.
-    */
-  def rows(stage: String, schema: String, deadLetter: Boolean, items: DataFrame): DataFrame
-
-  /** Calls the sink's Python function number `fnRef` with `rows` and `batchId`. */
-  def foreachBatch(stage: String, fnRef: Int, rows: DataFrame, batchId: Long): Unit
-}
-
-/** Where a job's [[PythonRowSinks]] waits for the engine: Python registers it under the job's id before
-  * the job runs and removes it afterwards.
-  */
-object PythonRowSinks {
-  private val byJob = new ConcurrentHashMap[String, PythonRowSinks]()
-  def register(jobId: String, sinks: PythonRowSinks): Unit = byJob.put(jobId, sinks)
-  def unregister(jobId: String): Unit = byJob.remove(jobId)
-  private[spark] def of(jobId: String): Option[PythonRowSinks] = Option(byJob.get(jobId))
-}
 
 /** Files and foreach-batch sinks on the Spark batch engine: they take a DataFrame of the items' rows.
   * Typed items (a DataFrame's own columns) are that DataFrame already; opaque items are turned into rows
@@ -44,7 +17,7 @@ object PythonRowSinks {
   */
 private[spark] final class RowSinks(spark: SparkSession, dag: PhysicalDag, jobId: String) {
   import RowSinks._
-  import SparkBatchEngine.Failure
+  import RowSchemas.Failure
 
   /** Opaque items whose schema Python infers from them are read twice (inferring, converting): they
     * are kept until the sink has written, so that the pipeline upstream runs, and is counted, once.
@@ -122,7 +95,7 @@ object RowSinks {
 
   /** Opaque items: one binary column `item` (whatever its nullability), as every vertex of Python items gives. */
   private def isOpaque(df: DataFrame): Boolean =
-    df.schema.fields.toSeq.map(f => f.name -> f.dataType) == Seq(SparkBatchEngine.Item -> BinaryType)
+    df.schema.fields.toSeq.map(f => f.name -> f.dataType) == Seq(RowSchemas.Item -> BinaryType)
 
   private def param(sink: SinkDefinition, name: String): String = sink.parameters(name).toString
 

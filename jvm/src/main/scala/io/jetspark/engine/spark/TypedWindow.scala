@@ -12,7 +12,7 @@ import org.apache.spark.sql.{Column, DataFrame}
 
 /** A window whose items are the rows of a DataFrame source, read in the JVM (DESIGN.md "Items"): Catalyst
   * projects each row to its key, timestamp and the operation's values, and the core's window processors
-  * take them from there ([[WindowStages]]), or for counting and picks by an integer a table of frames as
+  * take them from there ([[WindowRunner]]), or for counting and picks by an integer a table of frames as
   * numbers ([[ColumnarFrames]]); no row becomes a Python object on the way in.
   *
   * It applies where the JVM makes exactly the Python values the opaque path would: the key and the
@@ -33,11 +33,11 @@ final case class TypedWindow(stage: String, key: Option[(Column, DataType)], tim
   import TypedWindow._
 
   /** `rows` as (key, ts, v0, v1, ..., then where the items are rows, those of their fields that are not
-    * already among them): the key column is named [[SparkBatchEngine.Key]], so a partitioned edge moves
+    * already among them): the key column is named [[RowSchemas.Key]], so a partitioned edge moves
     * the rows by it.
     */
   def project(rows: DataFrame): DataFrame = rows.select(
-    (key.fold(lit(null).as(SparkBatchEngine.Key))(_._1.as(SparkBatchEngine.Key)) +: timestamp.as(WindowStages.Ts) +:
+    (key.fold(lit(null).as(RowSchemas.Key))(_._1.as(RowSchemas.Key)) +: timestamp.as(RowSchemas.Ts) +:
       (values.zipWithIndex.map { case ((c, _), i) => c.as(s"v$i") } ++
         row.toSeq.flatMap(_.fieldNames.toSeq.filterNot(reused.contains).zipWithIndex.map { case (f, i) =>
           col(TypedExtraction.quoted(f)).as(s"f$i")

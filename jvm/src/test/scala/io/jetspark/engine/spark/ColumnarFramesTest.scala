@@ -67,7 +67,7 @@ class ColumnarFramesTest extends AnyFunSuite {
     val (frames, sent) = firstStage(rows, schema, partitions, policy, leaves, budget)
     val resultRow = windowRow(schema.fields.map(_.dataType))
     val resultSchema = StructType(Seq(StructField("key", StringType), StructField("end", LongType), StructField("window", StringType)))
-    val byKey = if (inOrder) sent.coalesce(1) else sent.repartition(2, col(SparkBatchEngine.Key))
+    val byKey = if (inOrder) sent.coalesce(1) else sent.repartition(2, col(RowSchemas.Key))
     val (made, madeUnread) = (spark.sparkContext.longAccumulator, spark.sparkContext.longAccumulator)
     val got = frames.combine(policy, keyed = true, byKey, Some(resultRow), resultSchema, Seq(made)).collect().toSeq
     for ((key, windows) <- got.groupBy(_.getString(0))) {
@@ -89,7 +89,7 @@ class ColumnarFramesTest extends AnyFunSuite {
     val op = spec(leaves)
     val typed = TypedWindow.plan("window", Some(Extractor.FieldName("k")), Extractor.FieldName("t"), op, df)
       .fold(why => fail(why), identity)
-    val frames = ColumnarFrames.plan(typed, op, budget).getOrElse(fail("no columnar frames"))
+    val frames = ColumnarFramesPlanner.plan(typed, op, budget).getOrElse(fail("no columnar frames"))
     (frames, frames.accumulate(policy, typed.project(df), Nil))
   }
 
@@ -234,7 +234,7 @@ class ColumnarFramesTest extends AnyFunSuite {
     val (data, schema) = rows(new Random(TestSeed(3)), 300, Nil, ties = false)
     val policy = SlidingWindowPolicy(6, 2)
     val (frames, sent) = firstStage(data, schema, 3, policy, Seq(Counting), budgets.head._2)
-    val byKey = sent.repartition(4, col(SparkBatchEngine.Key))
+    val byKey = sent.repartition(4, col(RowSchemas.Key))
     val made = spark.sparkContext.longAccumulator
     val firsts = InPlaceRows.of(frames.combine(policy, keyed = true, byKey, None, StructType(Nil), Seq(made)))
       .mapPartitions(_.take(1)).count()

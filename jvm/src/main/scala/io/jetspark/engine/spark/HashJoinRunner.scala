@@ -8,7 +8,9 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.types.StructType
-import org.apache.spark.sql.{DataFrame, SparkSession}
+import io.jetspark.plan.Vertex
+import io.jetspark.plan.VertexDescription.HashJoin
+import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 
 /** `hash_join` / `inner_hash_join` (and their forms with several enriching sides) on Spark: every
   * enriching side is collected and broadcast, and the core's [[HashJoinProcessor]] joins each partition
@@ -17,10 +19,10 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   * Python UDF.
   *
   * A join is a map over its streamed side (Jet's `hashJoin`), so what a streamed row carries beside its
-  * item ([[SparkBatchEngine.carriedColumns]]) goes to every output for it:
-  *  - its time ([[WindowStages.Ts]], on the way to a window: [[CarriedTimestamps]]), as Jet's join gives
+  * item ([[RowSchemas.carriedColumns]]) goes to every output for it:
+  *  - its time ([[RowSchemas.Ts]], on the way to a window: [[CarriedTimestamps]]), as Jet's join gives
   *    its output the left item's timestamp; the enriching sides arrive without theirs;
-  *  - its sequence id (preserve_order, on the way to a restore point: [[SequenceStages]]), the j-th
+  *  - its sequence id (preserve_order, on the way to a restore point: [[SequenceRestore]]), the j-th
   *    combination of matches for it with `j` appended to its fan-out path, as a flat_map's j-th output
   *    gets: a left item may give several outputs (several matches on a side, or combinations of matches
   *    on several), and each needs an id of its own that orders it after the one before. Every output
@@ -29,19 +31,27 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   *
   * Keys are extracted per input: an enriching side's rows carry their clause's right key as the key; a
   * streamed row carries the first clause's left key as the key and the other clauses' left keys, as
-  * canonical key bytes, as its values (see `SparkBatchEngine.pythonExtractions`).
+  * canonical key bytes, as its values (see `PythonWork.pythonExtractions`).
   */
-object HashJoinStage {
+object HashJoinRunner {
 
-  def run(spark: SparkSession, vertexName: String, streamed: DataFrame, enriching: Seq[DataFrame], inner: Boolean): DataFrame = {
+  /** The output of hash join vertex `v`: its streamed side `streamed` joined with its `enriching` sides
+    * (in ordinal order), each tuple of matches mapped by Python's `mapper` UDF.
+    */
+  def run(v: Vertex, streamed: DataFrame, enriching: Seq[DataFrame], mapper: Column): DataFrame = {
+    val HashJoin(_, _, inner) = v.description: @unchecked
+    SqlBridge.mapInArrow(joined(streamed.sparkSession, v.name, streamed, enriching, inner), mapper)
+  }
+
+  private def joined(spark: SparkSession, vertexName: String, streamed: DataFrame, enriching: Seq[DataFrame], inner: Boolean): DataFrame = {
     val tables = enriching.map(side =>
       spark.sparkContext.broadcast(InPlaceRows.of(side).map(r => (r.getBinary(0), r.getBinary(2))).collect()))
     val sides = enriching.size
-    val toExtracted = SparkBatchEngine.extracted
-    val carried = SparkBatchEngine.carriedColumns(streamed)
+    val toExtracted = ExtractedRows.extracted
+    val carried = RowSchemas.carriedColumns(streamed)
     val fields = carried.map(streamed.schema.apply)
     val types = fields.map(_.dataType).toArray
-    val fanOut = carried.indexOf(SequenceStages.FanOut) // -1: no ids carried
+    val fanOut = carried.indexOf(RowSchemas.FanOut) // -1: no ids carried
     val copyCarried = ProcessorStage.copyOf(streamed.schema, carried)
     val toItem: InternalRow => Streamed = row => new Streamed(toExtracted(row), copyCarried(row))
     val input = InPlaceRows.of(streamed)
@@ -76,7 +86,7 @@ object HashJoinStage {
       new ProcessorTasklet(join, ProcessorContext(vertexName, index, total), inputs, Seq(1 to sides, Seq(0)))
         .map(_.asInstanceOf[InternalRow])
     }
-    SqlBridge.internalCreateDataFrame(spark, rows, StructType(SparkBatchEngine.ItemSchema.fields ++ fields))
+    SqlBridge.internalCreateDataFrame(spark, rows, StructType(RowSchemas.ItemSchema.fields ++ fields))
   }
 
   /** A streamed item, with what its row carries beside it, and how many outputs it has had so far. */

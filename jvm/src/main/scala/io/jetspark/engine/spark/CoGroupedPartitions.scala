@@ -14,7 +14,7 @@ import org.apache.spark.sql.jetspark.SqlBridge
   * raw items (a single stage) both are partitioned by their extracted key's bytes, so every item of a
   * key, from either input, reaches the same partition index.
   */
-object CoGroupStages {
+object CoGroupedPartitions {
 
   /** Runs `stage`'s processor over `first` (ordinal 0) and `second` (ordinal 1), partition by partition,
     * reading both inputs round-robin (one priority group: neither must be complete before the other).

@@ -7,7 +7,7 @@ import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.types._
 import org.scalatest.funsuite.AnyFunSuite
 
-class CoGroupStagesTest extends AnyFunSuite {
+class CoGroupedPartitionsTest extends AnyFunSuite {
   private lazy val spark = SharedSparkSession.spark
 
   /** Rows (key, n) for n in `range`, key = n % `keys`, spread over 2 partitions by key. */
@@ -22,7 +22,7 @@ class CoGroupStagesTest extends AnyFunSuite {
     StructType(Seq(StructField("key", LongType), StructField("count", LongType), StructField("sum", LongType))))
 
   test("both inputs of a key meet in one processor: a key of one input only still gets a result") {
-    val out = CoGroupStages.run(co, keyed(0 until 40, 4), keyed(100 until 130, 6)).collect()
+    val out = CoGroupedPartitions.run(co, keyed(0 until 40, 4), keyed(100 until 130, 6)).collect()
       .map(r => r.getLong(0) -> (r.getLong(1), r.getLong(2))).toList
     // Brute force: count of the first input's items, sum of the second's, per key present in either.
     val first = (0L until 40L).groupBy(_ % 4)
@@ -34,7 +34,7 @@ class CoGroupStagesTest extends AnyFunSuite {
   }
 
   test("inputs of different partition counts are refused, naming the vertex") {
-    val error = intercept[IllegalStateException](CoGroupStages.run(co, keyed(0 until 4, 2), keyed(0 until 4, 2).repartition(3)))
+    val error = intercept[IllegalStateException](CoGroupedPartitions.run(co, keyed(0 until 4, 2), keyed(0 until 4, 2).repartition(3)))
     assert(error.getMessage.contains("vertex 'co'"))
   }
 }

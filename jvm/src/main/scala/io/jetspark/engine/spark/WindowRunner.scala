@@ -30,8 +30,8 @@ import scala.jdk.CollectionConverters._
   *
   * Where items enter the window (the single stage, or stage 1 of two), one Arrow UDF per input extracts
   * in Python the grouping key and the operation's values (`extract:<vertex>:0`, see
-  * [[SparkBatchEngine.pythonExtractions]]) and passes on the time each item carries ([[CarriedTimestamps]]);
-  * rows are then [[SparkBatchEngine.ExtractedSchema]] plus a `ts` column.
+  * [[PythonWork.pythonExtractions]]) and passes on the time each item carries ([[CarriedTimestamps]]);
+  * rows are then [[RowSchemas.ExtractedSchema]] plus a `ts` column.
   *  - Sliding and tumbling, two stages: `accumulateFrames` emits one partial accumulator per (key, frame);
   *    a key's frames cross the shuffle by key (or to one partition) as one row, serialized together,
   *    to `combineFrames`. Over a DataFrame's rows, counting and picking by an integer keep their frames
@@ -45,31 +45,29 @@ import scala.jdk.CollectionConverters._
   * Results leave as pickles of `jetspark.window.WindowResult` / `KeyedWindowResult` (see [[PythonValues]]),
   * one per window: frames never reach Python.
   */
-object WindowStages {
-  val Ts = "ts"
-  /** An extraction at a window's input: key, values, item, then the item's timestamp in ms. */
-  val TimedSchema: StructType = StructType(SparkBatchEngine.ExtractedSchema.fields :+ StructField(Ts, LongType, nullable = false))
-  /** One key's partial frames on their way from stage 1 to stage 2: the key (empty for a global window),
-    * the frames' ends, and their accumulators as one array serialized by [[PartialCodec]] (once per key and
-    * partition, not per frame).
-    */
-  val FramesSchema: StructType = StructType(Seq(StructField(SparkBatchEngine.Key, BinaryType),
-    StructField("frame_ends", ArrayType(LongType, containsNull = false)), StructField("accs", BinaryType)))
-
-  /** The output of window vertex `vertex` over `input`: its processors, with how rows become their items
-    * and back, and how a result's items become what Python reads (`resultItems`, see
-    * [[TypedWindow.rowItems]]). Where no reader takes the results (`unread`: noop sinks only), each is
+object WindowRunner {
+  import RowSchemas.FramesSchema
+  /** The output of window vertex `vertex` over `input` on its `path` ([[WindowPlanner]]): its processors,
+    * with how rows become their items and back (Python's extraction, or a DataFrame's rows read in the JVM:
+    * [[TypedWindow.events]]), and how a result's items become what Python reads ([[TypedWindow.rowItems]]),
+    * or its columnar frames. Where no reader takes the results (`unread`: noop sinks only), each is
     * computed and left as an empty row, as Spark's noop format drops rows, instead of being pickled for Python.
-    * Where frames are `columnar`, that stage counts into `countedByColumnar`: the first the rows it reads
+    * Where frames are columnar, that stage counts into `countedByColumnar`: the first the rows it reads
     * (the items of the vertices before it), the second the windows it makes (the window's own items).
     */
-  def run(vertex: String, w: WindowAggregate, op: AggregateOperation[Extracted, Any, Any], input: DataFrame,
-      timedEvent: InternalRow => TimedEvent = timedEvent, resultItems: Any => Any = identity, unread: Boolean = false,
-      columnar: Option[ColumnarFrames] = None, countedByColumnar: Seq[LongAccumulator] = Nil): DataFrame = {
+  def run(vertex: String, w: WindowAggregate, path: WindowPath, op: AggregateOperation[Extracted, Any, Any], input: DataFrame,
+      unread: Boolean, countedByColumnar: Seq[LongAccumulator]): DataFrame = {
+    val (timedEvent, resultItems, columnar) = path match {
+      case WindowPath.CoreOnItems => (pythonTimedEvent, identity[Any] _, None)
+      case WindowPath.CoreOnRows(typed) => (typed.events, typed.rowItems, None)
+      case WindowPath.Columnar(typed, frames) => (typed.events, frames.resultItems, Some(frames))
+      case WindowPath.UserDefined =>
+        throw new IllegalStateException(s"vertex '$vertex': its operation has a user-defined part, which runs in Python")
+    }
     val keyed = w.key.isDefined
     val resultRow: Any => InternalRow = if (unread) _ => InternalRow.empty else r => pickledResult(resultItems(r))
     val results: Iterator[Any] => Iterator[InternalRow] = _.filterNot(_.isInstanceOf[Watermark]).map(resultRow)
-    val resultSchema = if (unread) StructType(Nil) else SparkBatchEngine.ItemSchema
+    val resultSchema = if (unread) StructType(Nil) else RowSchemas.ItemSchema
     val events = AggregateOperations.mapping((e: TimedEvent) => e.event)(op)
     val keyOf: TimedEvent => Any = if (keyed) _.event.key else _ => NonKeyed
     val tsOf: TimedEvent => Long = _.ts
@@ -135,8 +133,8 @@ object WindowStages {
   private val frameEnd: Any => Long = _.asInstanceOf[KeyedFrame[Any, Any]].frameEnd
 
   /** An extraction row (key, values, item, ts) from Python as the event a window takes. */
-  private val timedEvent: InternalRow => TimedEvent = {
-    val extracted = SparkBatchEngine.extractedAt(0)
+  private val pythonTimedEvent: InternalRow => TimedEvent = {
+    val extracted = ExtractedRows.extractedAt(0)
     row => new TimedEvent(row.getLong(3), extracted(row))
   }
 
@@ -175,6 +173,3 @@ object WindowStages {
     case other => other
   }))
 }
-
-/** An item entering a window: what Python extracted from it, and its timestamp. */
-private[spark] final class TimedEvent(val ts: Long, val event: Extracted) extends Serializable

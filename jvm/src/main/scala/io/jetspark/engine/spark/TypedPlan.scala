@@ -52,9 +52,9 @@ final class TypedPlan private (dag: PhysicalDag) {
   }.toMap
 
   /** The DataFrame sources whose rows stay typed, by vertex: all but those that number their items for a
-    * restore of order later (preserve_order, see [[SequenceStages]]), which become Python items at once.
+    * restore of order later (preserve_order, see [[SequenceRestore]]), which become Python items at once.
     * Each is the user's DataFrame, for planning and schemas; what the source yields when the job runs is
-    * [[SparkBatchEngine.sourceRows]] (one partition under preserve_order at parallelism 1).
+    * [[SourcePartitioning.sourceRows]] (one partition under preserve_order at parallelism 1).
     */
   val rowSources: Map[String, DataFrame] = dataframeSources.filter { case (name, _) => !dag.vertex(name).assignsSequence }
 
@@ -90,26 +90,20 @@ final class TypedPlan private (dag: PhysicalDag) {
     rowSources.contains(from) || typedStamps(from)
   }
 
+  /** The path of each window vertex. */
+  val windows: WindowPlanner = new WindowPlanner(dag, typedWindows)
+
   /** The typed windows whose frames are columns of numbers and rows ([[ColumnarFrames]]), by the vertex of
     * their first stage.
     */
-  val columnarWindows: Map[String, ColumnarFrames] = typedWindows.flatMap { case (v, typed) =>
-    dag.vertex(v).description match {
-      case WindowAggregate(AggregationStage.Accumulate, _, op: PythonAggregateSpec, _) => ColumnarFrames.plan(typed, op).map(v -> _)
+  val columnarWindows: Map[String, ColumnarFrames] = typedWindows.keys.flatMap { v =>
+    windows.paths(v) match {
+      case WindowPath.Columnar(_, frames) => Some(v -> frames)
       case _ => None
     }
-  }
+  }.toMap
 
   dag.vertices.foreach(refuseColumns)
-
-  /** The typed window whose frames the second stage `vertex` combines (its results hold that window's rows). */
-  def typedWindowCombinedBy(vertex: String): Option[TypedWindow] = firstStageOf(vertex).flatMap(typedWindows.get)
-
-  /** The first stage of the window whose second stage is `vertex`. */
-  private def firstStageOf(vertex: String): Option[String] = dag.vertex(vertex).description match {
-    case WindowAggregate(AggregationStage.Combine, _, _, _) => dag.edgesInto(vertex).headOption.map(_.from)
-    case _ => None
-  }
 
   /** Per columnar window (its first stage), the vertices whose items it counts as it reads them: the
     * DataFrame source and the `addTimestamps` before it that nothing else reads, whose rows all reach
@@ -126,9 +120,6 @@ final class TypedPlan private (dag: PhysicalDag) {
 
   /** Whether a columnar window counts `vertex`'s items ([[countedByWindows]]). */
   val countedByWindow: Set[String] = countedByWindows.values.flatten.toSet
-
-  /** The columnar frames that the second stage `vertex` combines. */
-  def columnarWindowCombinedBy(vertex: String): Option[ColumnarFrames] = firstStageOf(vertex).flatMap(columnarWindows.get)
 
   /** Whether Catalyst runs `vertex` (nothing of it runs in Python or in the core's processors). */
   def runsInCatalyst(vertex: String): Boolean = delegations.contains(vertex) || rowDelegations.contains(vertex) || passThrough(vertex)
@@ -181,9 +172,9 @@ final class TypedPlan private (dag: PhysicalDag) {
   /** The Python UDF that turns typed `vertex`'s rows into items: a source's rows and the rows a sort or
     * a distinct of them emits by the source's `rows:` UDF, an aggregation's results by its `results:` UDF.
     */
-  def itemsUdf(vertex: String): String =
-    if (rowSources.contains(vertex)) s"rows:$vertex"
-    else rowDelegations.get(vertex).fold(s"results:$vertex")(d => s"rows:${d.rows}")
+  def itemsUdf(vertex: String): PythonUdfName =
+    if (rowSources.contains(vertex)) PythonUdfName.Rows(vertex)
+    else rowDelegations.get(vertex).fold[PythonUdfName](PythonUdfName.Results(vertex))(d => PythonUdfName.Rows(d.rows))
 
   /** Whether Python's `rows:<source>` UDF is needed: where the rows of DataFrame source `source`, or
     * those a sort or a distinct of them emits, are read as items.
@@ -193,7 +184,7 @@ final class TypedPlan private (dag: PhysicalDag) {
 
   /** For Python's `results:<vertex>` UDFs: each delegated aggregation whose results some vertex reads as
     * items ([[opaqueReaders]]), with its result schema and how a row of it becomes a Python value
-    * (`{"keyed": bool, "result": shape}`, see python/jetspark/_typed.py). Only those: a result schema costs
+    * (`{"keyed": bool, "result": shape}`, see python/jetspark/worker/typed_results.py). Only those: a result schema costs
     * Spark an analysis of the aggregation.
     */
   def pythonResults: Seq[(String, StructType, JsonNode)] =
@@ -207,7 +198,7 @@ final class TypedPlan private (dag: PhysicalDag) {
     case Aggregate(stage, Seq(op: PythonAggregateSpec), keys) if stage != AggregationStage.Combine =>
       val input = dag.edgesInto(v.name).head
       val result = if (stage == AggregationStage.Accumulate) dag.vertex(dag.edgesFrom(v.name).head.to) else v
-      val readsRows = rowSources.contains(input.from) && input.errorsOf.isEmpty && !SparkBatchEngine.rebalancedByKey(input)
+      val readsRows = rowSources.contains(input.from) && input.errorsOf.isEmpty && !Rebalancing.rebalancedByKey(input)
       if (!readsRows || !catalystMayMake(result.name)) None
       else {
         val rows = rowSources(input.from)
@@ -259,7 +250,7 @@ final class TypedPlan private (dag: PhysicalDag) {
         case _ => false
       }
       val readsRows = (rowSources.contains(input.from) || stampsOverRows.contains(input.from)) && input.errorsOf.isEmpty &&
-        (partitionedByOwnKey || !SparkBatchEngine.rebalancedByKey(input))
+        (partitionedByOwnKey || !Rebalancing.rebalancedByKey(input))
       if (!readsRows) None
       else timestamp.flatMap(TypedWindow.plan(stageOf(v), key, _, op, rowSources(source)).toOption).map(v.name -> _)
     case _ => None
@@ -267,7 +258,7 @@ final class TypedPlan private (dag: PhysicalDag) {
 
   /** Whether `edge` delivers its sender's items as they are, from a vertex `typed` accepts. */
   private def readsRowsOf(typed: String => Boolean)(edge: Edge): Boolean =
-    typed(edge.from) && edge.errorsOf.isEmpty && !SparkBatchEngine.rebalancedByKey(edge)
+    typed(edge.from) && edge.errorsOf.isEmpty && !Rebalancing.rebalancedByKey(edge)
 
   /** Columns where no extraction reads them (keys and values do, see [[PythonExtraction]]): as a
     * stateless step's function, a `map_stateful`'s functions or a join's mapper, a Column would have to
@@ -296,50 +287,4 @@ object TypedPlan {
   /** The name of the stage a vertex runs, for errors. */
   def stageOf(v: Vertex): String = v.fusedChain.headOption.getOrElse(v.name)
 
-}
-
-/** The typed side of a running batch job: the outputs of typed vertices (counted into `counter(vertex)`)
-  * and their conversion to opaque items, made once per vertex, with the UDFs Python built.
-  */
-final class TypedStages(plan: TypedPlan, dag: PhysicalDag, pythonUdfs: Map[String, Column], counter: String => LongAccumulator) {
-  private val asItems = mutable.Map.empty[String, DataFrame]
-
-  /** The output of `v` when it is typed, or a sink that takes typed rows (`input` gives its single
-    * input); None for any other vertex.
-    */
-  def output(v: Vertex, input: () => DataFrame): Option[DataFrame] = {
-    def counted(rows: DataFrame) =
-      if (plan.countedByCatalyst(v.name) || plan.countedByWindow(v.name)) rows
-      else RowCounting.counted(rows, counter(v.name))
-    plan.rowSources.get(v.name).map(df => counted(SparkBatchEngine.sourceRows(dag, v, df)))
-      .orElse(if (plan.writesTyped(v.name)) Some(counted(input())) else None)
-      .orElse(plan.delegations.get(v.name).map { d =>
-        // The group sizes add up to the rows the aggregation read: the items out of the pass-through
-        // vertex, and of the source when the aggregation is all that reads it (no count per row); the
-        // groups are its results, and the items of a noop sink that is all that reads them.
-        val passedOn = d.accumulate.toSeq ++ Some(d.rows).filter(plan.countedByCatalyst)
-        val results = v.name +: dag.edgesFrom(v.name).map(_.to).filter(plan.countedByCatalyst)
-        d.aggregation.run(input(), RowCounting.groups(passedOn.map(counter), results.map(counter)))
-      })
-      .orElse(plan.rowDelegations.get(v.name).map { d =>
-        val read = d.passThrough.toSeq ++ Some(d.rows).filter(plan.countedByCatalyst)
-        counted(d.run(input(), read.map(counter)))
-      })
-      .orElse(if (plan.runsInCatalyst(v.name)) Some(input()) else None)
-      .orElse(if (plan.typedStamps(v.name)) Some(counted(input())) else None)
-  }
-
-  /** `output` of `vertex` as opaque items (one binary column `item`): converted by Python where typed. */
-  def items(vertex: String, output: DataFrame): DataFrame =
-    if (!plan.isTyped(vertex)) output
-    else asItems.getOrElseUpdate(vertex, {
-      val mapped = SqlBridge.mapInArrow(output, pythonUdfs(plan.itemsUdf(vertex)))
-      // Like every opaque output, over an RDD made once: the engine's next steps (partition counts,
-      // processors) must not plan and run the typed query again.
-      val converted = SqlBridge.internalCreateDataFrame(mapped.sparkSession, InPlaceRows.of(mapped), mapped.schema)
-      // Read by several edges: converted once.
-      if (plan.opaqueReaders(vertex) > 1) converted.persist(StorageLevel.MEMORY_AND_DISK) else converted
-    })
-
-  def unpersist(): Unit = asItems.values.foreach(_.unpersist())
 }

@@ -16,19 +16,19 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   * "Order"): sequence ids where the plan says items carry them, restored order where it says so.
   *
   *  - Ids: a vertex that `assignsSequence` appends to each output row its id, four columns
-  *    ([[SequenceStages.Columns]]): the substream (its partition: a source's partition, or an order
+  *    ([[RowSchemas.SequenceColumns]]): the substream (its partition: a source's partition, or an order
   *    producer's processor, above those of the vertices that assign ids before it in the plan, so that
   *    two streams never share one: merged, the earlier vertex's items come first, as the brute-force
   *    reference orders unrelated streams by origin), the offset (the row's position in that partition),
   *    an empty fan-out path and empty ties. A fused Python chain on the way keeps the id of the record it
   *    ran on and appends `j` to the path for the j-th output of each flat_map step
-  *    (`python/jetspark/_carried.py`); an extraction of keys and values keeps the ids beside the extracted
+  *    (`python/jetspark/worker/carried.py`); an extraction of keys and values keeps the ids beside the extracted
   *    columns (and so `addTimestamps`, whose items come out as they went in, keeps them); through
   *    `map_stateful` (Python) and a rolling aggregation (one output per item) each output keeps its item's
   *    id, and so does the first item of a key that a distinct passes on; a hash join, a map over its
   *    streamed side, gives the j-th output for a streamed item that item's id with `j` appended to the
-  *    path ([[HashJoinStage]]). Ids ride beside the items' time where both are carried: time first
-  *    ([[SparkBatchEngine.carriedColumns]]).
+  *    path ([[HashJoinRunner]]). Ids ride beside the items' time where both are carried: time first
+  *    ([[RowSchemas.carriedColumns]]).
   *  - Diamond: a merge `orderedBySequence` runs the core's [[OrderedMergeProcessor]] over partition i
   *    of every branch, one lane per branch: by path, then lane. The planner lines the branches up
   *    (`OrderPlanner.gatherMerges`): either they are isolated from their fork, so partition i of each
@@ -49,8 +49,9 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   * Vertices that would have to carry ids through them other than these (aggregations and windows
   * feeding a later restore point) fail before any Spark job starts, naming the vertex.
   */
-private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag) {
-  import SequenceStages._
+private[spark] final class SequenceRestore(spark: SparkSession, dag: PhysicalDag) {
+  import SequenceRestore._
+  import RowSchemas.{FanOut, Offset, SequenceColumns, Substream, Ties}
 
   /** `df`, the output of `v`, with each row's id appended where `v` assigns ids. */
   def assignedWhereNeeded(v: Vertex, df: DataFrame): DataFrame =
@@ -69,7 +70,7 @@ private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag)
         partition.map { reused =>
           val row = reused.copy() // Spark reuses the row its values point into
           offset += 1
-          val values = new Array[Any](width + Columns.size)
+          val values = new Array[Any](width + SequenceColumns.size)
           var i = 0
           while (i < width) { values(i) = if (row.isNullAt(i)) null else row.get(i, types(i)); i += 1 }
           values(width) = substream
@@ -83,18 +84,18 @@ private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag)
     }
 
   /** The id columns that `edge`'s items keep (Nil: none). */
-  def columnsOn(edge: Edge): Seq[String] = if (edge.carriesSequence) Columns else Nil
+  def columnsOn(edge: Edge): Seq[String] = if (edge.carriesSequence) SequenceColumns else Nil
 
   /** What a sender gives an edge: `df` with its ids only if the edge carries them. */
   def forEdge(edge: Edge, df: DataFrame): DataFrame =
-    if (edge.carriesSequence || !df.columns.contains(Substream)) df else df.drop(Columns: _*)
+    if (edge.carriesSequence || !df.columns.contains(Substream)) df else df.drop(SequenceColumns: _*)
 
   /** What the receiver of `edge` gets once the edge moved `moved`: in sequence order where the edge
     * restores it, and without ids unless the receiver carries them on.
     */
   def received(edge: Edge, moved: DataFrame): DataFrame = {
     val ordered = if (edge.restoresSequence) restore(edge, moved) else moved
-    if (dag.keepsSequence(edge) || !ordered.columns.contains(Substream)) ordered else ordered.drop(Columns: _*)
+    if (dag.keepsSequence(edge) || !ordered.columns.contains(Substream)) ordered else ordered.drop(SequenceColumns: _*)
   }
 
   private def restore(edge: Edge, moved: DataFrame): DataFrame = {
@@ -136,12 +137,8 @@ private[spark] final class SequenceStages(spark: SparkSession, dag: PhysicalDag)
   }
 }
 
-object SequenceStages {
-  val Substream = "seq_substream"
-  val Offset = "seq_offset"
-  val FanOut = "seq_fan_out"
-  val Ties = "seq_ties"
-  val Columns: Seq[String] = Seq(Substream, Offset, FanOut, Ties)
+object SequenceRestore {
+  import RowSchemas.{FanOut, Offset, Substream, Ties}
   private val Fields = Seq(StructField(Substream, IntegerType, nullable = false), StructField(Offset, LongType, nullable = false),
     StructField(FanOut, ArrayType(IntegerType, containsNull = false), nullable = false),
     StructField(Ties, ArrayType(IntegerType, containsNull = false), nullable = false))
