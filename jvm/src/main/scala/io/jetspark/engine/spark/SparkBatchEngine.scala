@@ -9,7 +9,8 @@ import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.JsonNodeFactory
 import io.jetspark.core.processor.SortDefinition
 import io.jetspark.item.{Extracted, PickledItem, PickledKey, PythonAggregations, PythonValues}
-import io.jetspark.pipeline.{Extractor, PipelineDefinitionError, PythonAggregateSpec, PythonExtractors, PythonRef}
+import io.jetspark.pipeline.{PythonAggregateSpec, PythonExtractors, PythonRef}
+import io.jetspark.pipeline.definition.{Extractor, PipelineDefinitionError}
 import io.jetspark.pipeline.transform.StatelessTransform
 import io.jetspark.plan.VertexDescription._
 import io.jetspark.plan.VertexDescription.SortPhase
