@@ -8,7 +8,6 @@ cd "$top"
 export JETSPARK_TEST_SEED=${JETSPARK_TEST_SEED:-$(( (RANDOM << 15) | RANDOM ))}
 echo "test.sh: random tests seeded with JETSPARK_TEST_SEED=$JETSPARK_TEST_SEED" >&2
 bash dev/bootstrap.sh test
-# No import cycle among jetspark's Python modules (issue 23). The JVM's packages still have some, which
-# their refactoring removes; then this checks both, without --python-only.
-.venv/bin/python dev/check_imports.py --python-only
+# No import cycle among jetspark's Python modules nor among the JVM's packages (issue 23).
+.venv/bin/python dev/check_imports.py
 exec .venv/bin/python -m pytest --hypothesis-seed="$JETSPARK_TEST_SEED" "$@"

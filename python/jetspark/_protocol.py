@@ -61,7 +61,7 @@ def call(method: Any, *args: Any) -> Any:
         return method(*args)
     except Py4JJavaError as e:
         cause = e.java_exception
-        if cause.getClass().getName() == "io.jetspark.pipeline.PipelineDefinitionError":
+        if cause.getClass().getName() == "io.jetspark.pipeline.definition.PipelineDefinitionError":
             raise PipelineDefinitionError(str(cause.getMessage()), stage=str(cause.stage()),
                                           rule=str(cause.rule())) from None
         raise

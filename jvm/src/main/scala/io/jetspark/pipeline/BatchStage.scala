@@ -1,6 +1,7 @@
 package io.jetspark.pipeline
 
 import io.jetspark.core.aggregate.AggregateOperation
+import io.jetspark.pipeline.definition.{Extractor, PipelineDefinitionError, WindowDefinition}
 import io.jetspark.pipeline.transform._
 
 /** A stage of finite data. */

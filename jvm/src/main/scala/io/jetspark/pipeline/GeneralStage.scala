@@ -3,6 +3,7 @@ package io.jetspark.pipeline
 import scala.jdk.CollectionConverters._
 
 import io.jetspark.core.aggregate.AggregateOperation
+import io.jetspark.pipeline.definition.{Extractor, JoinClause, PipelineDefinitionError, SinkDefinition}
 import io.jetspark.pipeline.transform._
 
 /** What every stage shares: the transform whose output it stands for, and a pending rebalance that the

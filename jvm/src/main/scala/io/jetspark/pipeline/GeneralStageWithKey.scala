@@ -1,6 +1,7 @@
 package io.jetspark.pipeline
 
 import io.jetspark.core.aggregate.AggregateOperation
+import io.jetspark.pipeline.definition.Extractor
 import io.jetspark.pipeline.transform._
 
 /** What batch and stream keyed stages share: state per key. The input is partitioned by the grouping

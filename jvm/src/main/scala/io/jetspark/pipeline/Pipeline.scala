@@ -2,8 +2,9 @@ package io.jetspark.pipeline
 
 import scala.collection.mutable.ArrayBuffer
 
+import io.jetspark.pipeline.definition.{BatchSource, StreamSource}
 import io.jetspark.pipeline.transform.{BatchSourceTransform, StreamSourceTransform, Transform}
-import io.jetspark.plan.{PhysicalDag, Planner}
+import io.jetspark.plan.{LogicalGraph, PhysicalDag, Planner}
 
 /** A pipeline: a logical DAG of transforms built through stages.
   *
@@ -36,16 +37,14 @@ final class Pipeline private (private var preserveOrderValue: Boolean) {
   /** Every transform, in creation order (a topological order of the logical DAG). */
   def transforms: Seq[Transform] = transformsBuffer.toSeq
 
+  /** The logical DAG as it stands: the transforms and their downstream links. */
+  def logicalGraph: LogicalGraph = new LogicalGraph(transforms, preserveOrder)
+
   /** The transforms reading `t`'s output, with the input ordinal at which each reads it. */
-  def downstream(t: Transform): Seq[(Transform, Int)] =
-    for {
-      d <- transformsBuffer.toSeq
-      (u, ordinal) <- d.upstream.zipWithIndex
-      if u eq t
-    } yield (d, ordinal)
+  def downstream(t: Transform): Seq[(Transform, Int)] = logicalGraph.downstream(t)
 
   /** Plans this pipeline with `defaultParallelism` as every vertex's parallelism unless decided otherwise. */
-  def plan(defaultParallelism: Int): PhysicalDag = Planner.plan(this, defaultParallelism)
+  def plan(defaultParallelism: Int): PhysicalDag = Planner.plan(logicalGraph, defaultParallelism)
 
   def explain(defaultParallelism: Int): String = plan(defaultParallelism).explain()
   def explain(): String = explain(Pipeline.defaultExplainParallelism)

@@ -3,6 +3,7 @@ package io.jetspark.pipeline
 import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.JsonNodeFactory
 import io.jetspark.core.aggregate.AggregateOperation
+import io.jetspark.pipeline.definition.Extractor
 
 /** A Python callable the JVM cannot hold: number `ref` of the values the Python side recorded with its
   * pipeline. The engine hands the numbers back so that Python builds the UDFs that run them.

@@ -2,16 +2,7 @@ package io.jetspark.pipeline
 
 import scala.jdk.CollectionConverters._
 
-/** A sink as a definition: which connector, with which parameters. */
-final case class SinkDefinition(name: String, parameters: Map[String, Any]) {
-  def isDeadLetter: Boolean = name == "deadLetter"
-  /** Sinks that turn items into rows of a schema, where a record can fail (`files`, `foreachBatch`). */
-  def takesRows: Boolean = name == "files" || name == "foreachBatch"
-  def describe: String = {
-    val shown = parameters.toSeq.sortBy(_._1).map { case (k, v) => s"$k=$v" }
-    if (shown.isEmpty) name else s"$name(${shown.mkString(", ")})"
-  }
-}
+import io.jetspark.pipeline.definition.SinkDefinition
 
 /** The built-in sinks (API.md, "Sinks"). */
 object Sinks {

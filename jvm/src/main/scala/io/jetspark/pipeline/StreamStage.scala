@@ -1,6 +1,7 @@
 package io.jetspark.pipeline
 
 import io.jetspark.core.aggregate.AggregateOperation
+import io.jetspark.pipeline.definition.{Extractor, PipelineDefinitionError, TimestampPolicy, WindowDefinition}
 import io.jetspark.pipeline.transform._
 
 /** A stream source read, before its timestamps are chosen (Jet's rule: a stream source must say how its

@@ -1,6 +1,6 @@
 package io.jetspark.plan
 
-import io.jetspark.pipeline.Extractor
+import io.jetspark.pipeline.definition.Extractor
 
 /** How items travel from one vertex's processors to the next vertex's (DESIGN.md, "Edges on Spark"). */
 sealed trait EdgeKind {

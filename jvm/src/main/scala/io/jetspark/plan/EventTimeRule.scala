@@ -1,13 +1,13 @@
 package io.jetspark.plan
 
-import io.jetspark.pipeline.PipelineDefinitionError
+import io.jetspark.pipeline.definition.PipelineDefinitionError
 import io.jetspark.pipeline.transform._
 
 /** Which stages carry their items' timestamps to a window (Jet's `JetEvent`).
   *
   * An item gets its timestamp where it is stamped: `addTimestamps` reads it from the item with its
   * extractor (once), a stream source with its timestamp policy, and a window gives each result its
-  * window's last instant, `end - 1` (Jet's rule, [[io.jetspark.pipeline.Extractor.WindowResultTime]]).
+  * window's last instant, `end - 1` (Jet's rule, [[io.jetspark.pipeline.definition.Extractor.WindowResultTime]]).
   * From there the timestamp travels beside the item: a map, filter, flatMap or peek gives every output
   * the timestamp of the input item it came from, whatever the output is, and a merge or a rebalance
   * passes items on with theirs. So do Jet's stateful stages (its `JetEventFunctionAdapter`): mapStateful

@@ -2,7 +2,7 @@ package io.jetspark.plan
 
 import scala.collection.mutable
 
-import io.jetspark.pipeline.PipelineDefinitionError
+import io.jetspark.pipeline.definition.PipelineDefinitionError
 import io.jetspark.pipeline.transform.{MergeTransform, OrderClass, SortTransform, StatefulTransform, StatelessTransform, Transform}
 
 /** Which inputs must keep encounter order: `required` maps (transform id, input ordinal) to the

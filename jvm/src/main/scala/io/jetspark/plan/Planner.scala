@@ -2,7 +2,6 @@ package io.jetspark.plan
 
 import scala.collection.mutable
 
-import io.jetspark.pipeline.Pipeline
 import io.jetspark.pipeline.transform._
 import io.jetspark.plan.AggregationStageRule.{SingleStage, Stages, TwoStage}
 import io.jetspark.plan.VertexDescription._
@@ -18,9 +17,8 @@ import io.jetspark.plan.VertexDescription._
   */
 object Planner {
 
-  def plan(pipeline: Pipeline, defaultParallelism: Int): PhysicalDag = {
+  def plan(graph: LogicalGraph, defaultParallelism: Int): PhysicalDag = {
     if (defaultParallelism <= 0) throw new IllegalArgumentException(s"defaultParallelism must be positive, was $defaultParallelism")
-    val graph = new LogicalGraph(pipeline)
     Validation.validate(graph)
     val required = OrderPlanner.analyze(graph)
     def stagesUnder(order: OrderAnalysis): Map[Int, Stages] = graph.transforms.collect {

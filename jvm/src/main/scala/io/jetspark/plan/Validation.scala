@@ -1,7 +1,7 @@
 package io.jetspark.plan
 
-import io.jetspark.pipeline.{PipelineDefinitionError, SessionWindowDefinition, SlidingWindowDefinition, TimestampPolicy}
-import io.jetspark.pipeline.PipelineDefinitionError._
+import io.jetspark.pipeline.definition.{PipelineDefinitionError, SessionWindowDefinition, SlidingWindowDefinition, TimestampPolicy}
+import io.jetspark.pipeline.definition.PipelineDefinitionError._
 import io.jetspark.pipeline.transform._
 
 /** The definition rules checked when a pipeline is planned (those a single call cannot check, since the

@@ -1,7 +1,7 @@
 package io.jetspark.plan
 
 import io.jetspark.core.aggregate.AggregateOperation
-import io.jetspark.pipeline.{Extractor, JoinClause, SinkDefinition, SourceDefinition, TimestampPolicy, WindowDefinition}
+import io.jetspark.pipeline.definition.{Extractor, JoinClause, SinkDefinition, SourceDefinition, TimestampPolicy, WindowDefinition}
 import io.jetspark.pipeline.transform.StatelessTransform
 
 /** Which processor family a physical vertex runs, with its parameters. The engines turn descriptions into

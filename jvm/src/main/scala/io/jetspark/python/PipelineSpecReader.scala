@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.core.aggregate.AggregateOperation
 import io.jetspark.item.PythonValues
 import io.jetspark.pipeline._
+import io.jetspark.pipeline.definition._
 
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._

@@ -2,7 +2,8 @@ package io.jetspark.python
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.engine.spark.{CarriedTimestamps, CustomAggregations, PythonUdfName, PythonWork, SequenceRestore, SinkRunner, SparkBatchEngine, TypedPlan}
-import io.jetspark.pipeline.{Extractor, PythonRef}
+import io.jetspark.pipeline.PythonRef
+import io.jetspark.pipeline.definition.Extractor
 import io.jetspark.pipeline.transform._
 import io.jetspark.plan.PhysicalDag
 import org.apache.spark.sql.{Column, SparkSession}

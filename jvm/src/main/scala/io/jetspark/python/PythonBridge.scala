@@ -18,7 +18,7 @@ object PythonBridge {
 
   /** The plan of the pipeline that the Python layer recorded as `spec` (see [[PipelineSpecReader]]), as
     * text; `parallelism` 0 plans with the session's default parallelism. A definition error comes back
-    * as [[io.jetspark.pipeline.PipelineDefinitionError]], naming the stage and the rule.
+    * as [[io.jetspark.pipeline.definition.PipelineDefinitionError]], naming the stage and the rule.
     */
   def explain(spec: String, parallelism: Int): String = plan(spec, parallelism).explain()
 

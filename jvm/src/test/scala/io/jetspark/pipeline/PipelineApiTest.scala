@@ -3,6 +3,7 @@ package io.jetspark.pipeline
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.jetspark.core.aggregate.AggregateOperation
+import io.jetspark.pipeline.definition.{Extractor, JoinClause, SessionWindowDefinition, SlidingWindowDefinition, TimestampPolicy, WindowDefinition}
 import io.jetspark.pipeline.transform._
 
 /** The stage API builds the logical DAG the user wrote: transforms with their inputs, per-input rebalance

@@ -3,7 +3,8 @@ package io.jetspark.plan
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.jetspark.pipeline._
-import io.jetspark.pipeline.PipelineDefinitionError.WindowTimestampsFromItems
+import io.jetspark.pipeline.definition._
+import io.jetspark.pipeline.definition.PipelineDefinitionError.WindowTimestampsFromItems
 import io.jetspark.pipeline.transform.{DistinctTransform, Rebalance, WindowAggregateTransform}
 import io.jetspark.plan.PlanTestSupport._
 

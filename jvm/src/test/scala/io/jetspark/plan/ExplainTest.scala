@@ -3,6 +3,7 @@ package io.jetspark.plan
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.jetspark.pipeline._
+import io.jetspark.pipeline.definition._
 import io.jetspark.plan.PlanTestSupport._
 
 /** explain() and toDot() show every vertex, every edge and its kind, the aggregation stages and the order

@@ -3,6 +3,7 @@ package io.jetspark.plan
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.jetspark.pipeline._
+import io.jetspark.pipeline.definition._
 import io.jetspark.plan.PlanTestSupport._
 
 /** Fusion of consecutive stateless transforms. Default parallelism 4. */

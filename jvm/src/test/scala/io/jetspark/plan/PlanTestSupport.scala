@@ -2,6 +2,7 @@ package io.jetspark.plan
 
 import io.jetspark.core.aggregate.AggregateOperation
 import io.jetspark.pipeline._
+import io.jetspark.pipeline.definition._
 
 /** Small fixtures for planner tests: aggregate operations of known capabilities and short plan queries. */
 object PlanTestSupport {

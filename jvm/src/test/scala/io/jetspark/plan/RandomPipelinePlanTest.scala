@@ -5,6 +5,7 @@ import scala.util.Random
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.jetspark.pipeline._
+import io.jetspark.pipeline.definition._
 import io.jetspark.plan.PlanTestSupport._
 import io.jetspark.plan.VertexDescription._
 import io.jetspark.core.testing.TestSeed

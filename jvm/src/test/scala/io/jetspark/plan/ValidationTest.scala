@@ -3,7 +3,8 @@ package io.jetspark.plan
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.jetspark.pipeline._
-import io.jetspark.pipeline.PipelineDefinitionError._
+import io.jetspark.pipeline.definition._
+import io.jetspark.pipeline.definition.PipelineDefinitionError._
 import io.jetspark.plan.PlanTestSupport._
 
 /** Definition errors: each names the stage and the rule. */

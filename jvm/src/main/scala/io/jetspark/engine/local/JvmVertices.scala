@@ -5,7 +5,8 @@ import io.jetspark.core.aggregate.{AggregateOperation, AggregateOperations, AnyO
 import io.jetspark.core.eventtime.{EventTimePolicy, InsertWatermarksProcessor, SubstreamItem}
 import io.jetspark.core.processor._
 import io.jetspark.core.window._
-import io.jetspark.pipeline.{Extractor, PythonAggregateSpec, SessionWindowDefinition, SlidingWindowDefinition, TimestampPolicy}
+import io.jetspark.pipeline.PythonAggregateSpec
+import io.jetspark.pipeline.definition.{Extractor, SessionWindowDefinition, SlidingWindowDefinition, TimestampPolicy}
 import io.jetspark.pipeline.transform._
 import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
 import io.jetspark.plan.VertexDescription._
@@ -152,7 +153,7 @@ object JvmVertices {
       }
     }
 
-    private def window(stage: AggregationStage, w: io.jetspark.pipeline.WindowDefinition, op: AggregateOperation[Any, Any, Any],
+    private def window(stage: AggregationStage, w: io.jetspark.pipeline.definition.WindowDefinition, op: AggregateOperation[Any, Any, Any],
         key: Option[Extractor]): (LocalVertex, Boolean) = {
       // The combining stage receives frames, which carry their time themselves.
       if (!timestamped && stage != AggregationStage.Combine) LocalVertices.unsupported(v, "a window over items without event time")

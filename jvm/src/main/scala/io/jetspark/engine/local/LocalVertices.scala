@@ -67,7 +67,7 @@ private[local] object LocalVertices {
     * hash join (a broadcast edge) are read before its streamed side; the runs of a sort reach the merge
     * apart.
     */
-  def edge(dag: PhysicalDag, e: Edge, keyOf: (Vertex, io.jetspark.pipeline.Extractor) => (Any => Any)): LocalEdge = {
+  def edge(dag: PhysicalDag, e: Edge, keyOf: (Vertex, io.jetspark.pipeline.definition.Extractor) => (Any => Any)): LocalEdge = {
     val receiver = dag.vertex(e.to)
     val routing = e.kind match {
       case EdgeKind.Isolated => Routing.Isolated

@@ -5,7 +5,8 @@ import io.jetspark.core.{Processor, ProcessorContext}
 import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
 import io.jetspark.core.processor._
 import io.jetspark.item.{Extracted, PickledItem, PickledKey, PythonAggregations, PythonValues}
-import io.jetspark.pipeline.{Extractor, PythonAggregateSpec, PythonExtractors, PythonRef}
+import io.jetspark.pipeline.{PythonAggregateSpec, PythonExtractors, PythonRef}
+import io.jetspark.pipeline.definition.Extractor
 import io.jetspark.pipeline.transform.{PeekTransform, StatelessTransform}
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
 import io.jetspark.plan.VertexDescription._

@@ -1,6 +1,6 @@
 package io.jetspark.engine.spark
 
-import io.jetspark.pipeline.Extractor
+import io.jetspark.pipeline.definition.Extractor
 import io.jetspark.plan.VertexDescription.{AddTimestamps, HashJoin, MapStateful, Merge, RollingAggregate, StatelessChain, WindowAggregate}
 import io.jetspark.plan.{AggregationStage, Edge, PhysicalDag, Vertex}
 import org.apache.spark.sql.DataFrame

@@ -3,7 +3,8 @@ package io.jetspark.engine.spark
 import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.{JsonNodeFactory, ObjectNode}
 import io.jetspark.core.aggregate.PythonNumbers
-import io.jetspark.pipeline.{Extractor, PythonOperation, ValueSlot}
+import io.jetspark.pipeline.{PythonOperation, ValueSlot}
+import io.jetspark.pipeline.definition.Extractor
 import io.jetspark.pipeline.PythonOperation._
 import org.apache.spark.sql.api.java.UDF2
 import org.apache.spark.sql.expressions.UserDefinedFunction

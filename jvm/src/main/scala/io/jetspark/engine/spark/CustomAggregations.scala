@@ -4,7 +4,8 @@ import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.JsonNodeFactory
 import io.jetspark.engine.spark.RowSchemas.Key
 import io.jetspark.item.PythonAggregations
-import io.jetspark.pipeline.{PythonAggregateSpec, SessionWindowDefinition, SlidingWindowDefinition, WindowDefinition}
+import io.jetspark.pipeline.PythonAggregateSpec
+import io.jetspark.pipeline.definition.{SessionWindowDefinition, SlidingWindowDefinition, WindowDefinition}
 import io.jetspark.plan.VertexDescription.{Aggregate, RollingAggregate, WindowAggregate}
 import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
 import org.apache.spark.sql.DataFrame

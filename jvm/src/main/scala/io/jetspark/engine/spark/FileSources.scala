@@ -1,6 +1,7 @@
 package io.jetspark.engine.spark
 
-import io.jetspark.pipeline.{BatchSource, Sources}
+import io.jetspark.pipeline.Sources
+import io.jetspark.pipeline.definition.BatchSource
 import io.jetspark.plan.PhysicalDag
 import io.jetspark.plan.VertexDescription.Source
 import org.apache.spark.sql.jetspark.SqlBridge

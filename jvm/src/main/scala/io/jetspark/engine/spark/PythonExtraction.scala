@@ -2,7 +2,8 @@ package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.JsonNodeFactory
-import io.jetspark.pipeline.{Extractor, PipelineDefinitionError, PythonAggregateSpec, PythonExtractors}
+import io.jetspark.pipeline.{PythonAggregateSpec, PythonExtractors}
+import io.jetspark.pipeline.definition.{Extractor, PipelineDefinitionError}
 import io.jetspark.plan.{Edge, Vertex}
 import org.apache.spark.sql.catalyst.expressions.SubqueryExpression
 import org.apache.spark.sql.catalyst.plans.logical.{Generate, LogicalPlan, Window}

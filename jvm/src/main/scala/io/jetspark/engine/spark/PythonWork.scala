@@ -3,7 +3,8 @@ package io.jetspark.engine.spark
 import com.fasterxml.jackson.databind.JsonNode
 import io.jetspark.item.PythonAggregations
 import io.jetspark.core.aggregate.AggregateOperation
-import io.jetspark.pipeline.{Extractor, PythonAggregateSpec, PythonExtractors, PythonRef}
+import io.jetspark.pipeline.{PythonAggregateSpec, PythonExtractors, PythonRef}
+import io.jetspark.pipeline.definition.Extractor
 import io.jetspark.pipeline.transform.StatelessTransform
 import io.jetspark.plan.VertexDescription._
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}

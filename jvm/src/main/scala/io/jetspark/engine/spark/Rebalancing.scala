@@ -1,6 +1,6 @@
 package io.jetspark.engine.spark
 
-import io.jetspark.pipeline.Extractor
+import io.jetspark.pipeline.definition.Extractor
 import io.jetspark.plan.{Edge, EdgeKind, PhysicalDag, Vertex}
 
 /** The edges that `rebalance(key)` partitions by a key their items do not carry yet: the key is extracted

@@ -1,6 +1,6 @@
 package io.jetspark.engine.spark
 
-import io.jetspark.pipeline.Extractor
+import io.jetspark.pipeline.definition.Extractor
 import org.apache.spark.rdd.{PartitionCoalescer, PartitionGroup, RDD}
 import org.apache.spark.sql.functions.{col, min_by, monotonically_increasing_id, struct}
 import org.apache.spark.sql.jetspark.SqlBridge

@@ -1,6 +1,7 @@
 package io.jetspark.engine.spark
 
-import io.jetspark.pipeline.{PythonRef, SinkDefinition}
+import io.jetspark.pipeline.PythonRef
+import io.jetspark.pipeline.definition.SinkDefinition
 import io.jetspark.plan.{PhysicalDag, Vertex}
 import io.jetspark.plan.VertexDescription.Sink
 import org.apache.spark.sql.functions.col

@@ -1,6 +1,7 @@
 package io.jetspark.engine.spark
 
-import io.jetspark.pipeline.{Extractor, PipelineDefinitionError, PythonAggregateSpec}
+import io.jetspark.pipeline.PythonAggregateSpec
+import io.jetspark.pipeline.definition.{Extractor, PipelineDefinitionError}
 import io.jetspark.plan.VertexDescription._
 import io.jetspark.plan.{PhysicalDag, Vertex, VertexDescription}
 import org.apache.spark.sql.catalyst.InternalRow

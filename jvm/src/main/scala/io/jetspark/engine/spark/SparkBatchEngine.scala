@@ -2,7 +2,8 @@ package io.jetspark.engine.spark
 
 import io.jetspark.item.{Extracted, PythonAggregations}
 import io.jetspark.core.aggregate.AggregateOperation
-import io.jetspark.pipeline.{Extractor, PythonAggregateSpec}
+import io.jetspark.pipeline.PythonAggregateSpec
+import io.jetspark.pipeline.definition.Extractor
 import io.jetspark.plan.VertexDescription._
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
 import org.apache.spark.sql.functions.col

@@ -1,7 +1,7 @@
 package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.JsonNode
-import io.jetspark.pipeline.Extractor
+import io.jetspark.pipeline.definition.Extractor
 import org.apache.spark.sql.functions.{col, struct}
 import org.apache.spark.sql.types.StructField
 import org.apache.spark.sql.{Column, DataFrame}

@@ -2,7 +2,8 @@ package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.node.ObjectNode
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import io.jetspark.pipeline.{Extractor, PipelineDefinitionError, PythonAggregateSpec, TimestampPolicy}
+import io.jetspark.pipeline.PythonAggregateSpec
+import io.jetspark.pipeline.definition.{Extractor, PipelineDefinitionError, TimestampPolicy}
 import io.jetspark.plan.VertexDescription._
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
 import org.apache.spark.sql.functions.lit

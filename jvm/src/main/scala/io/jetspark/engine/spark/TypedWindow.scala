@@ -2,7 +2,8 @@ package io.jetspark.engine.spark
 
 import io.jetspark.core.window.{KeyedWindowResult, WindowResult}
 import io.jetspark.item.{Extracted, PickledItem, PickledKey, PythonAggregations, PythonValues, RowItem}
-import io.jetspark.pipeline.{Extractor, PythonAggregateSpec, PythonOperation}
+import io.jetspark.pipeline.{PythonAggregateSpec, PythonOperation}
+import io.jetspark.pipeline.definition.Extractor
 import io.jetspark.pipeline.PythonOperation._
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.functions.{col, lit}

@@ -5,7 +5,7 @@ import io.jetspark.core.Watermark
 import io.jetspark.core.aggregate.{AggregateOperation, AggregateOperations}
 import io.jetspark.core.window._
 import io.jetspark.item.{Extracted, PickledKey, PythonValues}
-import io.jetspark.pipeline.{SessionWindowDefinition, SlidingWindowDefinition}
+import io.jetspark.pipeline.definition.{SessionWindowDefinition, SlidingWindowDefinition}
 import io.jetspark.plan.VertexDescription.WindowAggregate
 import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
 import org.apache.spark.sql.DataFrame

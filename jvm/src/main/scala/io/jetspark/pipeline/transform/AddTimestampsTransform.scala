@@ -1,6 +1,6 @@
 package io.jetspark.pipeline.transform
 
-import io.jetspark.pipeline.Extractor
+import io.jetspark.pipeline.definition.Extractor
 
 /** `addTimestamps(timestamp, allowedLagMs)` on a batch stage (Jet's `BatchStage.addTimestamps`): the same
   * items, now with event time, so that windows can follow. `timestamp` gives an item's time in ms.

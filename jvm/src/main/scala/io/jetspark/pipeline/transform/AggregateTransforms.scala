@@ -1,7 +1,7 @@
 package io.jetspark.pipeline.transform
 
 import io.jetspark.core.aggregate.AggregateOperation
-import io.jetspark.pipeline.{Extractor, SessionWindowDefinition, WindowDefinition}
+import io.jetspark.pipeline.definition.{Extractor, SessionWindowDefinition, WindowDefinition}
 
 /** A transform that aggregates with one operation per input. Its output order is its own (order
   * producing), unless an operation depends on the input order (to-list), which makes it order-sensitive.

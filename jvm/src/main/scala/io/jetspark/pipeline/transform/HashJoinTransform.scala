@@ -1,6 +1,6 @@
 package io.jetspark.pipeline.transform
 
-import io.jetspark.pipeline.{Extractor, JoinClause}
+import io.jetspark.pipeline.definition.{Extractor, JoinClause}
 
 /** Joins each primary item (input 0) with the items of the enriching inputs (1..n) whose key matches,
   * one clause per enriching input. A stateless mapping of the primary input: the enriching inputs are

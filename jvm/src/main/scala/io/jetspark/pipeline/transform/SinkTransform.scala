@@ -1,6 +1,6 @@
 package io.jetspark.pipeline.transform
 
-import io.jetspark.pipeline.SinkDefinition
+import io.jetspark.pipeline.definition.SinkDefinition
 
 /** Writes its input to a sink. Sinks are order-sensitive: the written order is what the user sees. */
 final class SinkTransform(up: Transform, reb: Rebalance, val sink: SinkDefinition) extends Transform(Seq(up), Seq(reb)) {

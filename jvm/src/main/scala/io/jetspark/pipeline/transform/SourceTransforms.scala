@@ -1,6 +1,6 @@
 package io.jetspark.pipeline.transform
 
-import io.jetspark.pipeline.{BatchSource, SourceDefinition, StreamSource, TimestampPolicy}
+import io.jetspark.pipeline.definition.{BatchSource, SourceDefinition, StreamSource, TimestampPolicy}
 
 /** Reads a source; has no inputs. */
 sealed abstract class SourceTransform(val source: SourceDefinition) extends Transform(Nil, Nil) {

@@ -1,7 +1,7 @@
 package io.jetspark.pipeline.transform
 
 import io.jetspark.core.aggregate.AggregateOperation
-import io.jetspark.pipeline.Extractor
+import io.jetspark.pipeline.definition.Extractor
 
 /** Keeps state across items (one state overall, or one per key) and emits per item: its result depends
   * on input order. Without a key it runs as a single processor.

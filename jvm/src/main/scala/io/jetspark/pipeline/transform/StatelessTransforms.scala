@@ -1,6 +1,6 @@
 package io.jetspark.pipeline.transform
 
-import io.jetspark.pipeline.Extractor
+import io.jetspark.pipeline.definition.Extractor
 
 /** A transform of one item at a time, with no state: the planner may fuse a chain of these into one
   * vertex, and consecutive Python steps into one Python round trip.

@@ -1,6 +1,6 @@
 package io.jetspark.pipeline.transform
 
-import io.jetspark.pipeline.{Extractor, SinkDefinition}
+import io.jetspark.pipeline.definition.{Extractor, SinkDefinition}
 
 /** How the user asked to rebalance one input of a transform (design doc 008). */
 sealed trait Rebalance extends Serializable

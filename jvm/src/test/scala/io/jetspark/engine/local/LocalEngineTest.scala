@@ -4,6 +4,7 @@ import io.jetspark.core.aggregate.AggregateOperations
 import io.jetspark.core.window.{KeyedWindowResult, WindowResult}
 import io.jetspark.engine.ListSinkRegistry
 import io.jetspark.pipeline._
+import io.jetspark.pipeline.definition._
 import org.scalatest.funsuite.AnyFunSuite
 
 import java.util.concurrent.CancellationException

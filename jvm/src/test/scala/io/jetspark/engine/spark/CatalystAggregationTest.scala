@@ -1,7 +1,8 @@
 package io.jetspark.engine.spark
 
 import io.jetspark.core.aggregate.{AggregateOperations, AnyOrdering}
-import io.jetspark.pipeline.{Extractor, PythonOperationReader}
+import io.jetspark.pipeline.PythonOperationReader
+import io.jetspark.pipeline.definition.Extractor
 import org.apache.spark.sql.functions.{col, lit}
 import org.apache.spark.sql.{DataFrame, Row}
 import org.scalatest.funsuite.AnyFunSuite

@@ -2,7 +2,8 @@ package io.jetspark.engine.spark
 
 import io.jetspark.core.window.{KeyedWindowResult, SlidingWindowPolicy}
 import io.jetspark.item.{PickledKey, PythonValues}
-import io.jetspark.pipeline.{Extractor, PythonAggregateSpec}
+import io.jetspark.pipeline.PythonAggregateSpec
+import io.jetspark.pipeline.definition.Extractor
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.functions.col

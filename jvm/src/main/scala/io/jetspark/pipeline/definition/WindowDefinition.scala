@@ -1,4 +1,4 @@
-package io.jetspark.pipeline
+package io.jetspark.pipeline.definition
 
 import PipelineDefinitionError._
 

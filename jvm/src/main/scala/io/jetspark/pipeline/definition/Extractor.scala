@@ -1,4 +1,4 @@
-package io.jetspark.pipeline
+package io.jetspark.pipeline.definition
 
 /** A function of one item, as a pipeline holds it: a key, timestamp or value extractor, or the function
   * of `map`, `filter`, `flatMap`, `peek`. Where a function needs several values (a join mapper gets

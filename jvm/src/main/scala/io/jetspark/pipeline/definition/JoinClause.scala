@@ -1,4 +1,4 @@
-package io.jetspark.pipeline
+package io.jetspark.pipeline.definition
 
 /** How a hash join matches: `leftKey` of the primary item equals `rightKey` of the enriching item. */
 final case class JoinClause(leftKey: Extractor, rightKey: Extractor) {

@@ -1,4 +1,4 @@
-package io.jetspark.pipeline
+package io.jetspark.pipeline.definition
 
 /** A pipeline that breaks a definition rule. The message names the stage and the rule; `rule` is one of
   * the identifiers in the companion, so callers (and the Python mirror) can tell the rules apart.

@@ -1,4 +1,4 @@
-package io.jetspark.pipeline
+package io.jetspark.pipeline.definition
 
 /** How a stream source gives its items event timestamps (Jet requires an explicit choice).
   * The watermark of a substream is the highest timestamp seen on it minus `allowedLagMs`.
