@@ -63,14 +63,15 @@ def _with_root(reason: str, root: str) -> str:
     return reason.replace(text, root, 1) if text and text in reason else f"{reason}: {root}"
 
 
-def _jvm_throwable(error: BaseException) -> Any:
+def jvm_throwable(error: BaseException) -> Any:
+    """The JVM exception behind a failed py4j call (py4j's error, or PySpark's conversion of it), else None."""
     return getattr(error, "java_exception", None) or getattr(error, "_origin", None)
 
 
 def _jvm_layers(error: BaseException) -> list[tuple[str, str]]:
     """(simple class name, message) of each JVM throwable in the chain, outermost first."""
     layers: list[tuple[str, str]] = []
-    throwable = _jvm_throwable(error)
+    throwable = jvm_throwable(error)
     while throwable is not None and len(layers) < _DEPTH:
         message = throwable.getMessage()
         layers.append((str(throwable.getClass().getSimpleName()), "" if message is None else str(message)))

@@ -14,6 +14,7 @@ import pickle
 from typing import TYPE_CHECKING, Any
 
 from jetspark import _udf_columns as udf_columns
+from jetspark._failures import jvm_throwable
 from jetspark._items import pack_frames, unpack_frames
 from jetspark._jar import jar_path_or_hint, package_version
 from jetspark.errors import JarNotFoundError, PipelineDefinitionError
@@ -60,11 +61,27 @@ def call(method: Any, *args: Any) -> Any:
     try:
         return method(*args)
     except Py4JJavaError as e:
-        cause = e.java_exception
-        if cause.getClass().getName() == "io.jetspark.pipeline.definition.PipelineDefinitionError":
+        if java_class_of(e) == "io.jetspark.pipeline.definition.PipelineDefinitionError":
+            cause = e.java_exception
             raise PipelineDefinitionError(str(cause.getMessage()), stage=str(cause.stage()),
                                           rule=str(cause.rule())) from None
         raise
+
+
+#: The only address jetspark binds to or calls (the driver, the callback server).
+LOOPBACK = "127.0.0.1"
+
+
+def ensure_callback_server(spark: Any) -> None:
+    """Starts py4j's callback server for the session's gateway, through which the JVM calls this process
+    back (light jobs, rows sinks), bound to the loopback address (pyspark's own helper, as streaming
+    listeners and foreachBatch use it)."""
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    gateway = spark.sparkContext._gateway
+    if gateway.__dict__.get("_callback_server") is None:
+        gateway.callback_server_parameters.address = LOOPBACK
+    ensure_callback_server_started(gateway)
 
 
 def jvm_errors() -> tuple[type[Exception], ...]:
@@ -77,14 +94,12 @@ def jvm_errors() -> tuple[type[Exception], ...]:
 
 def java_class_of(error: Exception) -> str:
     """The class name of the JVM exception behind a failed py4j call (one of :func:`jvm_errors`)."""
-    cause = getattr(error, "java_exception", None) or getattr(error, "_origin")
-    return str(cause.getClass().getName())
+    return str(jvm_throwable(error).getClass().getName())
 
 
 def java_message_of(error: Exception) -> str:
     """The message of the JVM exception behind a failed py4j call."""
-    cause = getattr(error, "java_exception", None) or getattr(error, "_origin")
-    return str(cause.getMessage())
+    return str(jvm_throwable(error).getMessage())
 
 
 def plan(form: str, spec_json: str, parallelism: int | None) -> str:

@@ -15,6 +15,7 @@ import pickle
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from jetspark._protocol import ensure_callback_server
 from jetspark.worker.rows import fields_of, is_record, is_slotted_dataclass, output_schema, rows_function
 
 if TYPE_CHECKING:
@@ -72,9 +73,7 @@ def attach(spark: SparkSession, bridge: Any, spec: dict[str, Any], objects: list
     kinds = {n["args"]["sink"]["kind"] for n in spec["nodes"] if n["op"] == "sink"}
     if not kinds & {"files", "foreach_batch"}:
         return lambda: None
-    from pyspark.java_gateway import ensure_callback_server_started
-
-    ensure_callback_server_started(spark.sparkContext._gateway)
+    ensure_callback_server(spark)
     bridge.registerRowSinks(job_id, RowSinksRuntime(spark, objects))
     return lambda: bridge.unregisterRowSinks(job_id)
 

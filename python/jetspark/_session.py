@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from jetspark import _protocol
+from jetspark._protocol import LOOPBACK
 from jetspark._jar import jar_path
 from jetspark.job import Job, JobConfig
 from jetspark.light_job import LightJob
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
 
 __all__ = ["JetSession", "session"]
 
-LOOPBACK = "127.0.0.1"
 
 # Small local defaults; every one can be overridden through ``conf``. (The number of partitions follows
 # the master's cores: see ``session``.)

@@ -18,7 +18,7 @@ from jetspark._failures import describe as describe_failure
 from jetspark._items import canonical_key, loads_key, pack_frames, unpack_frames
 from jetspark.errors import JobCancelledError, JobFailedError
 from jetspark.job import JobStatus
-from jetspark.worker.steps import PICKLE_PROTOCOL, Step, dumps, extract, record_failure, run_steps, run_steps_numbered
+from jetspark.worker.steps import Step, dumps, extract, record_failure, run_steps_numbered
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["LightJob"]
 
-LOOPBACK = "127.0.0.1"
 _JOIN_SLICE_MS = 200
 
 
@@ -44,7 +43,7 @@ class LightJob:
         self.name = f"light-{uuid.uuid4().hex[:12]}"
         spec, objects = pipeline.to_spec()
         self._callback = _Callback(objects)
-        _ensure_callback_server(spark)
+        _protocol.ensure_callback_server(spark)
         self._j = _protocol.start_light(bridge, spec, objects, self._callback, self.name)
 
     @property
@@ -114,24 +113,12 @@ class _Callback:
         if spec["kind"] == "print":
             for item in items:
                 print(item)
-        elif spec["kind"] == "chain" and spec["sequenced"]:
-            # Item by item: the number of answers, then for each the stage a record failed in (empty for
-            # an output), the output's fan-out path below its item (``run_steps_numbered``) and the pickle.
+        elif spec["kind"] == "chain":
             for item in items:
                 numbered, letters = run_steps_numbered(spec["steps"], item, dumps)
-                out.append(str(len(numbered) + len(letters)).encode())
-                for path, result in numbered:
-                    out += [b"", ".".join(map(str, path)).encode(), result]
-                for letter in letters:
-                    out += [letter.stage.encode(), b"", pickle.dumps(letter, protocol=PICKLE_PROTOCOL)]
-        elif spec["kind"] == "chain":
-            # Pairs of frames: the stage a record failed in (empty for an output), then the pickle.
-            for item in items:
-                results, letters = run_steps(spec["steps"], item, dumps)
-                for result in results:
-                    out += [b"", result]
-                for letter in letters:
-                    out += [letter.stage.encode(), pickle.dumps(letter, protocol=PICKLE_PROTOCOL)]
+                answers = [(b"", path, result) for path, result in numbered]
+                answers += [(letter.stage.encode(), (), dumps(letter)) for letter in letters]
+                _answer(out, answers, spec["sequenced"])
         else:
             # Per item: an empty frame, the key, the values and the item; or, for a record whose extractor
             # failed where the stage routes failures, the stage's name and the dead letter.
@@ -139,37 +126,31 @@ class _Callback:
             for item in items:
                 try:
                     extracted = [b"" if key is None else canonical_key(extract(key, item, self._functions))]
-                    extracted += [pickle.dumps(extract(v, item, self._functions), protocol=PICKLE_PROTOCOL)
-                                  for v in spec["values"]]
+                    extracted += [dumps(extract(v, item, self._functions)) for v in spec["values"]]
                 except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
                     letter = record_failure(stage, spec["dead_letter"], item, e)
-                    out += [stage.encode(), pickle.dumps(letter, protocol=PICKLE_PROTOCOL)]
+                    out += [stage.encode(), dumps(letter)]
                     continue
-                out += [b"", *extracted, pickle.dumps(item, protocol=PICKLE_PROTOCOL)]
+                out += [b"", *extracted, dumps(item)]
         return pack_frames(out)
 
     def _stateful(self, spec: dict[str, Any], frames: list[bytes]) -> list[bytes]:
         """``map_stateful`` over pairs of frames (the key's canonical bytes, the item's pickle): the state of
-        each key lives here across calls; answers in the chains' form (stage or empty, pickle), or, where
-        the items keep their sequence ids, item by item as a sequenced chain does (each output's path
-        empty: it keeps its item's id)."""
+        each key lives here across calls; answers as a chain does (:func:`_answer`), an output keeping its
+        item's id."""
         create, fn, states = self._functions[spec["create_ref"]], self._functions[spec["fn_ref"]], spec["states"]
-        sequenced = spec["sequenced"]
         out: list[bytes] = []
         for key_bytes, raw in zip(frames[::2], frames[1::2]):
             item = pickle.loads(raw)
             state = states[key_bytes] if key_bytes in states else create()
             try:
                 state, output = fn(state, loads_key(key_bytes), item) if spec["keyed"] else fn(state, item)
-                answers = [] if output is None else [(b"", dumps(output))]
+                answers = [] if output is None else [(b"", (), dumps(output))]
             except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
-                answers = [(spec["stage"].encode(), dumps(record_failure(spec["stage"], spec["dead_letter"], item, e)))]
+                answers = [(spec["stage"].encode(), (), dumps(record_failure(spec["stage"], spec["dead_letter"], item, e)))]
             else:
                 states[key_bytes] = state
-            if sequenced:
-                out.append(str(len(answers)).encode())
-            for stage, pickled in answers:
-                out += [stage, b"", pickled] if sequenced else [stage, pickled]
+            _answer(out, answers, spec["sequenced"])
         return out
 
     def ping(self) -> bool:
@@ -179,12 +160,12 @@ class _Callback:
         implements = ["io.jetspark.engine.local.PythonCallback"]
 
 
-def _ensure_callback_server(spark: SparkSession) -> None:
-    """Starts py4j's callback server for this session's gateway, bound to the loopback address (pyspark's
-    own helper, as streaming listeners and foreachBatch use it)."""
-    from pyspark.java_gateway import ensure_callback_server_started
-
-    gateway = spark.sparkContext._gateway
-    if gateway.__dict__.get("_callback_server") is None:
-        gateway.callback_server_parameters.address = LOOPBACK
-    ensure_callback_server_started(gateway)
+def _answer(out: list[bytes], answers: list[tuple[bytes, tuple[int, ...], bytes]], sequenced: bool) -> None:
+    """Appends the answers for one input item, each (the stage it failed in, empty for an output; its
+    fan-out path below the item; the pickle): as pairs (stage, pickle), or, where the items keep their
+    sequence ids, as the number of answers, then triples (stage, path joined by dots, pickle), so that
+    the JVM gives each output its item's id extended by the path (``PythonVertices.sequencedOutputs``)."""
+    if sequenced:
+        out.append(str(len(answers)).encode())
+    for stage, path, pickled in answers:
+        out += [stage, ".".join(map(str, path)).encode(), pickled] if sequenced else [stage, pickled]

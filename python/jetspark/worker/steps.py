@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from jetspark._items import canonical_key, loads_key
+from jetspark._items import PICKLE_PROTOCOL, canonical_key, loads_key
 from jetspark.errors import DeadLetter
 from jetspark.worker.carried import TS, carried_for, carried_schema
 from jetspark.worker.event_time import timestamp_ms
@@ -41,7 +41,6 @@ OPAQUE_SCHEMA = f"{ITEM} binary"
 CHAIN_SCHEMA = f"{ITEM} binary, {FAILURE} string"
 #: What an extraction gives per item entering an aggregation: key, the operation's values, the item.
 EXTRACTED_SCHEMA = f"key binary, values array<binary>, {ITEM} binary"
-PICKLE_PROTOCOL = 5
 
 
 def extraction_schema(timed: bool, dead_letter: bool) -> str:

@@ -14,9 +14,10 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["python_value", "results_to_items_function"]
+from jetspark._items import PICKLE_PROTOCOL
+from jetspark.worker.steps import ITEM
 
-PICKLE_PROTOCOL = 5
+__all__ = ["python_value", "results_to_items_function"]
 
 
 def python_value(value: Any, shape: dict[str, Any]) -> Any:
@@ -58,6 +59,6 @@ def results_to_items_function(schema_json: str, shape: dict[str, Any]) -> Callab
             rows = ArrowTableToRowsConversion.convert(pa.Table.from_batches([batch]), schema)
             items = [(row[0], python_value(row[1], result)) if keyed else python_value(row[0], result) for row in rows]
             yield pa.RecordBatch.from_arrays(
-                [pa.array([pickle.dumps(x, protocol=PICKLE_PROTOCOL) for x in items], pa.binary())], names=["item"])
+                [pa.array([pickle.dumps(x, protocol=PICKLE_PROTOCOL) for x in items], pa.binary())], names=[ITEM])
 
     return run

@@ -16,7 +16,7 @@ object PythonOperationReader {
 
   /** An operation read from its spec, and the spec with `"slots"` added to every operation in it (the
     * indices of its own values among [[PythonOperation.slots]]): what Python's workers read where they run
-    * the operation (python/jetspark/_operations.py), so that Python and the JVM cannot number values
+    * the operation (python/jetspark/worker/operations.py), so that Python and the JVM cannot number values
     * differently.
     */
   final case class Read(operation: PythonOperation, slotted: JsonNode)

@@ -29,12 +29,17 @@ final case class Edge(
     errorsOf: Option[String] = None,
 )
 
-/** The planned job: vertices in topological order and the edges between them. */
 object PhysicalDag {
   /** How many substreams (processors) one vertex's sequence ids may have: the bits below a vertex's first one. */
   val SubstreamBits = 20
+
+  private def isOrderedMerge(v: Vertex): Boolean = v.description match {
+    case VertexDescription.Merge(_, ordered) => ordered
+    case _ => false
+  }
 }
 
+/** The planned job: vertices in topological order and the edges between them. */
 final case class PhysicalDag(vertices: Seq[Vertex], edges: Seq[Edge], preserveOrder: Boolean) {
 
   def vertex(name: String): Vertex =
@@ -52,12 +57,14 @@ final case class PhysicalDag(vertices: Seq[Vertex], edges: Seq[Edge], preserveOr
     */
   def keepsSequence(edge: Edge): Boolean = {
     val receiver = vertex(edge.to)
-    val orderedMerge = receiver.description match {
-      case VertexDescription.Merge(_, ordered) => ordered
-      case _ => false
-    }
-    edge.carriesSequence && (edgesFrom(receiver.name).exists(_.carriesSequence) || orderedMerge)
+    edge.carriesSequence && (carriesSequenceOut(receiver) || PhysicalDag.isOrderedMerge(receiver))
   }
+
+  /** Whether items leave `v` with their sequence ids on some edge. */
+  def carriesSequenceOut(v: Vertex): Boolean = edgesFrom(v.name).exists(_.carriesSequence)
+
+  /** Whether `v` must carry the ids of items it did not number itself on to its outputs. */
+  def carriesSequenceThrough(v: Vertex): Boolean = carriesSequenceOut(v) && !v.assignsSequence
 
   /** Whether `v` takes its items with their ids and gives each output the id of its item. */
   def keepsSequenceIn(v: Vertex): Boolean = edgesInto(v.name).exists(keepsSequence)
@@ -99,10 +106,7 @@ final case class PhysicalDag(vertices: Seq[Vertex], edges: Seq[Edge], preserveOr
       aggregations.foreach { case (v, stage) => out ++= s"  ${v.name}: ${stage.describe}\n" }
     }
     val restores = edges.filter(_.restoresSequence)
-    val merges = vertices.filter(v => v.description match {
-      case VertexDescription.Merge(_, ordered) => ordered
-      case _ => false
-    })
+    val merges = vertices.filter(PhysicalDag.isOrderedMerge)
     if (restores.nonEmpty || merges.nonEmpty) {
       out ++= "Order:\n"
       vertices.filter(_.assignsSequence).foreach(v => out ++= s"  sequence ids assigned at ${v.name}\n")

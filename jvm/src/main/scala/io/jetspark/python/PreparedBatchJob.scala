@@ -144,7 +144,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     }
     new ObjectMapper().writeValueAsString(Map[String, AnyRef]("vertices" -> perVertex.toMap.asJava, "catalyst" -> engine.catalystVertices.asJava,
       "typed_windows" -> typedPlan.typedWindows.keys.toSeq.sorted.asJava,
-      "columnar_windows" -> typedPlan.columnarWindows.keys.toSeq.sorted.asJava,
+      "columnar_windows" -> typedPlan.columnarWindows.toSeq.sorted.asJava,
       "physical_plans" -> engine.sinkPhysicalPlans.asJava).asJava)
   }
 }

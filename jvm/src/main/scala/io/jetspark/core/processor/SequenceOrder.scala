@@ -46,7 +46,7 @@ object SequenceId {
     * one, a 0 to end it, then the ties. A path that is a prefix of another ends where the other goes on
     * with an element of at least 1, so it still comes first.
     */
-  def of(substream: Int, offset: Long, path: Seq[Int] = Nil, ties: Seq[Int] = Nil): SequenceId =
+  def of(substream: Int, offset: Long, path: IterableOnce[Int] = Nil, ties: IterableOnce[Int] = Nil): SequenceId =
     SequenceId(substream, offset, (path.iterator.map(_ + 1) ++ Iterator.single(Separator) ++ ties.iterator).toVector)
 
   /** Offset first, then the fan-out path (a prefix before its extensions). */

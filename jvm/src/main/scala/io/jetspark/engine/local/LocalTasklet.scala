@@ -40,8 +40,8 @@ private[local] final class OutputEdge(val targets: Array[ArrayBlockingQueue[Any]
   private val reachable = targets.indices.filter(targets(_) != null).toArray
   private var nextRoundRobin = 0
 
-  /** A data item as this edge sends it. */
-  def sent(item: Any): Any = if (carriesSequence) item else Sequenced.itemOf(item)
+  /** Which of a data item's two forms this edge sends: with its sequence id, or without. */
+  def sent(withId: Any, withoutId: Any): Any = if (carriesSequence) withId else withoutId
 
   /** The queues a data item goes to, or null when one of them is full (nothing is sent then). */
   def queuesFor(item: Any): Seq[ArrayBlockingQueue[Any]] = routing match {
@@ -109,23 +109,19 @@ private[local] final class LocalOutbox(outputs: IndexedSeq[OutputEdge], convert:
 
   private def send(ordinals: Seq[Int], payload: Any): Boolean = {
     val chosen = new Array[Seq[ArrayBlockingQueue[Any]]](ordinals.size)
-    val sent = new Array[Any](ordinals.size)
+    val withoutId = Sequenced.itemOf(payload)
     var i = 0
     while (i < ordinals.size) {
       val edge = outputs(ordinals(i))
-      sent(i) = payload match {
-        case control: ControlItem => control
-        case data => edge.sent(data)
-      }
       chosen(i) = payload match {
         case _: ControlItem => edge.allQueues
-        case _ => edge.queuesFor(sent(i))
+        case _ => edge.queuesFor(edge.sent(payload, withoutId))
       }
       if (chosen(i) == null) return false
       i += 1
     }
     i = 0
-    while (i < ordinals.size) { chosen(i).foreach(_.add(sent(i))); i += 1 }
+    while (i < ordinals.size) { val sent = outputs(ordinals(i)).sent(payload, withoutId); chosen(i).foreach(_.add(sent)); i += 1 }
     accepted += 1
     true
   }

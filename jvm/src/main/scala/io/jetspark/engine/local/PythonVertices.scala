@@ -75,7 +75,7 @@ object PythonVertices {
     // Checked before any edge's extraction binds the operation, which would fail without naming the vertex.
     dag.vertices.find(PythonAggregations.runsInPython)
       .foreach(LocalVertices.unsupported(_, "an AggregateOperation.of(...) runs its functions in Spark's Python workers"))
-    dag.vertices.find(v => dag.edgesFrom(v.name).exists(_.carriesSequence) && !v.assignsSequence && !carriesSequenceThrough(v))
+    dag.vertices.find(v => dag.carriesSequenceThrough(v) && !givesOutputsTheirItemsIds(v))
       .foreach(v => LocalVertices.unsupported(v, "preserve_order needs sequence ids carried through it to a later restore point"))
     val vertices = dag.vertices.map(v => LocalVertices.numbered(dag, v, vertex(dag, v, python)))
     val extractedKey: Any => Any = _.asInstanceOf[Extracted].key
@@ -110,7 +110,7 @@ object PythonVertices {
   }
 
   /** The vertices that give their outputs the ids of their items (see [[vertex]]). */
-  private def carriesSequenceThrough(v: Vertex): Boolean = v.description match {
+  private def givesOutputsTheirItemsIds(v: Vertex): Boolean = v.description match {
     case StatelessChain(_) | MapStateful(_, _, _) | RollingAggregate(_, _) | Distinct(_) | Merge(_, _) => true
     case _ => false
   }

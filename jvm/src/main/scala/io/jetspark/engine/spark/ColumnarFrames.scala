@@ -64,6 +64,8 @@ private[spark] final class ColumnarFrames(layout: FrameLayout, keys: KeyReader, 
     val (slide, fields) = (policy.slide, itemFields)
     val (read, checkedByBatch) = InPlaceRows.checkedByBatch(rows, checked.batch)
     val produced = read.mapPartitions { partition =>
+      // (The layout's arrays as locals, read once per partition rather than through it per event.)
+      val (parts, numberColumns, layouts, picks) = (layout.parts, layout.numberColumns, layout.layouts, layout.picks)
       lazy val item = UnsafeProjection.create(fields.map { case (ordinal, f) => BoundReference(ordinal, f.dataType, f.nullable) })
       val encode = if (itemsAsNumbers) fieldTypes.map(encoder) else Array.empty[LongField]
       val tables = ArrayBuffer.empty[FrameTable]

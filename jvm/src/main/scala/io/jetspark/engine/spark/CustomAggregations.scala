@@ -33,7 +33,7 @@ import org.apache.spark.sql.functions.{col, lit}
   * ([[CarriedTimestamps.stampOn]]).
   *
   * Where a user-defined operation is a part of the operation (in `all_of`, or one side of `aggregate2`),
-  * the whole operation runs in Python, its built-in parts too (python/jetspark/_operations.py gives the
+  * the whole operation runs in Python, its built-in parts too (python/jetspark/worker/operations.py gives the
   * JVM's results): one accumulator per group holds every part, so a record is accumulated once and fails
   * or succeeds as a whole, and the operation combines or not as a whole. Operations with no user-defined
   * part keep the JVM's processors (and Catalyst). Python reads a built-in part's values from the

@@ -22,7 +22,7 @@ private[spark] final class FrameTable(val key: PickledKey, columns: Int, rowColu
   import FrameTable._
 
   var size = 0
-  /** Where a kept item's field is the key: the key's number, null for a null key (see [[ColumnarFrames.ItemLayout]]). */
+  /** Where a kept item's field is the key: the key's number, null for a null key (see [[FrameLayout.ItemLayout]]). */
   var keyNumber: java.lang.Long = null
   var frames = new Array[Long](8)
   var numbers = new Array[Long](8 * columns)

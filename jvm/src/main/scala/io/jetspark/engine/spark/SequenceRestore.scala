@@ -83,9 +83,6 @@ private[spark] final class SequenceRestore(spark: SparkSession, dag: PhysicalDag
       SqlBridge.internalCreateDataFrame(spark, rows, StructType(df.schema.fields ++ Fields))
     }
 
-  /** The id columns that `edge`'s items keep (Nil: none). */
-  def columnsOn(edge: Edge): Seq[String] = if (edge.carriesSequence) SequenceColumns else Nil
-
   /** What a sender gives an edge: `df` with its ids only if the edge carries them. */
   def forEdge(edge: Edge, df: DataFrame): DataFrame =
     if (edge.carriesSequence || !df.columns.contains(Substream)) df else df.drop(SequenceColumns: _*)
@@ -146,7 +143,7 @@ object SequenceRestore {
   /** A row of `schema` (which holds the id columns) as the core's [[Sequenced]] item, the row copied. */
   private def sequencedRow(schema: StructType): InternalRow => Sequenced = {
     val (s, o, f, t) = (schema.fieldIndex(Substream), schema.fieldIndex(Offset), schema.fieldIndex(FanOut), schema.fieldIndex(Ties))
-    row => Sequenced(SequenceId.of(row.getInt(s), row.getLong(o), row.getArray(f).toIntArray().toSeq, row.getArray(t).toIntArray().toSeq),
+    row => Sequenced(SequenceId.of(row.getInt(s), row.getLong(o), row.getArray(f).toIntArray(), row.getArray(t).toIntArray()),
       row.copy())
   }
 
@@ -158,7 +155,7 @@ object SequenceRestore {
     * them through.
     */
   def requireSupported(dag: PhysicalDag): Unit = dag.vertices.foreach { v =>
-    val carriesThrough = dag.edgesFrom(v.name).exists(_.carriesSequence) && !v.assignsSequence
+    val carriesThrough = dag.carriesSequenceThrough(v)
     def refuse(why: String) = throw new UnsupportedOperationException(
       s"vertex '${v.name}' (${v.description.describe}): preserve_order needs sequence ids carried through it to a later " +
         s"restore point, $why")

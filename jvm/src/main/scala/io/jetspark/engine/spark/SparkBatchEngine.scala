@@ -136,7 +136,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
         val union = dag.edgesInto(v.name).map(input).reduce(_ union _)
         val planned = v.localParallelism
         if (dag.preserveOrder && planned == 1) inOnePartition(union)
-        else if (dag.edgesFrom(v.name).exists(_.carriesSequence) && InPlaceRows.of(union).getNumPartitions > planned)
+        else if (dag.carriesSequenceOut(v) && InPlaceRows.of(union).getNumPartitions > planned)
           union.coalesce(planned)
         else union
       case Sink(_) => sinks.output(v, singleInput(v))

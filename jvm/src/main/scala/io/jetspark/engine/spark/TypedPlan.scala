@@ -94,15 +94,8 @@ final class TypedPlan private (dag: PhysicalDag) {
   /** The path of each window vertex. */
   val windows: WindowPlanner = new WindowPlanner(dag, typedWindows)
 
-  /** The typed windows whose frames are columns of numbers and rows ([[ColumnarFrames]]), by the vertex of
-    * their first stage.
-    */
-  val columnarWindows: Map[String, ColumnarFrames] = typedWindows.keys.flatMap { v =>
-    windows.paths(v) match {
-      case WindowPath.Columnar(_, frames) => Some(v -> frames)
-      case _ => None
-    }
-  }.toMap
+  /** The first stages of the typed windows whose frames are columns of numbers and rows ([[ColumnarFrames]]). */
+  val columnarWindows: Set[String] = typedWindows.keySet.filter(v => windows.paths(v).isInstanceOf[WindowPath.Columnar])
 
   dag.vertices.foreach(refuseColumns)
 
@@ -110,7 +103,7 @@ final class TypedPlan private (dag: PhysicalDag) {
     * DataFrame source and the `addTimestamps` before it that nothing else reads, whose rows all reach
     * it. They then need no count per row (a condition in Catalyst's projection of every row).
     */
-  val countedByWindows: Map[String, Seq[String]] = columnarWindows.keys.map { window =>
+  val countedByWindows: Map[String, Seq[String]] = columnarWindows.map { window =>
     def before(v: String): Seq[String] = dag.edgesInto(v) match {
       case Seq(e) if e.errorsOf.isEmpty && dag.edgesFrom(e.from).size == 1 && (rowSources.contains(e.from) || typedStamps(e.from)) =>
         e.from +: before(e.from)

@@ -1,17 +1,16 @@
 package io.jetspark.engine.spark
 
-import com.fasterxml.jackson.databind.JsonNode
 import io.jetspark.core.Watermark
 import io.jetspark.core.aggregate.{AggregateOperation, AggregateOperations}
 import io.jetspark.core.window._
 import io.jetspark.item.{Extracted, PickledKey, PythonValues}
 import io.jetspark.pipeline.definition.{SessionWindowDefinition, SlidingWindowDefinition}
 import io.jetspark.plan.VertexDescription.WindowAggregate
-import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
+import io.jetspark.plan.AggregationStage
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.util.ArrayData
-import org.apache.spark.sql.types.{ArrayType, BinaryType, LongType, StructField, StructType}
+import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.LongAccumulator
 
 import scala.collection.mutable
@@ -57,10 +56,10 @@ object WindowRunner {
     */
   def run(vertex: String, w: WindowAggregate, path: WindowPath, op: AggregateOperation[Extracted, Any, Any], input: DataFrame,
       unread: Boolean, countedByColumnar: Seq[LongAccumulator]): DataFrame = {
-    val (timedEvent, resultItems, columnar) = path match {
-      case WindowPath.CoreOnItems => (pythonTimedEvent, identity[Any] _, None)
-      case WindowPath.CoreOnRows(typed) => (typed.events, typed.rowItems, None)
-      case WindowPath.Columnar(typed, frames) => (typed.events, frames.resultItems, Some(frames))
+    val (timedEvent, resultItems) = path match {
+      case WindowPath.CoreOnItems => (pythonTimedEvent, identity[Any] _)
+      case WindowPath.CoreOnRows(typed) => (typed.events, typed.rowItems)
+      case WindowPath.Columnar(typed, frames) => (typed.events, frames.resultItems)
       case WindowPath.UserDefined =>
         throw new IllegalStateException(s"vertex '$vertex': its operation has a user-defined part, which runs in Python")
     }
@@ -71,32 +70,32 @@ object WindowRunner {
     val events = AggregateOperations.mapping((e: TimedEvent) => e.event)(op)
     val keyOf: TimedEvent => Any = if (keyed) _.event.key else _ => NonKeyed
     val tsOf: TimedEvent => Long = _.ts
-    (w.window, w.stage) match {
-      case (s: SlidingWindowDefinition, AggregationStage.Accumulate) if columnar.isDefined =>
-        columnar.get.accumulate(SlidingWindowPolicy(s.sizeMs, s.slideMs), input, countedByColumnar)
-      case (s: SlidingWindowDefinition, AggregationStage.Combine) if columnar.isDefined =>
-        columnar.get.combine(SlidingWindowPolicy(s.sizeMs, s.slideMs), keyed, input, Some(resultRow).filterNot(_ => unread), resultSchema,
+    (w.window, w.stage, path) match {
+      case (s: SlidingWindowDefinition, AggregationStage.Accumulate, WindowPath.Columnar(_, frames)) =>
+        frames.accumulate(SlidingWindowPolicy(s.sizeMs, s.slideMs), input, countedByColumnar)
+      case (s: SlidingWindowDefinition, AggregationStage.Combine, WindowPath.Columnar(_, frames)) =>
+        frames.combine(SlidingWindowPolicy(s.sizeMs, s.slideMs), keyed, input, Some(resultRow).filterNot(_ => unread), resultSchema,
           countedByColumnar)
-      case (s: SlidingWindowDefinition, AggregationStage.SingleStage) =>
+      case (s: SlidingWindowDefinition, AggregationStage.SingleStage, _) =>
         val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
         ProcessorStage.runPacked(vertex, () =>
           if (keyed) SlidingWindowProcessor.singleStage(policy, keyOf, tsOf, events)
           else SlidingWindowProcessor.singleStageNonKeyed(policy, tsOf, events), input, resultSchema)(
           rows => thenRisingWatermarks(rows.map(timedEvent), tsOf, policy), results)
-      case (s: SlidingWindowDefinition, AggregationStage.Accumulate) =>
+      case (s: SlidingWindowDefinition, AggregationStage.Accumulate, _) =>
         val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
         ProcessorStage.runPacked(vertex, () => SlidingWindowProcessor.accumulateFrames(policy, keyOf, tsOf, events), input,
           FramesSchema)(_.map(timedEvent), packFrames(new PartialCodec(vertex)))
-      case (s: SlidingWindowDefinition, AggregationStage.Combine) =>
+      case (s: SlidingWindowDefinition, AggregationStage.Combine, _) =>
         val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
         val frames = op.asInstanceOf[AggregateOperation[Nothing, Any, Any]]
         val unpack = unpackFrames(keyed, new PartialCodec(vertex))
         ProcessorStage.runPacked(vertex, () => SlidingWindowProcessor.combineFrames(policy, frames, keyed), input,
           resultSchema)(rows => thenRisingWatermarks(rows.flatMap(unpack), frameEnd, policy), results)
-      case (s: SessionWindowDefinition, AggregationStage.SingleStage) =>
+      case (s: SessionWindowDefinition, AggregationStage.SingleStage, _) =>
         ProcessorStage(vertex, () => new SessionWindowProcessor(s.timeoutMs, keyOf, tsOf, events), timedEvent, resultRow,
           resultSchema).run(input)
-      case (other, stage) => throw new IllegalStateException(s"vertex '$vertex': no ${stage.describe} for ${other.describe}")
+      case (other, stage, _) => throw new IllegalStateException(s"vertex '$vertex': no ${stage.describe} for ${other.describe}")
     }
   }
 
