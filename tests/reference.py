@@ -46,7 +46,7 @@ _NO_RECORD = object()
 
 
 def run_reference(pipeline: Pipeline) -> dict[str, list[Any]]:
-    """What each sink of a batch ``pipeline`` receives.
+    """What each sink of ``pipeline`` receives.
 
     Returns ``{name: items}`` for every ``Sinks.list(name)`` (in encounter order) and
     ``{"dead_letter:<name>": [(record, stage, error type name), ...]}`` for every
@@ -55,10 +55,16 @@ def run_reference(pipeline: Pipeline) -> dict[str, list[Any]]:
     ``on_error(Sinks.dead_letter(...))``: then the record and its error go to the dead-letter list and
     the record has no further effect. A key, value or timestamp extractor is a user function of the stage
     that took it: an aggregation's grouping key and values, a join's clause keys, ``add_timestamps``'s
-    timestamp, a ``rebalance(key)``'s key of the stage behind it. Stream stages, file sources, Columns and non-list sinks
+    timestamp, a ``rebalance(key)``'s key of the stage behind it. File sources, Columns and non-list sinks
     other than ``noop``/``console`` raise :class:`NotImplementedError`. A DataFrame source's items are its
-    ``collect()`` rows, in that order (the reference's one use of Spark).
+    ``collect()`` rows, in that order (the reference's one use of Spark). A stream pipeline's outputs are
+    :func:`stream_reference.run_stream_reference`'s, which says which stream stages it takes and how it
+    cuts the stream into epochs.
     """
+    if any(node["stream"] for node in pipeline.to_spec()[0]["nodes"]):
+        from stream_reference import run_stream_reference  # it builds on this module
+
+        return run_stream_reference(pipeline).outputs
     return run_reference_with_ties(pipeline)[0]
 
 
@@ -70,8 +76,7 @@ def run_reference_with_ties(pipeline: Pipeline) -> tuple[dict[str, list[Any]], d
     it is a copy of the item before it. Compare with :func:`as_runs`."""
     spec, objects = pipeline.to_spec()
     run = _Run(objects)
-    for node in spec["nodes"]:  # ids are creation order, and a node's inputs always precede it
-        run.evaluate(node)
+    run.evaluate_all(spec)
     runs = {name: [len(list(group)) for _, group in itertools.groupby(ties)] for name, ties in run.ties.items()}
     return run.results, runs
 
@@ -168,9 +173,18 @@ class _Run:
         started at (and what each became since); any other item is tied with copies of itself only."""
         return seq[:2] if self.nodes[seq[0]]["op"] == "sort" else seq
 
-    def evaluate(self, node: dict[str, Any]) -> None:
+    def evaluate_all(self, spec: dict[str, Any]) -> None:
+        for node in spec["nodes"]:  # ids are creation order, and a node's inputs always precede it
+            self.evaluate(node)
+
+    def require_supported(self, node: dict[str, Any]) -> None:
+        """Refuses what this run does not evaluate: here every stream stage (see stream_reference.py)."""
         if node["stream"]:
-            raise NotImplementedError(f"{_label(node)}: the reference evaluates batch pipelines only")
+            raise NotImplementedError(f"{_label(node)}: run_reference_with_ties evaluates batch pipelines only; "
+                                      "run_reference and stream_reference.run_stream_reference take streams")
+
+    def evaluate(self, node: dict[str, Any]) -> None:
+        self.require_supported(node)
         if node["on_error"] is not None:
             self.results.setdefault(_dead_letter_key(node), [])
         method = getattr(self, "_" + node["op"], None)

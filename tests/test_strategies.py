@@ -238,12 +238,13 @@ def test_a_random_stateless_chain_equals_its_list_comprehension_model_in_order(i
     assert single(items, build) == _model(items, steps)
 
 
-def test_the_reference_imports_no_engine_code():
+@pytest.mark.parametrize("module", ["reference.py", "stream_reference.py"])
+def test_the_reference_imports_no_engine_code(module):
     # An independent reference: only the public definition API, never the engine or its Python steps.
     import ast
     from pathlib import Path
 
-    tree = ast.parse((Path(__file__).parent / "reference.py").read_text())
+    tree = ast.parse((Path(__file__).parent / module).read_text())
     modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     modules |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     assert {m for m in modules if m and m.startswith(("jetspark", "pyspark"))} == {"jetspark"}
