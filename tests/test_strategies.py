@@ -5,6 +5,7 @@ stated without it (counts add up, one result per key, sorting permutes, ...)."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import json
 import pickle
@@ -16,10 +17,12 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import as_multiset, as_runs, as_sequence, run_reference, run_reference_with_ties
+from stream_reference import run_stream_reference
+from stream_strategies import stream_inputs
 from strategies import batch_pipelines, int_items, kv_items
 
 from jetspark import AggregateOperations as ops
-from jetspark import JoinClause, Pipeline, Sinks, Sources
+from jetspark import JoinClause, Pipeline, Sinks, Sources, WindowDefinition
 
 FAST = settings(max_examples=examples(50), deadline=None)
 
@@ -248,3 +251,57 @@ def test_the_reference_imports_no_engine_code(module):
     modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     modules |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     assert {m for m in modules if m and m.startswith(("jetspark", "pyspark"))} == {"jetspark"}
+
+
+# -- stream inputs ------------------------------------------------------------------------------------------
+
+STREAM_WINDOWS = [WindowDefinition.tumbling(10), WindowDefinition.sliding(20, 5), WindowDefinition.session(8)]
+
+
+def windowed(stage, window, keyed):
+    stage = stage.grouping_key("k") if keyed else stage
+    return stage.window(window).aggregate(ops.counting()).set_name("w")
+
+
+@FAST
+@given(stream_inputs(), st.booleans())
+def test_every_stream_item_is_late_or_counted_in_exactly_one_tumbling_window(s, keyed):
+    p = Pipeline.create()
+    windowed(s.source(p), WindowDefinition.tumbling(10), keyed).write_to(Sinks.list("out"))
+    out = run_stream_reference(p)
+    assert sum(r.result for r in out.outputs["out"]) + out.late_dropped["w"] == sum(map(len, s.substreams))
+
+
+@FAST
+@given(stream_inputs(), st.sampled_from(STREAM_WINDOWS), st.booleans())
+def test_a_lag_beyond_the_drawn_disorder_drops_nothing_and_gives_the_batch_windows(s, window, keyed):
+    # No item is more than 60 ms behind its substream's latest: with a lag of 100 none is late, whatever
+    # the cut, and the windows are those of the batch over every item.
+    s = dataclasses.replace(s, allowed_lag_ms=100)
+    stream_p, batch_p = Pipeline.create(), Pipeline.create()
+    windowed(s.source(stream_p), window, keyed).write_to(Sinks.list("out"))
+    items = [item for substream in s.substreams for item in substream]
+    windowed(batch_p.read_from(Sources.items(items)).add_timestamps("t"), window, keyed).write_to(Sinks.list("out"))
+    out = run_stream_reference(stream_p)
+    assert out.late_dropped == {"w": 0}
+    assert as_multiset(out.outputs["out"]) == as_multiset(run_reference(batch_p)["out"])
+
+
+def test_stream_inputs_draw_skewed_substreams_with_out_of_order_items_and_late_drops():
+    seen = set()
+
+    @settings(max_examples=100, database=None, derandomize=True)
+    @given(stream_inputs())
+    def draw(s):
+        # a second's skew: no substream's own steps (at most 15 items of 15 ms) reach 500 ms
+        latest = [max(item["t"] for item in substream) for substream in s.substreams if substream]
+        seen.add("skew" if len(latest) > 1 and max(latest) - min(latest) >= 500 else "no skew")
+        seen.update({"out of order" for sub in s.substreams for a, b in zip(sub, sub[1:]) if b["t"] < a["t"]})
+        seen.update({"empty substream" for sub in s.substreams if not sub} | {f"k={s.items_per_batch}"})
+        p = Pipeline.create()
+        windowed(s.source(p), WindowDefinition.tumbling(10), True).write_to(Sinks.list("out"))
+        seen.add("late" if run_stream_reference(p).late_dropped["w"] else "none late")
+
+    draw()
+    assert seen == {"skew", "no skew", "out of order", "empty substream", "late", "none late",
+                    "k=1", "k=2", "k=3", "k=7", "k=100"}
