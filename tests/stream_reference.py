@@ -95,13 +95,13 @@ def epoch_watermarks(timestamps: list[list[int | None]], items_per_batch: int, a
     item whose timestamp could not be read, which raises nothing), cut ``items_per_batch`` per epoch."""
     k = items_per_batch
     epochs = epoch_count([len(ts) for ts in timestamps], k)
-    done_after = [max(0, math.ceil(len(ts) / k) - 1) for ts in timestamps]
+    last_epoch = [max(0, math.ceil(len(ts) / k) - 1) for ts in timestamps]  # done after it
     substreams, coalesced = [], []
     for b in range(epochs):
         marks = [max((t for t in ts[:(b + 1) * k] if t is not None), default=-math.inf) - allowed_lag_ms
                  for ts in timestamps]
         substreams.append(marks)
-        coalesced.append(min((m for m, done in zip(marks, done_after) if b < done), default=math.inf))
+        coalesced.append(min((m for m, last in zip(marks, last_epoch) if b < last), default=math.inf))
     return Watermarks(substreams, coalesced)
 
 
