@@ -80,6 +80,7 @@ private[connector] final case class ReleasedBatches(count: Long) extends Offset 
 }
 
 private[connector] object ReleasedBatches {
+  // Spark may hand back an offset read from its log in its own serialized form rather than as this class.
   def of(offset: Offset): ReleasedBatches = offset match {
     case released: ReleasedBatches => released
     case other => parse(other.json())
@@ -129,19 +130,23 @@ private[connector] final class ItemsMicroBatchStream(id: String, items: Register
 
   // The read limit is ignored on purpose: a micro-batch is always exactly one cut.
   override def latestOffset(start: Offset, limit: ReadLimit): Offset =
-    ReleasedBatches(math.min(ReleasedBatches.of(start).count + 1, items.totalBatches))
+    ReleasedBatches(math.min(released(start) + 1, items.totalBatches))
 
   override def reportLatestOffset(): Offset = ReleasedBatches(items.totalBatches)
 
   // Every item is known from the start, so the target of Trigger.AvailableNow is always the last batch.
   override def prepareForTriggerAvailableNow(): Unit = ()
 
-  override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = {
-    val (from, until) = (ReleasedBatches.of(start).count, ReleasedBatches.of(end).count)
-    if (until > items.totalBatches)
-      throw new IllegalStateException(s"items stream '$id': the checkpoint asks for batches up to $until, but the " +
-        s"registered items make only ${items.totalBatches} (were different items registered for the restart?)")
-    items.slices(from, until)
+  override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] =
+    items.slices(released(start), released(end))
+
+  /** The batches an offset says were released, which a restart with fewer batches than its checkpoint fails. */
+  private def released(offset: Offset): Long = {
+    val count = ReleasedBatches.of(offset).count
+    if (count > items.totalBatches)
+      throw new IllegalStateException(s"items stream '$id': the checkpoint has released $count batches, but the " +
+        s"registered items make only ${items.totalBatches} (were other items or itemsPerBatch registered for the restart?)")
+    count
   }
 
   override def createReaderFactory(): PartitionReaderFactory = ItemsSliceReaderFactory

@@ -8,7 +8,7 @@ import scala.jdk.CollectionConverters._
 
 import io.jetspark.engine.spark.SharedSparkSession
 import org.apache.spark.sql.{DataFrame, Row}
-import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
+import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryException, Trigger}
 import org.apache.spark.sql.types._
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -130,6 +130,19 @@ class ItemsStreamSourceTest extends AnyFunSuite {
     assert(run(onlyTheFirstBatch) == all.slice(1, 2))
     assert(run(Trigger.AvailableNow()) == all.drop(2))
   }}
+
+  test("a restart whose items make fewer batches than the checkpoint released fails and says so") {
+    withCheckpoint { checkpoint =>
+      def runToTheEnd(k: Int): Unit = {
+        val id = register(k)
+        try awaitStoppedByItself(start(id, Trigger.AvailableNow(), checkpoint)._1)
+        finally ItemsStreamSource.unregister(id)
+      }
+      runToTheEnd(1)
+      val error = intercept[StreamingQueryException](runToTheEnd(100))
+      assert(error.getMessage.contains("the checkpoint has released 7 batches, but the registered items make only 1"))
+    }
+  }
 
   test("an unknown id fails with an error naming it") {
     val error = intercept[Exception] {
