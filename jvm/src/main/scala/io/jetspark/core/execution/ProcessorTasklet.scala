@@ -1,6 +1,7 @@
 package io.jetspark.core.execution
 
 import io.jetspark.core._
+import io.jetspark.core.snapshot.SnapshotEntry
 
 import scala.collection.mutable
 
@@ -16,6 +17,11 @@ import scala.collection.mutable
   *
   * The outbox holds at most `outboxCapacity` items per bucket; the processor is only called when the
   * consumer has taken what it emitted, so memory stays bounded however much a call emits.
+  *
+  * An epoch of a stream (the Spark epoch engine) is one run of a tasklet: the processor first restores
+  * the `restored` entries of the epoch before; where its inputs end, `atEnd` (asked then: whether the
+  * epoch was the last one is known only once its input is read) says whether it completes or saves its
+  * state for the next epoch; [[snapshot]] holds the saved entries once the tasklet has nothing more to emit.
   */
 final class ProcessorTasklet(
     processor: Processor,
@@ -24,6 +30,8 @@ final class ProcessorTasklet(
     priorityGroups: Seq[Seq[Int]],
     batchSize: Int = 1024,
     outboxCapacity: Int = 1024,
+    restored: Seq[SnapshotEntry] = Nil,
+    atEnd: () => ProcessorTasklet.AtEnd = () => ProcessorTasklet.Complete,
 ) extends Iterator[Any] {
   require(priorityGroups.flatten.sorted == inputs.indices.toList,
     s"priority groups $priorityGroups must name each of the ${inputs.size} inputs once")
@@ -38,8 +46,22 @@ final class ProcessorTasklet(
   private var completingEdge = -1
   private var completing = false
   private var finished = false
+  private val saved = mutable.ArrayBuffer.empty[SnapshotEntry]
+  private var ending: ProcessorTasklet.AtEnd = ProcessorTasklet.Complete
 
   processor.init(outbox, context)
+  if (restored.nonEmpty) {
+    restored.foreach(inbox.add)
+    processor.restoreFromSnapshot(inbox)
+    if (!inbox.isEmpty) throw new IllegalStateException(s"${context.vertexName}: the processor left snapshot entries unrestored")
+  }
+  while (!processor.finishSnapshotRestore()) ready ++= outbox.drainBucket(0)
+
+  /** The state the processor saved at the end of the epoch (after the last item was taken). */
+  def snapshot: Seq[SnapshotEntry] = {
+    if (!finished) throw new IllegalStateException(s"${context.vertexName}: the snapshot is taken when the epoch's output is")
+    saved.toSeq
+  }
 
   override def hasNext: Boolean = {
     while (ready.isEmpty && !finished) step()
@@ -56,7 +78,13 @@ final class ProcessorTasklet(
     if (!inbox.isEmpty) processor.process(inboxOrdinal, inbox)
     else if (pendingWatermark != null) { if (processor.tryProcessWatermark(pendingWatermark)) pendingWatermark = null }
     else if (completingEdge >= 0) { if (processor.completeEdge(completingEdge)) completingEdge = -1 }
-    else if (completing) { if (processor.complete()) { finished = true; processor.close() } }
+    else if (completing) ending match {
+      case ProcessorTasklet.Complete => if (processor.complete()) { finished = true; processor.close() }
+      case ProcessorTasklet.SaveSnapshot =>
+        val done = processor.saveToSnapshot()
+        saved ++= outbox.drainSnapshot().map { case (k, v) => SnapshotEntry(k, v) }
+        if (done) { finished = true; processor.close() }
+    }
     else fillInbox()
     ready ++= outbox.drainBucket(0)
   }
@@ -68,7 +96,7 @@ final class ProcessorTasklet(
     if (activeInputs.isEmpty) {
       groups match {
         case group :: rest => activeInputs = group; groups = rest
-        case Nil => completing = true
+        case Nil => completing = true; ending = atEnd()
       }
       return
     }
@@ -91,6 +119,13 @@ final class ProcessorTasklet(
 }
 
 object ProcessorTasklet {
+  /** What the processor does when its inputs end. */
+  sealed trait AtEnd
+  /** The inputs are exhausted for good: `complete()`. */
+  case object Complete extends AtEnd
+  /** An epoch ended, and more will come: `saveToSnapshot()`. */
+  case object SaveSnapshot extends AtEnd
+
   /** A processor with one input. */
   def apply(processor: Processor, context: ProcessorContext, input: Iterator[Any]): ProcessorTasklet =
     new ProcessorTasklet(processor, context, IndexedSeq(input), Seq(Seq(0)))

@@ -58,4 +58,28 @@ class ProcessorTaskletTest extends AnyFunSuite {
   test("no input at all still completes the processor") {
     assert(ProcessorTasklet(new Recorder, ctx, Iterator.empty).toList == List("end"))
   }
+
+  test("epochs: each restores what the one before saved; only the last completes") {
+    // A running sum per key over two epochs must equal one run over both epochs' items.
+    import io.jetspark.core.aggregate.AggregateOperations
+    import io.jetspark.core.processor.RollingAggregateProcessor
+    def rolling() = RollingAggregateProcessor.keyed(x => x.asInstanceOf[Int] % 2,
+      AggregateOperations.summingLong((x: Int) => x.toLong).asInstanceOf[io.jetspark.core.aggregate.AggregateOperation[Nothing, _, Any]])
+    val items = (1 to 10).toList
+    val whole = ProcessorTasklet(rolling(), ctx, items.iterator).toList
+    val first = new ProcessorTasklet(rolling(), ctx, IndexedSeq(items.take(4).iterator), Seq(Seq(0)),
+      atEnd = () => ProcessorTasklet.SaveSnapshot)
+    val out1 = first.toList
+    assert(first.snapshot.nonEmpty)
+    val second = new ProcessorTasklet(rolling(), ctx, IndexedSeq(items.drop(4).iterator), Seq(Seq(0)),
+      restored = first.snapshot)
+    assert(out1 ++ second.toList == whole)
+  }
+
+  test("the snapshot is there only once the epoch's output is") {
+    val t = new ProcessorTasklet(new Recorder, ctx, IndexedSeq(Iterator(1, 2)), Seq(Seq(0)), atEnd = () => ProcessorTasklet.SaveSnapshot)
+    assertThrows[IllegalStateException](t.snapshot)
+    assert(t.toList == List("0:1", "0:2"))
+    assert(t.snapshot.isEmpty) // the recorder keeps no state, and did not complete
+  }
 }

@@ -1,0 +1,158 @@
+package io.jetspark.engine.spark.epoch
+
+import io.jetspark.core.eventtime.{EventTimePolicy, InsertWatermarksProcessor, SubstreamItem}
+import io.jetspark.engine.ListSinkRegistry
+import io.jetspark.engine.spark.{InPlaceRows, PythonUdfName}
+import io.jetspark.item.PythonAggregations
+import io.jetspark.pipeline.PythonAggregateSpec
+import io.jetspark.pipeline.definition.TimestampPolicy
+import io.jetspark.plan.VertexDescription._
+import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.functions.col
+import org.apache.spark.sql.jetspark.SqlBridge
+import org.apache.spark.sql.types.{ArrayType, BinaryType, LongType, StructField, StructType}
+import org.apache.spark.sql.{Column, DataFrame, SparkSession}
+import org.apache.spark.storage.StorageLevel
+import org.apache.spark.util.LongAccumulator
+
+import scala.collection.mutable
+
+/** One run of a streaming job's epochs: where its state lives (`stateRoot`, under the job's checkpoint
+  * directory) and the run's id, which Spark's state store scopes its loaded state by.
+  */
+final case class EpochRun(id: Long, stateRoot: String, runId: java.util.UUID)
+
+/** What an epoch ended with: whether the stream is complete (every sink heard that all its senders are
+  * done), and the watermark the sinks' inputs coalesced to.
+  */
+final case class EpochOutcome(complete: Boolean, watermark: Long)
+
+/** Runs a planned stream pipeline one epoch at a time on Spark (DESIGN.md, "Streaming on Spark: the
+  * epoch engine"; docs/streaming.md): each micro-batch of the stream source becomes one pass through the
+  * physical DAG, as ordinary Spark jobs, with the epoch's control rows in band ([[EpochControl]],
+  * [[EpochEdges]]) and each stateful vertex's state kept from one epoch to the next ([[EpochStage]]).
+  *
+  * The vertices it runs: an items-stream source (its substreams' watermarks from
+  * `with_timestamps`, or none), chains of Python steps, windows whose operations the JVM runs
+  * ([[EpochWindows]]) and list and noop sinks. Anything else fails before the query starts, naming the
+  * vertex.
+  */
+final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[PythonUdfName, Column], stateRoot: String,
+    idleTimeoutMs: Long) {
+  import EpochEngine._
+
+  private val runId = java.util.UUID.randomUUID()
+  private val operatorIds: Map[String, Int] = dag.vertices.map(_.name).zipWithIndex.toMap
+  /** Events each vertex dropped as late, over the run. */
+  val lateEvents: Map[String, LongAccumulator] = dag.vertices.collect {
+    case v if v.description.isInstanceOf[WindowAggregate] => v.name -> spark.sparkContext.longAccumulator(s"${v.name}.late")
+  }.toMap
+  /** Items each sink received, over the run. */
+  val sinkItems: Map[String, LongAccumulator] = dag.vertices.collect {
+    case v @ Vertex(_, Sink(_), _, _, _) => v.name -> spark.sparkContext.longAccumulator(s"${v.name}.items")
+  }.toMap
+
+  dag.vertices.foreach(requireSupported)
+
+  private def requireSupported(v: Vertex): Unit = v.description match {
+    case Source(source, Some(TimestampPolicy.FromItems(_, _) | TimestampPolicy.NoTimestamps)) if source.name == "itemsStream" => ()
+    case StatelessChain(_) if pythonUdfs.contains(PythonUdfName.Chain(v.name)) => ()
+    case WindowAggregate(_, _, op: PythonAggregateSpec, _) if !PythonAggregations.runsInPython(op) => ()
+    case Sink(sink) if sink.name == "list" || sink.name == "noop" => ()
+    case other => throw new UnsupportedOperationException(
+      s"vertex '${v.name}' (${other.describe}): the Spark streaming engine does not run this yet")
+  }
+
+  /** The stream source's vertex: the one source of the job. */
+  val source: Vertex = dag.vertices.filter(_.description.isInstanceOf[Source]) match {
+    case Seq(one) => one
+    case several => throw new UnsupportedOperationException(
+      s"the Spark streaming engine runs one stream source per job, not ${several.map(_.name).mkString(", ")}")
+  }
+
+  /** Runs epoch `epochId` over `batch`, the micro-batch of the items-stream source. */
+  def runEpoch(batch: DataFrame, epochId: Long): EpochOutcome = {
+    val epoch = EpochRun(epochId, stateRoot, runId)
+    val outputs = mutable.Map.empty[String, DataFrame]
+    val kept = mutable.ArrayBuffer.empty[DataFrame]
+
+    def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, v.description match {
+      case Source(_, timestamps) => sourceOutput(v, batch, timestamps, epoch)
+      case StatelessChain(_) =>
+        SqlBridge.mapInArrow(input(v), pythonUdfs(PythonUdfName.Chain(v.name))).select(ItemColumns.map(col): _*)
+      case w: WindowAggregate =>
+        val edge = dag.edgesInto(v.name).head
+        val upstream = output(dag.vertex(edge.from))
+        val (rows, schema) =
+          if (w.stage == AggregationStage.Combine) (upstream, FramesSchema)
+          else (SqlBridge.mapInArrow(upstream, pythonUdfs(PythonUdfName.Extract(v.name, 0))), ExtractedSchema)
+        val stage = EpochWindows.stage(v.name, w, PythonAggregations.bindInputs(Seq(w.op.asInstanceOf[PythonAggregateSpec])))
+        val (received, senders) = EpochEdges.realize(InPlaceRows.of(rows), schema, schema.length - 1, edge.kind, v.localParallelism,
+          Some(0))
+        val out = stage.run(spark, received, schema.length - 1, senders, epoch, operatorIds(v.name), lateEvents(v.name))
+        val df = SqlBridge.internalCreateDataFrame(spark, out,
+          if (w.stage == AggregationStage.Accumulate) FramesSchema else ItemRowSchema)
+        // Read once: its state is committed as it is computed.
+        kept += df.persist(StorageLevel.MEMORY_AND_DISK)
+        df
+      case other => throw new IllegalStateException(s"unsupported ${other.describe}")
+    })
+
+    def input(v: Vertex): DataFrame = output(dag.vertex(dag.edgesInto(v.name).head.from))
+
+    try {
+      val outcomes = dag.vertices.collect { case v @ Vertex(_, Sink(sink), _, _, _) =>
+        val rows = input(v).collect()
+        val (controls, data) = rows.partition(r => !r.isNullAt(r.fieldIndex(EpochControl.Column)))
+        sinkItems(v.name).add(data.length)
+        if (sink.name == "list") ListSinkRegistry.append(sink.parameters("name").toString, data.map(_.getAs[Array[Byte]](0)).toSeq)
+        val sent = controls.map(r => EpochControl.decode(r.getAs[Array[Byte]](EpochControl.Column)))
+        EpochOutcome(sent.forall(_.done), sent.filterNot(_.done).map(_.watermark).minOption.getOrElse(Long.MaxValue))
+      }
+      EpochOutcome(outcomes.forall(_.complete), outcomes.map(_.watermark).minOption.getOrElse(Long.MaxValue))
+    } finally kept.foreach(_.unpersist())
+  }
+
+  /** The source's items of the epoch, one partition per substream, each ending with its control row; with
+    * timestamps, each substream's watermark from an [[InsertWatermarksProcessor]] kept across epochs.
+    */
+  private def sourceOutput(v: Vertex, batch: DataFrame, timestamps: Option[TimestampPolicy], epoch: EpochRun): DataFrame = {
+    val epochId = epoch.id
+    val marked = InPlaceRows.of(batch).mapPartitionsWithIndex { (partition, rows) =>
+      var done = false
+      rows.flatMap { r =>
+        if (r.getBoolean(3)) { done = true; None } else Some(InternalRow(r.getBinary(2), null))
+      } ++ Iterator.single(()).map(_ => InternalRow(null, EpochControl(partition, epochId, Long.MinValue, done).encode))
+    }
+    val items = SqlBridge.internalCreateDataFrame(spark, marked, SourceSchema)
+    timestamps match {
+      case Some(TimestampPolicy.FromItems(_, lagMs)) =>
+        val stamped = SqlBridge.mapInArrow(items, pythonUdfs(PythonUdfName.Extract(v.name, 0)))
+        val policy = EventTimePolicy[(Long, Array[Byte])](_._1, lagMs, idleTimeoutMs)
+        val stage = new EpochStage(v.name, () => new InsertWatermarksProcessor(policy, 1),
+          _.map(r => SubstreamItem(0, (r.getLong(3), r.getBinary(2)))),
+          _.map { case (ts: Long, item: Array[Byte]) => InternalRow(item, ts) }, 3)
+        val out = stage.run(spark, InPlaceRows.of(stamped), ExtractedSchema.length - 1, 1, epoch, operatorIds(v.name),
+          spark.sparkContext.longAccumulator)
+        SqlBridge.internalCreateDataFrame(spark, out, ItemRowSchema)
+      case _ => items.select(col("item"), org.apache.spark.sql.functions.lit(null).cast(LongType).as("ts"), col(EpochControl.Column))
+    }
+  }
+}
+
+object EpochEngine {
+  /** Items between vertices: the item's pickle, its time, the control row's bytes. */
+  val ItemRowSchema: StructType = StructType(Seq(StructField("item", BinaryType), StructField("ts", LongType),
+    StructField(EpochControl.Column, BinaryType)))
+  private val ItemColumns = ItemRowSchema.fieldNames.toSeq
+  /** The source's items before their time is read. */
+  val SourceSchema: StructType = StructType(Seq(StructField("item", BinaryType), StructField(EpochControl.Column, BinaryType)))
+  /** An extraction where items enter a window (or are stamped at the source): key, values, item, ts, ctl. */
+  val ExtractedSchema: StructType = StructType(Seq(StructField("key", BinaryType), StructField("values", ArrayType(BinaryType)),
+    StructField("item", BinaryType), StructField("ts", LongType), StructField(EpochControl.Column, BinaryType)))
+  /** One key's frames between a window's two stages, and the control row's bytes. */
+  val FramesSchema: StructType = StructType(io.jetspark.engine.spark.RowSchemas.FramesSchema.fields :+
+    StructField(EpochControl.Column, BinaryType))
+}

@@ -1,0 +1,59 @@
+package io.jetspark.engine.spark.epoch
+
+import io.jetspark.core.Processor
+import io.jetspark.core.aggregate.{AggregateOperation, AggregateOperations}
+import io.jetspark.core.window._
+import io.jetspark.engine.spark.{PartialCodec, TimedEvent, WindowRunner}
+import io.jetspark.item.Extracted
+import io.jetspark.pipeline.definition.{SessionWindowDefinition, SlidingWindowDefinition}
+import io.jetspark.plan.AggregationStage
+import io.jetspark.plan.VertexDescription.WindowAggregate
+import org.apache.spark.sql.catalyst.InternalRow
+
+/** The window stages of a stream's epoch: the core's window processors, as the batch engine runs them on
+  * Python items ([[WindowRunner]]), kept from one epoch to the next by [[EpochStage]].
+  *
+  * Rows: where events enter (the single stage, or stage 1 of two) an extraction (key, values, item, ts,
+  * ctl); between the stages one row per key of its frames (key, frame ends, accumulators, ctl); out of the
+  * window each result's pickle with its time, `end - 1` (item, ts, ctl).
+  */
+object EpochWindows {
+
+  /** The stage of window vertex `vertex`, whose operation the JVM runs as `op`. */
+  def stage(vertex: String, w: WindowAggregate, op: AggregateOperation[Extracted, Any, Any]): EpochStage = {
+    val keyed = w.key.isDefined
+    val events = AggregateOperations.mapping((e: TimedEvent) => e.event)(op)
+    val keyOf: TimedEvent => Any = if (keyed) _.event.key else _ => NonKeyed
+    val tsOf: TimedEvent => Long = _.ts
+    val timedEvents: Iterator[InternalRow] => Iterator[Any] = _.map(WindowRunner.pythonTimedEvent)
+    val results: Iterator[Any] => Iterator[InternalRow] = _.map { r =>
+      val end = r match {
+        case k: KeyedWindowResult[_, _] => k.end
+        case g: WindowResult[_] => g.end
+      }
+      InternalRow(WindowRunner.pickledResult(r).getBinary(0), end - 1)
+    }
+    val slidingLate: Processor => Long = p => p.asInstanceOf[SlidingWindowProcessor[_, _, _]].lateEventsDropped
+    (w.window, w.stage) match {
+      case (s: SlidingWindowDefinition, AggregationStage.SingleStage) =>
+        val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
+        new EpochStage(vertex, () =>
+          if (keyed) SlidingWindowProcessor.singleStage(policy, keyOf, tsOf, events)
+          else SlidingWindowProcessor.singleStageNonKeyed(policy, tsOf, events), timedEvents, results, 3, slidingLate)
+      case (s: SlidingWindowDefinition, AggregationStage.Accumulate) =>
+        val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
+        new EpochStage(vertex, () => SlidingWindowProcessor.accumulateFrames(policy, keyOf, tsOf, events), timedEvents,
+          WindowRunner.packFrames(new PartialCodec(vertex)), 4, slidingLate)
+      case (s: SlidingWindowDefinition, AggregationStage.Combine) =>
+        val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
+        val frames = op.asInstanceOf[AggregateOperation[Nothing, Any, Any]]
+        val unpack = WindowRunner.unpackFrames(keyed, new PartialCodec(vertex))
+        new EpochStage(vertex, () => SlidingWindowProcessor.combineFrames(policy, frames, keyed), _.flatMap(unpack), results, 3,
+          slidingLate)
+      case (s: SessionWindowDefinition, AggregationStage.SingleStage) =>
+        new EpochStage(vertex, () => new SessionWindowProcessor(s.timeoutMs, keyOf, tsOf, events), timedEvents, results, 3,
+          p => p.asInstanceOf[SessionWindowProcessor[_, _, _, _]].lateEventsDropped)
+      case (other, stage) => throw new IllegalStateException(s"vertex '$vertex': no ${stage.describe} for ${other.describe}")
+    }
+  }
+}

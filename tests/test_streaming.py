@@ -1,0 +1,137 @@
+"""Streams on Spark: the epoch engine (issue 24, docs/streaming.md) against the brute-force stream reference.
+
+Every expected output comes from :func:`stream_reference.run_stream_reference`, which cuts the same input
+into the same epochs and applies the rules of docs/streaming.md by brute force; results compare as
+multisets (a stream's windows come out in the order their epochs close them, not in one order).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import examples, run_job
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import as_multiset
+from stream_reference import run_stream_reference
+from stream_strategies import StreamInput, stream_inputs
+
+from jetspark import AggregateOperations, JobConfig, JobStatus, Pipeline, Sinks, Sources, WindowDefinition
+
+WINDOWS = {
+    "sliding": WindowDefinition.sliding(40, 10),
+    "tumbling": WindowDefinition.tumbling(25),
+    "session": WindowDefinition.session(12),
+}
+OPERATIONS = {
+    "counting": AggregateOperations.counting(),
+    "summing": AggregateOperations.summing("v"),
+    "max_by": AggregateOperations.max_by("v"),
+}
+
+
+def windowed(stream: StreamInput, window: str, keyed: bool, operation: str, then_map: bool = False) -> Pipeline:
+    """``stream`` through a filter, maybe a map, and a window to the list ``out``."""
+    p = Pipeline.create()
+    stage = stream.source(p).filter(lambda e: e["v"] != 7)
+    if then_map:
+        stage = stage.map(lambda e: {**e, "v": e["v"] * 2})
+    if keyed:
+        stage = stage.grouping_key("k")
+    stage.window(WINDOWS[window]).aggregate(OPERATIONS[operation]).write_to(Sinks.list("out"))
+    return p
+
+
+def run_and_compare(jet: Any, p: Pipeline) -> tuple[dict[str, Any], list[Any]]:
+    """Runs ``p`` on the epoch engine and asserts its output and late drops equal the reference's;
+    returns the job's metrics and output."""
+    expected = run_stream_reference(p)
+    job, (got,) = run_job(jet, p, "out")
+    assert job.status is JobStatus.COMPLETED
+    assert as_multiset(got) == as_multiset(expected.outputs["out"])
+    metrics = job.metrics()
+    assert metrics["late_events_dropped"] == sum(expected.late_dropped.values())
+    return metrics, got
+
+
+@settings(max_examples=examples(5))
+@given(stream=stream_inputs(max_substreams=3, max_items=8), window=st.sampled_from(sorted(WINDOWS)),
+       keyed=st.booleans(), operation=st.sampled_from(sorted(OPERATIONS)), then_map=st.booleans())
+def test_random_stream_windows_match_the_reference(jet: Any, stream: StreamInput, window: str, keyed: bool,
+                                                   operation: str, then_map: bool) -> None:
+    run_and_compare(jet, windowed(stream, window, keyed, operation, then_map))
+
+
+def in_order(substreams: int, items: int, step: int, skew_ms: int = 0) -> list[list[dict[str, int]]]:
+    """``substreams`` in-order substreams of ``items`` items ``step`` ms apart, substream ``s`` starting
+    ``s * skew_ms`` ms later."""
+    return [[{"s": s, "k": i % 3, "v": i, "t": s * skew_ms + i * step} for i in range(items)] for s in range(substreams)]
+
+
+@pytest.mark.parametrize("window", ["sliding", "session"])
+def test_the_cut_of_the_micro_batches_does_not_change_the_final_windows(jet: Any, window: str) -> None:
+    substreams = in_order(3, 14, 4)
+    outputs = []
+    for per_batch in (1, 7, 100):
+        p = windowed(StreamInput(substreams, per_batch, 0), window, keyed=True, operation="summing")
+        metrics, got = run_and_compare(jet, p)
+        assert metrics["late_events_dropped"] == 0
+        outputs.append(as_multiset(got))
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert outputs[0]  # windows were emitted at all
+
+
+def test_a_substream_100_s_ahead_loses_nothing(jet: Any) -> None:
+    """Jet's coalescing: the watermark is the minimum over the substreams, so the one 100 s behind holds
+    it back and none of its events is late; the windows are those of every event."""
+    ahead = [{"s": 0, "k": i % 2, "v": 1, "t": 100_000 + i * 200} for i in range(20)]
+    behind = [{"s": 1, "k": i % 2, "v": 1, "t": i * 200} for i in range(20)]
+    p = windowed(StreamInput([ahead, behind], 5, 500), "sliding", keyed=True, operation="counting")
+    expected_all = len(ahead + behind) * 4  # every event lies in size/slide = 4 windows
+    metrics, got = run_and_compare(jet, p)
+    assert metrics["late_events_dropped"] == 0
+    assert sum(r.result for r in got) == expected_all
+
+
+def test_an_event_behind_the_coalesced_watermark_is_dropped_and_counted(jet: Any) -> None:
+    # Epoch 0 raises both substreams past 100; epoch 1 brings an event at 5, whose frame [0, 10) closed.
+    substreams = [[{"s": 0, "k": 0, "v": 1, "t": 100}, {"s": 0, "k": 0, "v": 1, "t": 5}],
+                  [{"s": 1, "k": 0, "v": 1, "t": 120}, {"s": 1, "k": 0, "v": 1, "t": 130}]]
+    metrics, _ = run_and_compare(jet, windowed(StreamInput(substreams, 1, 0), "tumbling", keyed=True, operation="counting"))
+    assert metrics["late_events_dropped"] == 1
+
+
+def test_a_stream_job_returns_at_once_and_reports_its_epochs(jet: Any) -> None:
+    stream = StreamInput(in_order(2, 6, 10), 2, 0)
+    p = windowed(stream, "tumbling", keyed=False, operation="counting")
+    jet.clear_list("out")
+    job = jet.new_job(p, JobConfig(trigger_interval_ms=50))
+    assert job.status in (JobStatus.STARTING, JobStatus.RUNNING)  # new_job did not wait for the stream
+    job.join(timeout=300)
+    assert job.status is JobStatus.COMPLETED
+    metrics = job.metrics()
+    assert metrics["epochs"] == 3  # 6 items per substream, 2 per epoch
+    assert metrics["watermark"] == 2**63 - 1  # the final watermark: every substream is done
+    assert metrics["vertices"]["list-sink"]["items_in"] == len(jet.get_list("out"))
+    jet.clear_list("out")
+
+
+def test_cancel_stops_a_stream_job(jet: Any) -> None:
+    stream = StreamInput(in_order(1, 50, 10), 1, 0)
+    job = jet.new_job(windowed(stream, "tumbling", keyed=False, operation="counting"), JobConfig(trigger_interval_ms=2_000))
+    job.cancel()
+    with pytest.raises(Exception, match="cancelled"):
+        job.join(timeout=120)
+    assert job.status is JobStatus.CANCELLED
+    jet.clear_list("out")
+
+
+def test_a_stream_transform_the_engine_does_not_run_yet_names_its_vertex(jet: Any) -> None:
+    p = Pipeline.create()
+    (StreamInput(in_order(1, 3, 10), 1, 0).source(p)
+     .map_stateful(lambda: 0, lambda state, e: (state + 1, state)).write_to(Sinks.list("out")))
+    job = jet.new_job(p)
+    with pytest.raises(Exception, match="map_stateful|mapStateful") as failure:
+        job.join(timeout=120)
+    assert "does not run this yet" in str(failure.value)
