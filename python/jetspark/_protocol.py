@@ -114,7 +114,8 @@ def plan(form: str, spec_json: str, parallelism: int | None) -> str:
 
 
 def jvm_objects(spec: dict[str, Any], objects: list[Any]) -> list[Any]:
-    """What the JVM gets for the spec's refs: item pickles for `Sources.items`, the JVM DataFrame for
+    """What the JVM gets for the spec's refs: item pickles for `Sources.items` (per substream for
+    `Sources.items_stream`), the JVM DataFrame for
     `Sources.dataframe`, the JVM Column of a Column extractor, and None for what stays in Python (callables)."""
     out: list[Any] = [None] * len(objects)
     _set_jvm_columns(spec, objects, out)
@@ -125,6 +126,9 @@ def jvm_objects(spec: dict[str, Any], objects: list[Any]) -> list[Any]:
         refs = source["refs"]
         if "items" in refs:
             out[refs["items"]] = pack_frames([pickle.dumps(x, protocol=5) for x in objects[refs["items"]]])
+        if "partitions" in refs:  # an items stream: each substream's pickles packed apart
+            out[refs["partitions"]] = [pack_frames([pickle.dumps(x, protocol=5) for x in part])
+                                       for part in objects[refs["partitions"]]]
         if "df" in refs:
             out[refs["df"]] = objects[refs["df"]]._jdf
     return out
@@ -191,6 +195,27 @@ class PreparedBatch:
         return json.loads(call(self._j.run, names, columns, group))
 
 
+class PreparedStream:
+    """A stream job the JVM planned for its epoch engine (``PreparedStreamJob``): the Python work it asks
+    for, then its start."""
+
+    def __init__(self, jvm_bridge: Any, spark: SparkSession, spec: dict[str, Any], objects: list[Any],
+                 parallelism: int = 0) -> None:
+        self._objects = objects
+        self._j = call(jvm_bridge.prepareStream, spark._jsparkSession, json.dumps(spec), jvm_objects(spec, objects),
+                       parallelism)
+
+    def python_udfs(self) -> tuple[list[str], list[Any]]:
+        """The Python UDFs it asks for, named as it expects (see :func:`python_udfs`)."""
+        return python_udfs(json.loads(call(self._j.pythonWorkJson)), self._objects)
+
+    def start(self, udfs: tuple[list[str], list[Any]], name: str, checkpoint_dir: str, trigger_interval_ms: int,
+              idle_timeout_ms: int) -> Any:
+        """Starts the stream's query; the JVM's ``StreamingJob``."""
+        names, columns = udfs
+        return call(self._j.start, names, columns, name, checkpoint_dir, trigger_interval_ms, idle_timeout_ms)
+
+
 def python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], list[Any]]:
     """The Arrow UDFs the JVM asked for (``PreparedBatchJob.pythonWorkJson``), named as it expects, as
     JVM Columns."""
@@ -199,7 +224,7 @@ def python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], li
         return None if r is None else objects[r]
 
     def carried(w: dict[str, Any]) -> list[str]:
-        return carried_columns(w["timed"], w["sequenced"])
+        return carried_columns(w["timed"], w["sequenced"], w.get("controlled", False))
 
     udfs: dict[str, Any] = {}
     for chain in work["chains"]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import enum
 import json
+import shutil
+import tempfile
 import threading
 import uuid
 from dataclasses import dataclass
@@ -44,6 +46,8 @@ class JobStatus(enum.Enum):
 @dataclass(frozen=True)
 class JobConfig:
     """How a job runs. A job started again with the same ``checkpoint_dir`` resumes from its last snapshot.
+    A stream job starts a micro-batch (an epoch) every ``trigger_interval_ms``, or as soon as the last one
+    ends with 0; without a ``checkpoint_dir`` it keeps its state in a temporary directory, removed at its end.
 
     Examples
     --------
@@ -60,10 +64,13 @@ class JobConfig:
     snapshot_interval_ms: int = 10_000
     checkpoint_dir: str | None = None
     partition_idle_timeout_ms: int = 60_000
+    trigger_interval_ms: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.processing_guarantee, ProcessingGuarantee):
             raise TypeError("JobConfig(processing_guarantee): must be a ProcessingGuarantee")
+        if not isinstance(self.trigger_interval_ms, int) or self.trigger_interval_ms < 0:
+            raise ValueError(f"JobConfig(trigger_interval_ms): must be 0 or more, not {self.trigger_interval_ms!r}")
         for name in ("snapshot_interval_ms", "partition_idle_timeout_ms"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
@@ -73,7 +80,9 @@ class JobConfig:
 class Job:
     """A pipeline running on Spark (Jet's ``Job``). Start one with :meth:`JetSession.new_job`.
 
-    The job runs on a thread of its own: ``join()`` waits for it, ``cancel()`` cancels its Spark jobs.
+    The job runs on a thread of its own: ``join()`` waits for it, ``cancel()`` cancels its Spark jobs. A
+    pipeline that reads a stream runs on the epoch engine (docs/streaming.md): a Structured Streaming
+    query whose micro-batches are its epochs; ``join()`` returns once a finite stream is complete.
     """
 
     def __init__(self, spark: SparkSession, bridge: Any, pipeline: Pipeline, config: JobConfig) -> None:
@@ -87,6 +96,7 @@ class Job:
         self._error: BaseException | None = None
         self._metrics: dict[str, Any] = {}
         self._cancelled = False
+        self._stream: Any = None  # the JVM's StreamingJob, once a stream job has started
         self._thread = threading.Thread(target=self._run, name=f"jetspark {self.name}", daemon=True)
         self._status = JobStatus.STARTING
         self._thread.start()
@@ -107,15 +117,24 @@ class Job:
             raise self._error
 
     def cancel(self) -> None:
-        """Cancels the job's running Spark jobs; ``join()`` then raises :class:`JobCancelledError`."""
+        """Cancels the job's running Spark jobs (a stream job: stops its query); ``join()`` then raises
+        :class:`JobCancelledError`."""
         self._cancelled = True
+        if self._stream is not None:
+            self._stream.cancel()
         self._spark.sparkContext.cancelJobGroup(self._group)
 
     def metrics(self) -> dict[str, Any]:
         """``vertices``: per vertex of the plan, ``items_in``, ``items_out``, ``dead_letters`` (complete once
         the job ends); ``catalyst``: the vertices Catalyst ran; ``typed_windows``: the windows that read a
         DataFrame's rows in the JVM; ``columnar_windows``: those of them whose frames are columns of
-        numbers; ``physical_plans``: Spark's plan per sink."""
+        numbers; ``physical_plans``: Spark's plan per sink.
+
+        A stream job's, also while it runs: ``epochs`` done, ``watermark`` (what its sinks' inputs
+        coalesced to), ``late_events_dropped`` (by all its windows), and ``vertices``: per window its
+        ``late_events_dropped``, per sink its ``items_in``."""
+        if self._stream is not None and self._status is JobStatus.RUNNING:
+            return json.loads(self._stream.metricsJson())
         return json.loads(json.dumps(self._metrics))
 
     def _run(self) -> None:
@@ -125,6 +144,9 @@ class Job:
         try:
             spark.sparkContext.setJobGroup(self._group, self.name, interruptOnCancel=True)
             spec, objects = self._pipeline.to_spec()
+            if any(node["stream"] for node in spec["nodes"]):
+                self._run_stream(spec, objects)
+                return
             prepared = _protocol.PreparedBatch(self._bridge, spark, spec, objects)
             ship_modules_of(objects)
             udfs = prepared.python_udfs()
@@ -150,6 +172,27 @@ class Job:
                 detach_row_sinks()
             for name in console_lists:
                 self._bridge.clearList(name)
+
+    def _run_stream(self, spec: dict[str, Any], objects: list[Any]) -> None:
+        prepared = _protocol.PreparedStream(self._bridge, self._spark, spec, objects)
+        ship_modules_of(objects)
+        udfs = prepared.python_udfs()
+        checkpoint = self.config.checkpoint_dir or tempfile.mkdtemp(prefix="jetspark-stream-")
+        try:
+            if self._cancelled:
+                self._status = JobStatus.CANCELLED
+                return
+            self._stream = prepared.start(udfs, self.name, checkpoint, self.config.trigger_interval_ms,
+                                          self.config.partition_idle_timeout_ms)
+            if self._cancelled:  # cancelled while the query started, before cancel() could reach it
+                self._stream.cancel()
+            self._status = JobStatus.RUNNING
+            completed = self._stream.awaitCompletion()
+            self._metrics = json.loads(self._stream.metricsJson())
+            self._status = JobStatus.COMPLETED if completed and not self._cancelled else JobStatus.CANCELLED
+        finally:
+            if self.config.checkpoint_dir is None:
+                shutil.rmtree(checkpoint, ignore_errors=True)
 
     def _finish_failed(self, e: BaseException) -> None:
         if self._cancelled:

@@ -18,6 +18,10 @@ compared by substream, offset, then path element by element (a prefix first), th
 restore points and ordered merges do that. A dead letter keeps its record's id (dead letters are not
 ordered) and time.
 
+Control rows. In a stream's epoch (the Spark epoch engine), each task ends its output with a control
+row (the epoch's barrier and its watermark): its item is null and its bytes ride in a column ``ctl``
+(last), which every step passes on untouched; data rows have a null ``ctl``.
+
 Both ride together where a chain between ``add_timestamps`` and a window also leads to a restore point:
 an output keeps its record's time and id alike.
 """
@@ -29,13 +33,15 @@ from typing import Any
 
 TS = "ts"
 FAN_OUT = "seq_fan_out"
+CTL = "ctl"
 SEQUENCE_COLUMNS = ["seq_substream", "seq_offset", FAN_OUT, "seq_ties"]
-_TYPES = {TS: "bigint", "seq_substream": "int", "seq_offset": "bigint", FAN_OUT: "array<int>", "seq_ties": "array<int>"}
+_TYPES = {TS: "bigint", "seq_substream": "int", "seq_offset": "bigint", FAN_OUT: "array<int>", "seq_ties": "array<int>", CTL: "binary"}
 
 
-def carried_columns(timed: bool, sequenced: bool) -> list[str]:
-    """The columns items carry: ``ts`` where they are ``timed``, then the sequence id where ``sequenced``."""
-    return ([TS] if timed else []) + (SEQUENCE_COLUMNS if sequenced else [])
+def carried_columns(timed: bool, sequenced: bool, controlled: bool = False) -> list[str]:
+    """The columns items carry: ``ts`` where they are ``timed``, then the sequence id where ``sequenced``,
+    then ``ctl`` where control rows travel among them (``controlled``)."""
+    return ([TS] if timed else []) + (SEQUENCE_COLUMNS if sequenced else []) + ([CTL] if controlled else [])
 
 
 def carried_schema(columns: Sequence[str]) -> str:

@@ -142,6 +142,12 @@ def chain_function(steps: list[Step]) -> Callable[[Iterator[Any]], Iterator[Any]
             records: list[int] = []  # the input row of each output
             below: list[tuple[int, ...]] = []  # each output's fan-out path below its record
             for row, raw in enumerate(batch.column(0).to_pylist()):
+                if raw is None:  # a stream's control row (jetspark.worker.carried): passed on as it is
+                    out.append(None)
+                    failures.append(None)
+                    below.append(())
+                    records.append(row)
+                    continue
                 results, letters = run_steps_numbered(steps, pickle.loads(raw), dumps)
                 for path, result in results:
                     out.append(result)
@@ -231,6 +237,13 @@ def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]]
             raws: list[bytes] = []
             failures: list[str | None] = []
             for raw, item, columns in decode(batch):
+                if raw is None:  # a stream's control row (jetspark.worker.carried): nothing to extract
+                    keys.append(None)
+                    extracted.append(None)
+                    times.append(None)
+                    raws.append(None)
+                    failures.append(None)
+                    continue
                 try:
                     # Everything first, then the row: a record whose timestamp fails has no key either.
                     key_bytes = b"" if key is None else canonical_key(extract(key, item, functions, columns))
@@ -261,9 +274,10 @@ def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]]
 
 
 def _opaque_items(batch: Any) -> Iterator[tuple[bytes, Any, Sequence[Any]]]:
-    """Each pickled item of a batch's ``item`` column: (pickle, item, no Column values)."""
+    """Each pickled item of a batch's ``item`` column: (pickle, item, no Column values); a control row's
+    null as (None, None, ())."""
     for raw in batch.column(0).to_pylist():
-        yield raw, pickle.loads(raw), ()
+        yield raw, None if raw is None else pickle.loads(raw), ()
 
 
 def _rows_with_columns(schema_json: str, fields: int) -> Callable[[Any], Iterator[tuple[bytes, Any, Sequence[Any]]]]:

@@ -48,8 +48,9 @@ final class PipelineSpecReader private (objects: java.util.List[AnyRef]) {
       case "dataframe" => Sources.dataframe(byRef("df"))
       case "files" => Sources.files(params.get("path").asText, params.get("format").asText, stringMap(params.get("options")))
       case "items_stream" =>
-        val partitions = Option(byRef("partitions")).map(_.asInstanceOf[java.util.List[java.util.List[_]]].asScala.toSeq
-          .map(_.asScala.toSeq)).getOrElse(Seq.fill(params.get("partitions").asInt)(Seq.empty))
+        // Each substream's pickles packed in one byte array, as for `items`.
+        val partitions = Option(byRef("partitions")).map(_.asInstanceOf[java.util.List[_]].asScala.toSeq
+          .map(packed => PythonValues.unpackFrames(packed.asInstanceOf[Array[Byte]]))).getOrElse(Seq.fill(params.get("partitions").asInt)(Seq.empty))
         Sources.itemsStream(partitions, params.get("items_per_batch").asInt)
       case "rate_stream" => Sources.rateStream(params.get("items_per_second").asLong, params.get("partitions").asInt)
       case "kafka" => Sources.kafka(params.get("bootstrap_servers").asText, params.get("topic").asText, stringMap(params.get("options")))

@@ -43,25 +43,16 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
   def pythonWorkJson(): String = {
     val mapper = new ObjectMapper()
     val work = mapper.createObjectNode()
-    work.set[JsonNode]("chains", mapper.valueToTree[JsonNode](PythonWork.pythonChains(dag).map { case (vertex, steps) =>
-      Map[String, AnyRef]("vertex" -> vertex.name, "steps" -> steps.map(stepSpec).asJava,
-        "sequenced" -> Boolean.box(dag.keepsSequenceIn(vertex)),
-        "timed" -> Boolean.box(timestamps.emits(vertex.name))).asJava
-    }.asJava))
+    val chains = work.putArray("chains")
+    PythonWork.pythonChains(dag).foreach { case (vertex, steps) =>
+      PythonWorkJson.chain(chains, vertex, steps, sequenced = dag.keepsSequenceIn(vertex), timed = timestamps.emits(vertex.name))
+    }
     val extractions = work.putArray("extractions")
     pythonExtractions.foreach { e =>
-      val node = extractions.addObject()
-      node.put("vertex", e.vertex.name)
-      node.put("stage", e.stage)
-      node.put("dead_letter", e.deadLetter)
-      node.put("ordinal", e.ordinal)
       // (Beside a source's rows the ids are not carried through Python: the JVM numbers the extraction's
       // outputs as it numbers the source's items.)
-      node.put("sequenced", SequenceRestore.extractionKeepsSequence(dag, e.vertex, e.ordinal) && e.rowSource.isEmpty)
-      node.put("timed", e.timedInput)
-      node.set[JsonNode]("key", e.key.getOrElse(mapper.nullNode()))
-      node.set[JsonNode]("values", mapper.valueToTree[JsonNode](e.values.asJava))
-      e.timestamp.foreach(node.set[JsonNode]("timestamp", _))
+      val node = PythonWorkJson.extraction(extractions, e,
+        sequenced = SequenceRestore.extractionKeepsSequence(dag, e.vertex, e.ordinal) && e.rowSource.isEmpty)
       // Where Columns were evaluated next to a DataFrame source's rows: the rows' schema (with the Columns'
       // values last) and how many of its fields make the item.
       e.rowSource.foreach { source =>
@@ -113,20 +104,6 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     case v @ io.jetspark.plan.Vertex(_, io.jetspark.plan.VertexDescription.Sink(sink), _, _, _) if sink.name == "console" =>
       SinkRunner.consoleList(jobId, v.name)
   }.asJava)
-
-  private def stepSpec(t: StatelessTransform): java.util.Map[String, Any] = {
-    val kind = t match {
-      case _: MapTransform => "map"
-      case _: FilterTransform => "filter"
-      case _: FlatMapTransform => "flat_map"
-      case _: PeekTransform => "peek"
-    }
-    val ref = t.fn match {
-      case Extractor.PythonFn(PythonRef(r), _) => Integer.valueOf(r)
-      case _ => null
-    }
-    Map[String, Any]("kind" -> kind, "ref" -> ref, "stage" -> t.name, "dead_letter" -> t.errorSink.isDefined).asJava
-  }
 
   /** Runs the job with the UDFs Python built for `pythonWorkJson`: `udfs(i)` is named `names(i)`;
     * `jobId` scopes what the job's console sinks collect (`SinkRunner.consoleList`).

@@ -36,6 +36,12 @@ object PythonBridge {
     new PreparedBatchJob(spark, FileSources.resolve(spark, PipelineSpecReader.read(spec, objects).plan(p)))
   }
 
+  /** Plans a stream pipeline for the Spark epoch engine (same spec and objects as [[prepareBatch]]). */
+  def prepareStream(spark: SparkSession, spec: String, objects: java.util.List[AnyRef], parallelism: Int): PreparedStreamJob = {
+    val p = if (parallelism > 0) parallelism else spark.sparkContext.defaultParallelism
+    new PreparedStreamJob(spark, PipelineSpecReader.read(spec, objects).plan(p))
+  }
+
   /** Plans a pipeline (same spec and objects as [[prepareBatch]]) and starts it as a light job on this
     * JVM's local engine, in one call; `parallelism` 0 plans with the engine's thread count. Python work
     * runs through `python`, which also tells the engine's leak check whether the driver's Python is

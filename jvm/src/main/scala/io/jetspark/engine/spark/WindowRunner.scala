@@ -132,13 +132,13 @@ object WindowRunner {
   private val frameEnd: Any => Long = _.asInstanceOf[KeyedFrame[Any, Any]].frameEnd
 
   /** An extraction row (key, values, item, ts) from Python as the event a window takes. */
-  private val pythonTimedEvent: InternalRow => TimedEvent = {
+  private[spark] val pythonTimedEvent: InternalRow => TimedEvent = {
     val extracted = ExtractedRows.extractedAt(0)
     row => new TimedEvent(row.getLong(3), extracted(row))
   }
 
   /** Stage 1's frames (all emitted at the end of the batch) as one [[FramesSchema]] row per key. */
-  private def packFrames(codec: PartialCodec): Iterator[Any] => Iterator[InternalRow] = frames => {
+  private[spark] def packFrames(codec: PartialCodec): Iterator[Any] => Iterator[InternalRow] = frames => {
     // Ends in a primitive builder: a boxed Long per frame adds up over hundreds of thousands of frames.
     val byKey = new java.util.LinkedHashMap[Any, (mutable.ArrayBuilder.ofLong, ArrayBuffer[Any])]()
     frames.foreach { f =>
@@ -157,7 +157,7 @@ object WindowRunner {
     }
   }
 
-  private def unpackFrames(keyed: Boolean, codec: PartialCodec): InternalRow => Iterator[Any] = row => {
+  private[spark] def unpackFrames(keyed: Boolean, codec: PartialCodec): InternalRow => Iterator[Any] = row => {
     val key = if (keyed) new PickledKey(row.getBinary(0)) else NonKeyed
     val ends = row.getArray(1).toLongArray()
     val accs = codec.fromBytes(row.getBinary(2)).asInstanceOf[Array[Any]]
@@ -167,7 +167,7 @@ object WindowRunner {
   /** A result as the row of its pickle. The session processor reports a global session under the key
     * [[NonKeyed]]; it leaves as the `WindowResult` a global window gives.
     */
-  private val pickledResult: Any => InternalRow = r => InternalRow(PythonValues.dumps(r match {
+  private[spark] val pickledResult: Any => InternalRow = r => InternalRow(PythonValues.dumps(r match {
     case KeyedWindowResult(start, end, NonKeyed, result, isEarly) => WindowResult(start, end, result, isEarly)
     case other => other
   }))
