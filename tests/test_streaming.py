@@ -18,6 +18,7 @@ from stream_reference import run_stream_reference
 from stream_strategies import StreamInput, stream_inputs
 
 from jetspark import AggregateOperations, JobConfig, JobStatus, Pipeline, Sinks, Sources, WindowDefinition
+from jetspark.errors import JobFailedError
 
 WINDOWS = {
     "sliding": WindowDefinition.sliding(40, 10),
@@ -135,3 +136,27 @@ def test_a_stream_transform_the_engine_does_not_run_yet_names_its_vertex(jet: An
     with pytest.raises(Exception, match="map_stateful|mapStateful") as failure:
         job.join(timeout=120)
     assert "does not run this yet" in str(failure.value)
+
+
+@pytest.mark.parametrize("timed", [True, False])
+def test_a_stream_without_windows_delivers_every_item_once(jet: Any, timed: bool) -> None:
+    substreams = in_order(3, 5, 10)
+    p = Pipeline.create()
+    source = p.read_from(Sources.items_stream(*substreams, items_per_batch=2))
+    stage = source.with_timestamps("t", allowed_lag_ms=0) if timed else source.without_timestamps()
+    stage.flat_map(lambda e: [e["v"]] * (e["s"] + 1)).write_to(Sinks.list("out"))
+    job, (got,) = run_job(jet, p, "out")
+    assert job.status is JobStatus.COMPLETED
+    assert sorted(got) == sorted(e["v"] for sub in substreams for e in sub for _ in range(e["s"] + 1))
+
+
+def test_a_failing_step_fails_the_stream_job_naming_its_stage(jet: Any) -> None:
+    p = Pipeline.create()
+    (StreamInput(in_order(2, 4, 10), 1, 0).source(p)
+     .map(lambda e: 1 // (e["v"] - 2)).set_name("divide").write_to(Sinks.list("out")))
+    job = jet.new_job(p)
+    with pytest.raises(JobFailedError, match="divide") as failure:
+        job.join(timeout=300)
+    assert failure.value.stage == "divide"
+    assert job.status is JobStatus.FAILED
+    jet.clear_list("out")
