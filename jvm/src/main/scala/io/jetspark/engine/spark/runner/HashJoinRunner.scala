@@ -3,7 +3,7 @@ package io.jetspark.engine.spark.runner
 import io.jetspark.core.ProcessorContext
 import io.jetspark.core.execution.ProcessorTasklet
 import io.jetspark.core.processor.{HashJoinProcessor, JoinClause}
-import io.jetspark.engine.spark.rows.{EncounterPositions, ExtractedRows, InPlaceRows, ProcessorStage, RowSchemas}
+import io.jetspark.engine.spark.rows.{ExtractedRows, InPlaceRows, ProcessorStage, RowSchemas}
 import io.jetspark.item.{Extracted, PickledItem, PickledKey, PythonValues}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.util.GenericArrayData
@@ -58,10 +58,8 @@ object HashJoinRunner {
     val input = InPlaceRows.of(streamed)
     val total = input.getNumPartitions
     val rows = input.mapPartitionsWithIndex { (index, partition) =>
-      val builds = tables.map(_.value.iterator.map { case (key, item) =>
-        new Extracted(new PickledKey(key), new PickledItem(item), Array.empty, Array.empty, EncounterPositions.next()): Any
-      })
-      val rightKey: Any => Any = _.asInstanceOf[Extracted].key
+      val builds = tables.map(_.value.iterator.map { case (key, item) => new Enriching(new PickledKey(key), new PickledItem(item)): Any })
+      val rightKey: Any => Any = _.asInstanceOf[Enriching].key
       val clauses = (0 until sides).map { side =>
         val leftKey: Any => Any =
           if (side == 0) _.asInstanceOf[Streamed].item.key
@@ -73,7 +71,7 @@ object HashJoinRunner {
         val streamedItem = left.asInstanceOf[Streamed]
         val j = streamedItem.emitted
         streamedItem.emitted += 1
-        val tuple = (streamedItem.item.item +: rights.map(_.map(_.asInstanceOf[Extracted].item))).toArray[Any]
+        val tuple = (streamedItem.item.item +: rights.map(_.map(_.asInstanceOf[Enriching].item))).toArray[Any]
         val beside = types.indices.map { i =>
           if (i == fanOut) new GenericArrayData(streamedItem.carried.getArray(i).toIntArray() :+ j)
           else if (streamedItem.carried.isNullAt(i)) null
@@ -89,6 +87,11 @@ object HashJoinRunner {
     }
     SqlBridge.internalCreateDataFrame(spark, rows, StructType(RowSchemas.ItemSchema.fields ++ fields))
   }
+
+  /** An enriching side's item and its clause's right key: it is only looked up and passed on, so it needs no
+    * values and no encounter position (which break ties in aggregations; a join has none).
+    */
+  private final class Enriching(val key: PickledKey, val item: PickledItem)
 
   /** A streamed item, with what its row carries beside it, and how many outputs it has had so far. */
   private final class Streamed(val item: Extracted, val carried: InternalRow) {
