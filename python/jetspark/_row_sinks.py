@@ -63,7 +63,7 @@ class RowSinksRuntime:
         }
 
     class Java:
-        implements = ["io.jetspark.engine.spark.PythonRowSinks"]
+        implements = ["io.jetspark.engine.spark.runner.PythonRowSinks"]
 
 
 def attach(spark: SparkSession, bridge: Any, spec: dict[str, Any], objects: list[Any],

@@ -1,7 +1,8 @@
 package io.jetspark.python
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import io.jetspark.engine.spark.{CarriedTimestamps, CustomAggregations, PythonUdfName, PythonWork, SequenceRestore, SinkRunner, SparkBatchEngine, TypedPlan}
+import io.jetspark.engine.spark.{CarriedTimestamps, PythonUdfName, PythonWork, SparkBatchEngine, TypedPlan}
+import io.jetspark.engine.spark.runner.{CustomAggregations, SequenceRestore, SinkRunner}
 import io.jetspark.pipeline.PythonRef
 import io.jetspark.pipeline.definition.Extractor
 import io.jetspark.pipeline.transform._

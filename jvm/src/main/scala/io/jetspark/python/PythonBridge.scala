@@ -3,7 +3,8 @@ package io.jetspark.python
 import io.jetspark.JetSparkVersion
 import io.jetspark.engine.ListSinkRegistry
 import io.jetspark.engine.local.{LightJob, LocalEngine, PythonCallback, PythonVertices}
-import io.jetspark.engine.spark.{FileSources, PythonRowSinks}
+import io.jetspark.engine.spark.FileSources
+import io.jetspark.engine.spark.runner.PythonRowSinks
 import io.jetspark.item.PythonValues
 
 import org.apache.spark.sql.SparkSession

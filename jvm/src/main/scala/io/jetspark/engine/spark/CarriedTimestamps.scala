@@ -1,5 +1,6 @@
 package io.jetspark.engine.spark
 
+import io.jetspark.engine.spark.rows.RowSchemas
 import io.jetspark.pipeline.definition.Extractor
 import io.jetspark.plan.VertexDescription.{AddTimestamps, HashJoin, MapStateful, Merge, RollingAggregate, StatelessChain, WindowAggregate}
 import io.jetspark.plan.{AggregationStage, Edge, PhysicalDag, Vertex}
@@ -9,7 +10,7 @@ import scala.collection.mutable
 
 /** Event time on the Spark batch engine, as Jet's `JetEvent` carries it (see `plan.EventTimeRule`): an
   * item's timestamp (ms) is read once, where the item is stamped, and rides beside the item in a column
-  * [[RowSchemas.Ts]] to the windows that read it.
+  * [[rows.RowSchemas.Ts]] to the windows that read it.
   *
   *  - Stamping: Python's extraction where items enter an `addTimestamps` vertex reads the timestamp with
   *    its extractor (a Column on a DataFrame source's rows is evaluated by Catalyst next to the row, see
@@ -18,19 +19,19 @@ import scala.collection.mutable
   *    ([[Extractor.WindowResultTime]]) where they enter a vertex that reads their time.
   *  - Carrying: a fused Python chain gives each output the time of the record it ran on
   *    (`python/jetspark/worker/steps.py`); so does `map_stateful`'s Python UDF, a rolling aggregation
-  *    (one output per item: [[ProcessorStage.runCarrying]], or the Python UDF of one with a user-defined
+  *    (one output per item: [[rows.ProcessorStage.runCarrying]], or the Python UDF of one with a user-defined
   *    part, `python/jetspark/worker/custom_aggregations.py`) and a hash join, whose outputs for a streamed
-  *    item get that item's time ([[HashJoinRunner]]; the enriching sides arrive without theirs); a merge
+  *    item get that item's time ([[runner.HashJoinRunner]]; the enriching sides arrive without theirs); a merge
   *    unions its inputs' rows, time and all; edges move the time with the item. Dead letters leave
   *    without it (their sink takes the items only). Under preserve_order the same vertices carry each
-  *    item's sequence id too ([[SequenceRestore]]): both ride together, time first
-  *    ([[RowSchemas.carriedColumns]]), so a restore point between `addTimestamps` and a window
+  *    item's sequence id too ([[runner.SequenceRestore]]): both ride together, time first
+  *    ([[rows.RowSchemas.carriedColumns]]), so a restore point between `addTimestamps` and a window
   *    orders the items, times and all, that the window then reads.
   *  - Reading: the extraction at a window's input passes the time on beside the key and values
-  *    ([[RowSchemas.TimedSchema]]).
+  *    ([[rows.RowSchemas.TimedSchema]]).
   * Only the vertices on the way to a window that reads Python items ([[readers]]) take the time in; edges
   * to any other vertex drop the column. A window that reads a DataFrame source's rows in the JVM takes the
-  * time from the rows ([[TypedWindow]]).
+  * time from the rows ([[window.TypedWindow]]).
   */
 final class CarriedTimestamps(dag: PhysicalDag, typed: TypedPlan) {
   private val reading = mutable.Map.empty[String, Boolean]

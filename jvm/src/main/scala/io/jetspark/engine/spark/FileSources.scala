@@ -1,5 +1,6 @@
 package io.jetspark.engine.spark
 
+import io.jetspark.engine.spark.rows.{InPlaceRows, StageFailedException}
 import io.jetspark.pipeline.Sources
 import io.jetspark.pipeline.definition.BatchSource
 import io.jetspark.plan.PhysicalDag

@@ -2,6 +2,7 @@ package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.JsonNodeFactory
+import io.jetspark.engine.spark.rows.TypedExtraction
 import io.jetspark.pipeline.{PythonAggregateSpec, PythonExtractors}
 import io.jetspark.pipeline.definition.{Extractor, PipelineDefinitionError}
 import io.jetspark.plan.{Edge, Vertex}

@@ -17,7 +17,7 @@ object PythonUdfName {
   final case class Stateful(vertex: String) extends PythonUdfName
   /** A hash join's mapper. */
   final case class Join(vertex: String) extends PythonUdfName
-  /** An aggregation or window with a user-defined operation, run whole in Python ([[CustomAggregations]]). */
+  /** An aggregation or window with a user-defined operation, run whole in Python ([[runner.CustomAggregations]]). */
   final case class Custom(vertex: String) extends PythonUdfName
   /** The results of an aggregation that Catalyst ran, as Python values. */
   final case class Results(vertex: String) extends PythonUdfName

@@ -1,6 +1,7 @@
 package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.JsonNode
+import io.jetspark.engine.spark.runner.PythonOps
 import io.jetspark.item.PythonAggregations
 import io.jetspark.core.aggregate.AggregateOperation
 import io.jetspark.pipeline.{PythonAggregateSpec, PythonExtractors, PythonRef}

@@ -1,5 +1,6 @@
 package io.jetspark.engine.spark
 
+import io.jetspark.engine.spark.rows.{InPlaceRows, StageFailedException, TypedExtraction}
 import io.jetspark.pipeline.definition.Extractor
 import org.apache.spark.rdd.{PartitionCoalescer, PartitionGroup, RDD}
 import org.apache.spark.sql.functions.{col, min_by, monotonically_increasing_id, struct}

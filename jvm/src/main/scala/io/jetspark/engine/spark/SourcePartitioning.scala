@@ -1,5 +1,6 @@
 package io.jetspark.engine.spark
 
+import io.jetspark.engine.spark.rows.InPlaceRows
 import io.jetspark.pipeline.PythonAggregateSpec
 import io.jetspark.pipeline.definition.{Extractor, PipelineDefinitionError}
 import io.jetspark.plan.VertexDescription._

@@ -1,5 +1,9 @@
 package io.jetspark.engine.spark
 
+import io.jetspark.engine.spark.rows.{InPlaceRows, RowCounting, RowSchemas}
+import io.jetspark.engine.spark.runner.{AggregationRunner, CustomAggregations, DistinctRunner, HashJoinRunner, PythonOps, RowSinks}
+import io.jetspark.engine.spark.runner.{SequenceRestore, SinkRunner, SortRunner}
+import io.jetspark.engine.spark.window.{WindowPath, WindowRunner}
 import io.jetspark.item.{Extracted, PythonAggregations}
 import io.jetspark.core.aggregate.AggregateOperation
 import io.jetspark.pipeline.PythonAggregateSpec
@@ -18,7 +22,7 @@ import scala.collection.mutable
 /** Runs a planned batch pipeline on Spark ("Edges on Spark" in DESIGN.md): an interpreter of the DAG that
   * makes each vertex's output from its inputs' and hands each vertex kind to a runner of its own. Every
   * vertex's output is a DataFrame of opaque items (one binary column `item` holding a pickle, see
-  * [[RowSchemas]]); local and isolated edges are narrow, round-robin edges `repartition(n)`, all-to-one
+  * [[rows.RowSchemas]]); local and isolated edges are narrow, round-robin edges `repartition(n)`, all-to-one
   * edges `repartition(1)`, partitioned edges `repartition(n, key)`.
   *
   * The Python layer builds every Arrow UDF the job needs ([[PythonWork]]) and hands them over by name
@@ -28,11 +32,11 @@ import scala.collection.mutable
   * groups, sorts or joins them, one Arrow UDF per input extracts the key and values
   * ([[PythonWork.pythonExtractions]]).
   *
-  * The runners: [[AggregationRunner]] (aggregations whose operations the JVM runs; `aggregate2` through
-  * [[CoGroupedPartitions]]), [[SortRunner]], [[DistinctRunner]], [[HashJoinRunner]], [[WindowRunner]] (on
-  * the path [[WindowPlanner]] chose for each window), [[SequenceRestore]] (preserve_order) and
-  * [[SinkRunner]]. Operations with a user-defined part run in Python, whole, windows included
-  * ([[CustomAggregations]]).
+  * The runners: [[runner.AggregationRunner]] (aggregations whose operations the JVM runs; `aggregate2`
+  * through [[runner.CoGroupedPartitions]]), [[runner.SortRunner]], [[runner.DistinctRunner]],
+  * [[runner.HashJoinRunner]], [[window.WindowRunner]] (on the path [[window.WindowPlanner]] chose for each
+  * window), [[runner.SequenceRestore]] (preserve_order) and [[runner.SinkRunner]]. Operations with a
+  * user-defined part run in Python, whole, windows included ([[runner.CustomAggregations]]).
   *
   * A DataFrame source's output is its DataFrame (typed rows, partitioned as [[SourcePartitioning]] says);
   * aggregations that read it directly may run in Catalyst, their results typed too; typed outputs become
@@ -59,8 +63,8 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private val persisted = mutable.ArrayBuffer.empty[DataFrame]
   private val counters = mutable.LinkedHashMap.empty[String, LongAccumulator]
   /** The vertices whose items are counted where they are made, not by a step of their own per row: a
-    * columnar window's second stage (its windows, see [[ColumnarFrames]]) and a noop sink (the rows
-    * it drops, see [[DrainRows]]). At small slides a window makes as many rows as it reads events, and
+    * columnar window's second stage (its windows, see [[window.ColumnarFrames]]) and a noop sink (the rows
+    * it drops, see [[runner.DrainRows]]). At small slides a window makes as many rows as it reads events, and
     * the layers of iterators and counting steps around them cost more CPU than making them.
     */
   private val countedBySelf = mutable.Set.empty[String]
@@ -190,7 +194,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
   private def userDefinedOutput(v: Vertex): DataFrame =
     SqlBridge.mapInArrow(CustomAggregations.input(v, orderedInputs(v)), pythonUdfs(PythonUdfName.Custom(v.name)))
 
-  /** The output of window vertex `v` on the path [[WindowPlanner]] chose for it. A columnar stage counts
+  /** The output of window vertex `v` on the path [[window.WindowPlanner]] chose for it. A columnar stage counts
     * as it goes: the first the rows it reads (the items of the vertices before it), the second the
     * windows it makes.
     */

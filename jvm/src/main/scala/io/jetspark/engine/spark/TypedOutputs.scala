@@ -1,5 +1,6 @@
 package io.jetspark.engine.spark
 
+import io.jetspark.engine.spark.rows.{InPlaceRows, RowCounting}
 import io.jetspark.plan.{PhysicalDag, Vertex}
 import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.{Column, DataFrame}

@@ -2,6 +2,8 @@ package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.node.ObjectNode
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import io.jetspark.engine.spark.runner.CatalystAggregation
+import io.jetspark.engine.spark.window.{TypedWindow, WindowPath, WindowPlanner}
 import io.jetspark.pipeline.PythonAggregateSpec
 import io.jetspark.pipeline.definition.{Extractor, PipelineDefinitionError, TimestampPolicy}
 import io.jetspark.plan.VertexDescription._
@@ -30,12 +32,12 @@ final case class Delegation(result: String, accumulate: Option[String], rows: St
   * and which run in Catalyst (DESIGN.md "Edges on Spark": delegation where the semantics are equal).
   *
   * A DataFrame source's output is its DataFrame. A keyed or global aggregation that reads it directly
-  * runs as `groupBy(...).agg(...)` where [[CatalystAggregation.plan]] finds Spark functions with the
+  * runs as `groupBy(...).agg(...)` where [[runner.CatalystAggregation.plan]] finds Spark functions with the
   * core's results; its output stays typed (`key`, `result`). Typed outputs become opaque Python items
   * only on an edge to a vertex that needs them (everything but a delegated aggregation and a noop sink):
   * the rows of a source as PySpark `Row`s (Python's `rows:<vertex>` UDF), aggregation results as the
   * values the API promises (`results:<vertex>`, shaped by [[Delegation]]). A window that reads a
-  * source's rows directly takes their key, timestamp and values from Catalyst ([[TypedWindow]]).
+  * source's rows directly takes their key, timestamp and values from Catalyst ([[window.TypedWindow]]).
   *
   * A sort or a distinct that reads a source's rows directly runs in Catalyst where Spark orders and
   * compares as Python does ([[RowDelegation]]); its rows become items as the source's would.
@@ -53,7 +55,7 @@ final class TypedPlan private (dag: PhysicalDag) {
   }.toMap
 
   /** The DataFrame sources whose rows stay typed, by vertex: all but those that number their items for a
-    * restore of order later (preserve_order, see [[SequenceRestore]]), which become Python items at once.
+    * restore of order later (preserve_order, see [[runner.SequenceRestore]]), which become Python items at once.
     * Each is the user's DataFrame, for planning and schemas; what the source yields when the job runs is
     * [[SourcePartitioning.sourceRows]] (one partition under preserve_order at parallelism 1).
     */
@@ -94,7 +96,7 @@ final class TypedPlan private (dag: PhysicalDag) {
   /** The path of each window vertex. */
   val windows: WindowPlanner = new WindowPlanner(dag, typedWindows)
 
-  /** The first stages of the typed windows whose frames are columns of numbers and rows ([[ColumnarFrames]]). */
+  /** The first stages of the typed windows whose frames are columns of numbers and rows ([[window.ColumnarFrames]]). */
   val columnarWindows: Set[String] = typedWindows.keySet.filter(v => windows.paths(v).isInstanceOf[WindowPath.Columnar])
 
   dag.vertices.foreach(refuseColumns)

@@ -2,7 +2,8 @@ package io.jetspark.engine.spark.epoch
 
 import io.jetspark.core.eventtime.{EventTimePolicy, InsertWatermarksProcessor, SubstreamItem}
 import io.jetspark.engine.ListSinkRegistry
-import io.jetspark.engine.spark.{InPlaceRows, PythonUdfName}
+import io.jetspark.engine.spark.PythonUdfName
+import io.jetspark.engine.spark.rows.{InPlaceRows, RowSchemas}
 import io.jetspark.item.PythonAggregations
 import io.jetspark.pipeline.PythonAggregateSpec
 import io.jetspark.pipeline.definition.TimestampPolicy
@@ -153,6 +154,6 @@ object EpochEngine {
   val ExtractedSchema: StructType = StructType(Seq(StructField("key", BinaryType), StructField("values", ArrayType(BinaryType)),
     StructField("item", BinaryType), StructField("ts", LongType), StructField(EpochControl.Column, BinaryType)))
   /** One key's frames between a window's two stages, and the control row's bytes. */
-  val FramesSchema: StructType = StructType(io.jetspark.engine.spark.RowSchemas.FramesSchema.fields :+
+  val FramesSchema: StructType = StructType(RowSchemas.FramesSchema.fields :+
     StructField(EpochControl.Column, BinaryType))
 }

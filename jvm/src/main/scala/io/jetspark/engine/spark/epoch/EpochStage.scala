@@ -4,7 +4,7 @@ import io.jetspark.core.eventtime.{WatermarkCoalescer, WatermarkCoalescerState}
 import io.jetspark.core.execution.ProcessorTasklet
 import io.jetspark.core.snapshot.{SnapshotEntry, SnapshotFormat}
 import io.jetspark.core.{Processor, ProcessorContext, Watermark}
-import io.jetspark.engine.spark.StageFailedException
+import io.jetspark.engine.spark.rows.StageFailedException
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow}

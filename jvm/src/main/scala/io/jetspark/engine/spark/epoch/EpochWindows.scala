@@ -3,7 +3,8 @@ package io.jetspark.engine.spark.epoch
 import io.jetspark.core.Processor
 import io.jetspark.core.aggregate.{AggregateOperation, AggregateOperations}
 import io.jetspark.core.window._
-import io.jetspark.engine.spark.{PartialCodec, TimedEvent, WindowRunner}
+import io.jetspark.engine.spark.rows.PartialCodec
+import io.jetspark.engine.spark.window.{TimedEvent, WindowRunner}
 import io.jetspark.item.Extracted
 import io.jetspark.pipeline.definition.{SessionWindowDefinition, SlidingWindowDefinition}
 import io.jetspark.plan.AggregationStage

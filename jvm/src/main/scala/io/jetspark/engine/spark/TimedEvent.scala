@@ -1,6 +1,0 @@
-package io.jetspark.engine.spark
-
-import io.jetspark.item.Extracted
-
-/** An item entering a window: what Python extracted from it, and its timestamp. */
-private[spark] final class TimedEvent(val ts: Long, val event: Extracted) extends Serializable

@@ -1,0 +1,24 @@
+package io.jetspark.engine.spark.rows
+
+/** Encounter positions of the items that enter an aggregation: within a Spark task (one partition of the
+  * stage that takes them) in arrival order, and across tasks in partition order (`partition << 40 | n`).
+  * Positions are unique, so the operations that break ties by them ([[io.jetspark.item.Kept]]) pick the same items whatever
+  * the order in which partial accumulators combine (two stages, frames of a window, two stacks). The local
+  * engine's extractions number their items the same way from their processor's index.
+  */
+object EncounterPositions {
+  private final class Counter(val task: AnyRef, var next: Long)
+  private val counters = ThreadLocal.withInitial[Counter](() => new Counter(null, 0L))
+
+  def next(): Long = {
+    val task = org.apache.spark.TaskContext.get()
+    var counter = counters.get()
+    if (counter.task ne task) {
+      counter = new Counter(task, if (task == null) 0L else task.partitionId().toLong << 40)
+      counters.set(counter)
+    }
+    val position = counter.next
+    counter.next += 1
+    position
+  }
+}
