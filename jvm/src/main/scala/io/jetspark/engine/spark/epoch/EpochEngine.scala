@@ -79,7 +79,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     val outputs = mutable.Map.empty[String, DataFrame]
     val kept = mutable.ArrayBuffer.empty[DataFrame]
 
-    def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, v.description match {
+    def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, read(v, v.description match {
       case Source(_, timestamps) => sourceOutput(v, batch, timestamps, epoch)
       case StatelessChain(_) =>
         SqlBridge.mapInArrow(input(v), pythonUdfs(PythonUdfName.Chain(v.name))).select(ItemColumns.map(col): _*)
@@ -93,13 +93,13 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         val (received, senders) = EpochEdges.realize(InPlaceRows.of(rows), schema, schema.length - 1, edge.kind, v.localParallelism,
           Some(0))
         val out = stage.run(spark, received, schema.length - 1, senders, epoch, operatorIds(v.name), lateEvents(v.name))
-        val df = SqlBridge.internalCreateDataFrame(spark, out,
-          if (w.stage == AggregationStage.Accumulate) FramesSchema else ItemRowSchema)
-        // Read once: its state is committed as it is computed.
-        kept += df.persist(StorageLevel.MEMORY_AND_DISK)
-        df
+        SqlBridge.internalCreateDataFrame(spark, out, if (w.stage == AggregationStage.Accumulate) FramesSchema else ItemRowSchema)
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
-    })
+    }))
+
+    // Read by several edges: computed once, so that a stateful vertex commits its epoch once.
+    def read(v: Vertex, df: DataFrame): DataFrame =
+      if (dag.edgesFrom(v.name).size > 1) { kept += df.persist(StorageLevel.MEMORY_AND_DISK); df } else df
 
     def input(v: Vertex): DataFrame = output(dag.vertex(dag.edgesInto(v.name).head.from))
 
