@@ -1,16 +1,19 @@
 """The main job: sliding windows over skewed substreams (``python -m jetspark.demo``; from a checkout,
 ``bash dev/run.sh``).
 
-Two substreams (think Kafka partitions) carry sensor readings; one lags 30 s behind the other in event
-time. Each micro-batch brings 10 s of each substream. We count readings per sensor in 10 s windows
-sliding by 2 s, allowing 5 s of disorder, three ways:
+Two substreams (think Kafka partitions) carry sensor readings, each up to 3 s out of order; substream 1's
+readings are 30 s older in event time than substream 0's. Each micro-batch brings 10 s of readings of
+each substream. We count readings per sensor in 10 s windows sliding by 2 s, allowing 5 s of lag, three
+ways, the two engines over the same micro-batches:
 
 * the truth: a brute-force count over all readings;
-* Spark Structured Streaming: ``withWatermark`` + ``window(ts, 10 s, 2 s)``: one watermark per query (the
-  max event time seen, minus the delay), so the lagging substream's readings are dropped as late, and
-  the last windows are never emitted because a finite input never raises the watermark to the end;
-* jetspark: a watermark per substream, coalesced (the minimum over substreams), frames with deduct:
-  nothing is dropped, every window is emitted when the stream ends.
+* Spark Structured Streaming: ``withWatermark`` + ``window(ts, 10 s, 2 s)`` over one JSON file per
+  micro-batch: one watermark per query (the highest event time seen, minus the lag), so the lagging
+  substream's readings are dropped as late, and the last windows are never emitted because a finite
+  input never raises the watermark past them;
+* jetspark: a streaming pipeline on Spark (``items_stream`` of the two substreams, ``with_timestamps``,
+  a keyed sliding window, a list sink), each micro-batch one epoch: a watermark per substream, coalesced
+  (the minimum over substreams), so nothing is dropped, and every window is emitted when the stream ends.
 """
 
 from __future__ import annotations
@@ -22,23 +25,28 @@ from collections import Counter
 from pathlib import Path
 
 import jetspark
+from jetspark import AggregateOperations, Pipeline, Sinks, Sources, WindowDefinition
 
 SIZE_MS, SLIDE_MS, LAG_MS = 10_000, 2_000, 5_000
-BATCH_MS, SKEW_MS = 10_000, 30_000
+BATCH_MS, SKEW_MS, PERIOD_MS = 10_000, 30_000, 250
 SENSORS = ["s1", "s2", "s3"]
 
 
-def skewed_batches(duration_ms: int, period_ms: int) -> list[list[dict]]:
-    """Micro-batches of readings: substream 0 is on time; substream 1 delivers readings SKEW_MS older,
-    and catches up after substream 0 ends (a finite stream delivers everything)."""
-    readings = [[{"substream": s, "sensor": SENSORS[(t // period_ms + s) % len(SENSORS)], "ts": t}
-                 for t in range(0, duration_ms, period_ms)] for s in (0, 1)]
-    batches = []
-    for start in range(0, duration_ms + SKEW_MS, BATCH_MS):
-        batch = [r for r in readings[0] if start <= r["ts"] < start + BATCH_MS]
-        batch += [r for r in readings[1] if start - SKEW_MS <= r["ts"] < start - SKEW_MS + BATCH_MS]
-        batches.append(batch)
-    return batches
+def skewed_substreams(duration_ms: int) -> list[list[dict]]:
+    """Two substreams of readings, one every PERIOD_MS for ``duration_ms``, in delivery order. Each
+    reading's timestamp is up to 3 s behind its place in the stream (disorder within the allowed lag);
+    substream 0's timestamps run SKEW_MS ahead of substream 1's."""
+    return [[{"substream": s, "sensor": SENSORS[(i + s) % len(SENSORS)],
+              "ts": (1 - s) * SKEW_MS + i * PERIOD_MS + 3_000 - (i * 7 % 4) * 1_000}
+             for i in range(duration_ms // PERIOD_MS)] for s in (0, 1)]
+
+
+def micro_batches(substreams: list[list[dict]], readings_per_batch: int) -> list[list[dict]]:
+    """Micro-batch ``b`` holds readings ``[b * k, (b + 1) * k)`` of every substream: the epochs of
+    ``Sources.items_stream(*substreams, items_per_batch=k)``."""
+    count = max(len(s) for s in substreams)
+    return [[r for s in substreams for r in s[start:start + readings_per_batch]]
+            for start in range(0, count, readings_per_batch)]
 
 
 def true_window_counts(readings: list[dict]) -> Counter:
@@ -79,29 +87,31 @@ def spark_structured_streaming(jet: jetspark.JetSession, batches: list[list[dict
     return emitted, dropped
 
 
-def jetspark_core(jet: jetspark.JetSession, batches: list[list[dict]]) -> tuple[Counter, int]:
-    """jetspark's processors over the same readings, in micro-batch order, inside a Spark task."""
-    readings = [r for b in batches for r in b]
-    jvm = jet.spark.sparkContext._jvm
-    gateway = jet.spark.sparkContext._gateway
+def sensor_window_counts(substreams: list[list[dict]], readings_per_batch: int, sink: str) -> Pipeline:
+    """The jetspark pipeline: readings per sensor in sliding windows, event time per substream."""
+    p = Pipeline.create()
+    (p.read_from(Sources.items_stream(*substreams, items_per_batch=readings_per_batch))
+     .with_timestamps("ts", allowed_lag_ms=LAG_MS)
+     .grouping_key("sensor")
+     .window(WindowDefinition.sliding(SIZE_MS, SLIDE_MS))
+     .aggregate(AggregateOperations.counting())
+     .write_to(Sinks.list(sink)))
+    return p
 
-    def java_array(kind, values):
-        array = gateway.new_array(kind, len(values))
-        for i, v in enumerate(values):
-            array[i] = v
-        return array
 
-    rows = jvm.io.jetspark.python.SkewedWindowsDemo.run(
-        jet.spark._jsparkSession, java_array(jvm.int, [r["substream"] for r in readings]),
-        java_array(jvm.String, [r["sensor"] for r in readings]), java_array(jvm.long, [r["ts"] for r in readings]),
-        SIZE_MS, SLIDE_MS, LAG_MS)
-    emitted, dropped = Counter(), 0
-    for row in rows:
-        if row[0] == "late":
-            dropped = row[1]
-        else:
-            emitted[(row[0], row[2])] = row[3]
-    return emitted, dropped
+def jetspark_streaming(jet: jetspark.JetSession, substreams: list[list[dict]],
+                       readings_per_batch: int) -> tuple[Counter, int]:
+    """The jetspark pipeline run as a stream job on Spark; returns the windows it emitted (a window
+    emitted twice would add up to a wrong count) and the readings it dropped as late."""
+    sink = "demo_sensor_windows"
+    jet.clear_list(sink)
+    job = jet.new_job(sensor_window_counts(substreams, readings_per_batch, sink))
+    job.join()
+    emitted: Counter = Counter()
+    for window in jet.get_list(sink):
+        emitted[(window.key, window.end)] += window.result
+    jet.clear_list(sink)
+    return emitted, job.metrics()["late_events_dropped"]
 
 
 def compare(name: str, emitted: Counter, truth: Counter, dropped: int) -> str:
@@ -116,11 +126,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m jetspark.demo", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--master", default="local[2]", help="Spark master (default: local[2])")
-    parser.add_argument("--seconds", type=int, default=120, help="event time covered by each substream")
+    parser.add_argument("--seconds", type=int, default=60, help="event time covered by each substream")
     args = parser.parse_args(argv)
 
-    batches = skewed_batches(args.seconds * 1000, period_ms=250)
-    readings = [r for b in batches for r in b]
+    readings_per_batch = BATCH_MS // PERIOD_MS
+    substreams = skewed_substreams(args.seconds * 1000)
+    batches = micro_batches(substreams, readings_per_batch)
+    readings = [r for s in substreams for r in s]
     truth = true_window_counts(readings)
 
     with jetspark.session(master=args.master, conf={"spark.ui.enabled": "false",
@@ -133,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {'truth (brute force)':<32} {len(truth):>5} windows")
         spark_windows, spark_dropped = spark_structured_streaming(jet, batches)
         print(compare("Spark Structured Streaming", spark_windows, truth, spark_dropped))
-        jet_windows, jet_dropped = jetspark_core(jet, batches)
+        jet_windows, jet_dropped = jetspark_streaming(jet, substreams, readings_per_batch)
         print(compare("jetspark (coalesced watermarks)", jet_windows, truth, jet_dropped))
 
 
