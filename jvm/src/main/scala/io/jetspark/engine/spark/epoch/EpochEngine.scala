@@ -105,11 +105,10 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
 
     try {
       val outcomes = dag.vertices.collect { case v @ Vertex(_, Sink(sink), _, _, _) =>
-        val rows = input(v).collect()
-        val (controls, data) = rows.partition(r => !r.isNullAt(r.fieldIndex(EpochControl.Column)))
-        sinkItems(v.name).add(data.length)
-        if (sink.name == "list") ListSinkRegistry.append(sink.parameters("name").toString, data.map(_.getAs[Array[Byte]](0)).toSeq)
-        val sent = controls.map(r => EpochControl.decode(r.getAs[Array[Byte]](EpochControl.Column)))
+        val written = SinkPartition.write(spark, InPlaceRows.of(input(v)), keepItems = sink.name == "list")
+        sinkItems(v.name).add(written.map(_.count).sum)
+        if (sink.name == "list") ListSinkRegistry.append(sink.parameters("name").toString, written.flatMap(_.items).toSeq)
+        val sent = written.flatMap(_.controls).map(EpochControl.decode)
         EpochOutcome(sent.forall(_.done), sent.filterNot(_.done).map(_.watermark).minOption.getOrElse(Long.MaxValue))
       }
       EpochOutcome(outcomes.forall(_.complete), outcomes.map(_.watermark).minOption.getOrElse(Long.MaxValue))
@@ -134,7 +133,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         val policy = EventTimePolicy[(Long, Array[Byte])](_._1, lagMs, idleTimeoutMs)
         val stage = new EpochStage(v.name, () => new InsertWatermarksProcessor(policy, 1),
           _.map(r => SubstreamItem(0, (r.getLong(3), r.getBinary(2)))),
-          _.map { case (ts: Long, item: Array[Byte]) => InternalRow(item, ts) }, 3)
+          _.map { stamped => val (ts, item) = stamped.asInstanceOf[(Long, Array[Byte])]; InternalRow(item, ts) }, 3)
         val out = stage.run(spark, InPlaceRows.of(stamped), ExtractedSchema.length - 1, 1, epoch, operatorIds(v.name),
           spark.sparkContext.longAccumulator)
         SqlBridge.internalCreateDataFrame(spark, out, ItemRowSchema)
@@ -156,4 +155,25 @@ object EpochEngine {
   /** One key's frames between a window's two stages, and the control row's bytes. */
   val FramesSchema: StructType = StructType(RowSchemas.FramesSchema.fields :+
     StructField(EpochControl.Column, BinaryType))
+}
+
+/** What one partition of a sink's input holds in an epoch: how many items, their pickles where the sink
+  * keeps them on the driver (a list), and the senders' control rows. Only these reach the driver.
+  */
+private final case class SinkPartition(count: Long, items: Array[Array[Byte]], controls: Array[Array[Byte]])
+
+private object SinkPartition {
+  private val CtlAt = EpochEngine.ItemRowSchema.fieldIndex(EpochControl.Column)
+
+  def write(spark: SparkSession, rows: RDD[InternalRow], keepItems: Boolean): Array[SinkPartition] =
+    spark.sparkContext.runJob(rows, (partition: Iterator[InternalRow]) => {
+      var count = 0L
+      val items = mutable.ArrayBuffer.empty[Array[Byte]]
+      val controls = mutable.ArrayBuffer.empty[Array[Byte]]
+      partition.foreach { r =>
+        if (!r.isNullAt(CtlAt)) controls += r.getBinary(CtlAt)
+        else { count += 1; if (keepItems) items += r.getBinary(0) }
+      }
+      SinkPartition(count, items.toArray, controls.toArray)
+    })
 }

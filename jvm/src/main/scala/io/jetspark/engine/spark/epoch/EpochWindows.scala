@@ -31,6 +31,7 @@ object EpochWindows {
       val end = r match {
         case k: KeyedWindowResult[_, _] => k.end
         case g: WindowResult[_] => g.end
+        case other => throw new IllegalStateException(s"vertex '$vertex': a window emitted $other")
       }
       InternalRow(WindowRunner.pickledResult(r).getBinary(0), end - 1)
     }
