@@ -160,3 +160,22 @@ def test_a_failing_step_fails_the_stream_job_naming_its_stage(jet: Any) -> None:
     assert failure.value.stage == "divide"
     assert job.status is JobStatus.FAILED
     jet.clear_list("out")
+
+
+def test_early_results_come_at_epoch_ends_and_the_final_windows_stay_those_of_the_reference(jet: Any) -> None:
+    """A window still open when an epoch ends is reported early (``is_early=True``) with what it holds so
+    far; the complete results are the reference's."""
+    substreams = in_order(2, 12, 5)  # epochs of 2 items per substream, 10 ms of event time each
+    p = Pipeline.create()
+    (StreamInput(substreams, 2, 0).source(p).grouping_key("k")
+     .window(WindowDefinition.sliding(40, 10).set_early_results_period(1))
+     .aggregate(AggregateOperations.counting()).write_to(Sinks.list("out")))
+    expected = run_stream_reference(p)
+    job, (got,) = run_job(jet, p, "out")
+    final = [r for r in got if not r.is_early]
+    early = [r for r in got if r.is_early]
+    assert as_multiset(final) == as_multiset(expected.outputs["out"])
+    assert early  # epochs end while windows of 40 ms are open
+    complete = {(r.start, r.end, r.key): r.result for r in final}
+    for r in early:  # a partial count of a window that later completes, never more than its final count
+        assert 0 < r.result <= complete[(r.start, r.end, r.key)]

@@ -48,6 +48,7 @@ final class ProcessorTasklet(
   private var finished = false
   private val saved = mutable.ArrayBuffer.empty[SnapshotEntry]
   private var ending: ProcessorTasklet.AtEnd = ProcessorTasklet.Complete
+  private var quietDone = false
 
   processor.init(outbox, context)
   if (restored.nonEmpty) {
@@ -81,6 +82,8 @@ final class ProcessorTasklet(
     else if (completing) ending match {
       case ProcessorTasklet.Complete => if (processor.complete()) { finished = true; processor.close() }
       case ProcessorTasklet.SaveSnapshot =>
+        // The stream goes on: first what the processor emits when no input waits (early results).
+        if (!quietDone) { quietDone = processor.tryProcess(); ready ++= outbox.drainBucket(0); return }
         val done = processor.saveToSnapshot()
         saved ++= outbox.drainSnapshot().map { case (k, v) => SnapshotEntry(k, v) }
         if (done) { finished = true; processor.close() }
@@ -123,7 +126,7 @@ object ProcessorTasklet {
   sealed trait AtEnd
   /** The inputs are exhausted for good: `complete()`. */
   case object Complete extends AtEnd
-  /** An epoch ended, and more will come: `saveToSnapshot()`. */
+  /** An epoch ended, and more will come: `tryProcess()` (as when no input waits), then `saveToSnapshot()`. */
   case object SaveSnapshot extends AtEnd
 
   /** A processor with one input. */

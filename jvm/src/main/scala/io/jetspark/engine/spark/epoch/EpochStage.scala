@@ -3,7 +3,7 @@ package io.jetspark.engine.spark.epoch
 import io.jetspark.core.eventtime.{WatermarkCoalescer, WatermarkCoalescerState}
 import io.jetspark.core.execution.ProcessorTasklet
 import io.jetspark.core.snapshot.{SnapshotEntry, SnapshotFormat}
-import io.jetspark.core.{Processor, ProcessorContext, Watermark}
+import io.jetspark.core.{ControlItem, Processor, ProcessorContext, Watermark}
 import io.jetspark.engine.spark.rows.StageFailedException
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
@@ -26,7 +26,8 @@ import scala.collection.mutable.ArrayBuffer
   * foreign control row fails the epoch, naming the vertex, before anything is committed.
   *
   * When every sender is done, the processor completes (Jet's `complete()`: what it holds is emitted); else
-  * it saves a snapshot. Either way the partition's output ends with its own control row: the highest
+  * it emits what it emits when no input waits (`tryProcess()`: a window's early results) and saves a
+  * snapshot. Either way the partition's output ends with its own control row: the highest
   * watermark the processor has emitted, and whether it is done.
   *
   * @param toRows the processor's output items (watermarks taken out) as rows of `width` columns, the
@@ -77,6 +78,7 @@ final class EpochStage(
       var sent = own.sent
       val output = emitted.filter {
         case Watermark(wm) => sent = math.max(sent, wm); false
+        case _: ControlItem => false // an idle substream's message: idleness does not travel yet (docs/streaming.md)
         case _ => true
       }
       val control = Iterator.single(()).flatMap { _ =>

@@ -16,7 +16,8 @@ import org.apache.spark.sql.catalyst.InternalRow
   *
   * Rows: where events enter (the single stage, or stage 1 of two) an extraction (key, values, item, ts,
   * ctl); between the stages one row per key of its frames (key, frame ends, accumulators, ctl); out of the
-  * window each result's pickle with its time, `end - 1` (item, ts, ctl).
+  * window each result's pickle with its time, `end - 1` (item, ts, ctl). A single-stage sliding window
+  * with early results emits them at the end of every epoch but the last ([[EpochEndClock]]).
   */
 object EpochWindows {
 
@@ -38,10 +39,12 @@ object EpochWindows {
     val slidingLate: Processor => Long = p => p.asInstanceOf[SlidingWindowProcessor[_, _, _]].lateEventsDropped
     (w.window, w.stage) match {
       case (s: SlidingWindowDefinition, AggregationStage.SingleStage) =>
-        val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
-        new EpochStage(vertex, () =>
-          if (keyed) SlidingWindowProcessor.singleStage(policy, keyOf, tsOf, events)
-          else SlidingWindowProcessor.singleStageNonKeyed(policy, tsOf, events), timedEvents, results, 3, slidingLate)
+        val (policy, early) = (SlidingWindowPolicy(s.sizeMs, s.slideMs), s.earlyResultsPeriodMs)
+        new EpochStage(vertex, () => {
+          val clock = new EpochEndClock
+          if (keyed) SlidingWindowProcessor.singleStage(policy, keyOf, tsOf, events, early, clock)
+          else SlidingWindowProcessor.singleStageNonKeyed(policy, tsOf, events, early, clock)
+        }, timedEvents, results, 3, slidingLate)
       case (s: SlidingWindowDefinition, AggregationStage.Accumulate) =>
         val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
         new EpochStage(vertex, () => SlidingWindowProcessor.accumulateFrames(policy, keyOf, tsOf, events), timedEvents,
@@ -58,4 +61,14 @@ object EpochWindows {
       case (other, stage) => throw new IllegalStateException(s"vertex '$vertex': no ${stage.describe} for ${other.describe}")
     }
   }
+}
+
+/** The time a window processor of an epoch reads for its early results: it starts at 0 (when the processor
+  * is made), and every later reading comes at the epoch's end (`tryProcess` before the snapshot), more
+  * than any period later. So a window with early results emits them at the end of every epoch but the
+  * last, whose end emits every window complete.
+  */
+private final class EpochEndClock extends (() => Long) with Serializable {
+  private var started = false
+  override def apply(): Long = if (started) Long.MaxValue / 2 else { started = true; 0L }
 }
