@@ -64,12 +64,18 @@ def dense_events(spark: SparkSession, events: int, span_ms: int, keys: int) -> D
         (F.col("id") * 104_729 % 1_000_003).cast("int").alias("value"))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
+    """The dense workload's options, ``--events``, ``--span-s``, ``--keys`` and ``--window-ms``, with the
+    defaults both window benchmarks share."""
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--span-s", type=int, default=400)
     parser.add_argument("--keys", type=int, default=100)
     parser.add_argument("--window-ms", type=int, default=10_000)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_workload_arguments(parser)
     parser.add_argument("--slides", type=str, default="2000,1000,100,20")
     parser.add_argument("--spark-min-slide-ms", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3, help="timed runs of Spark's window() queries")

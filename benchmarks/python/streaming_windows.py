@@ -41,15 +41,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sliding_windows import dense_events
+from sliding_windows import add_workload_arguments, dense_events
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=2_000_000)
-    parser.add_argument("--span-s", type=int, default=400)
-    parser.add_argument("--keys", type=int, default=100)
-    parser.add_argument("--window-ms", type=int, default=10_000)
+    add_workload_arguments(parser)
     parser.add_argument("--slides", type=str, default="2000,1000,100")
     parser.add_argument("--ops", type=str, default="count,max")
     parser.add_argument("--batch-sizes", type=str, default="50000,500000,1000000")
