@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -206,6 +207,7 @@ def main() -> None:
           " batches j/S: micro-batches reported, jetspark / Spark)")
     spark.streams.removeListener(listener)
     jet.stop()
+    shutil.rmtree(work, ignore_errors=True)  # the micro-batches' parquet files and Spark's checkpoints
 
 
 if __name__ == "__main__":
