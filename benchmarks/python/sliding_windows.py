@@ -45,14 +45,37 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def dense_events(spark: SparkSession, events: int, span_ms: int, keys: int) -> DataFrame:
+    """The dense workload: columns ``key`` (int), ``ts`` (long, ms) and ``value`` (int) of ``events`` events
+    over ``span_ms`` and ``keys`` keys, in two partitions. Event i has key i mod ``keys``, a time spread over
+    the span (not sorted: i times a large odd step, mod the span) and a value. The streaming benchmark
+    (``streaming_windows.py``) reads the same events in time order."""
+    from pyspark.sql import functions as F
+
+    return spark.range(events, numPartitions=2).select(
+        (F.col("id") % keys).cast("int").alias("key"),
+        (F.col("id") * 7_919 % span_ms).cast("long").alias("ts"),
+        (F.col("id") * 104_729 % 1_000_003).cast("int").alias("value"))
+
+
+def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
+    """The dense workload's options, ``--events``, ``--span-s``, ``--keys`` and ``--window-ms``, with the
+    defaults both window benchmarks share."""
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--span-s", type=int, default=400)
     parser.add_argument("--keys", type=int, default=100)
     parser.add_argument("--window-ms", type=int, default=10_000)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_workload_arguments(parser)
     parser.add_argument("--slides", type=str, default="2000,1000,100,20")
     parser.add_argument("--spark-min-slide-ms", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3, help="timed runs of Spark's window() queries")
@@ -81,13 +104,7 @@ def main() -> None:
     jet = js.session(master="local[2]", conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
                                               "spark.default.parallelism": "2", "spark.driver.memory": "4g"})
     spark = jet.spark
-    span_ms = args.span_s * 1000
-    # Event i: a key, a time spread over the span (not sorted: i * a large odd step mod span), a value.
-    df = (spark.range(args.events, numPartitions=2)
-          .select((F.col("id") % args.keys).cast("int").alias("key"),
-                  (F.col("id") * 7_919 % span_ms).cast("long").alias("ts"),
-                  (F.col("id") * 104_729 % 1_000_003).cast("int").alias("value"))
-          .cache())
+    df = dense_events(spark, args.events, args.span_s * 1000, args.keys).cache()
     df.count()
 
     # Per operation: Spark's aggregate in window(), jetspark's, Spark's aggregate of the keyed and the
