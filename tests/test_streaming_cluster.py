@@ -1,0 +1,57 @@
+"""Streams on two executor JVMs (local-cluster[2,1,1024]): keyed sliding windows and sessions over three
+skewed substreams with out-of-order items give the brute-force stream reference's windows and late
+counts. The state of each epoch lives in the executors' state stores, and every substream's items travel
+inside its micro-batch's partitions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import CLUSTER_SESSION, REPO, run_python
+
+pytestmark = pytest.mark.slow
+
+CLUSTER_JOB = f"""
+import json, sys
+sys.path.insert(0, "tests")
+import jetspark as js
+from jetspark import AggregateOperations, Pipeline, Sinks, WindowDefinition
+from reference import as_multiset
+from stream_reference import run_stream_reference
+from stream_strategies import StreamInput
+
+jet = {CLUSTER_SESSION}
+# Substream 0 runs 100 s ahead; every fifth item of it and every fourth of substream 2 is out of order.
+substreams = [[{{"s": 0, "k": i % 3, "v": i, "t": 100_000 + i * 7 - (30 if i % 5 == 4 else 0)}} for i in range(30)],
+              [{{"s": 1, "k": i % 3, "v": i, "t": i * 9}} for i in range(30)],
+              [{{"s": 2, "k": i % 3, "v": i, "t": 50 + i * 5 - (40 if i % 4 == 3 else 0)}} for i in range(25)]]
+results = {{}}
+for name, window in (("sliding", WindowDefinition.sliding(40, 10)), ("session", WindowDefinition.session(12))):
+    p = Pipeline.create()
+    (StreamInput(substreams, 3, 5).source(p).grouping_key("k").window(window)
+     .aggregate(AggregateOperations.summing("v")).write_to(Sinks.list("out")))
+    expected = run_stream_reference(p)
+    job = jet.new_job(p)
+    job.join(timeout=900)
+    got = jet.get_list("out")
+    jet.clear_list("out")
+    results[name] = {{"same_windows": as_multiset(got) == as_multiset(expected.outputs["out"]), "windows": len(got),
+                     "late": job.metrics()["late_events_dropped"], "expected_late": sum(expected.late_dropped.values())}}
+print("EXECUTORS", jet.spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1)
+print("RESULTS", json.dumps(results))
+jet.stop()
+"""
+
+
+def test_stream_windows_on_two_executor_jvms_match_the_reference() -> None:
+    done = run_python(CLUSTER_JOB, cwd=REPO, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.startswith(("EXECUTORS", "RESULTS")))
+    assert lines["EXECUTORS"] == "2"
+    results = json.loads(lines["RESULTS"])
+    for name in ("sliding", "session"):
+        result = results[name]
+        assert result["same_windows"] and result["windows"] > 0, (name, result)
+        assert result["late"] == result["expected_late"] > 0, (name, result)  # the input makes some events late
