@@ -92,7 +92,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         val stage = EpochWindows.stage(v.name, w, PythonAggregations.bindInputs(Seq(w.op.asInstanceOf[PythonAggregateSpec])))
         val (received, senders) = EpochEdges.realize(InPlaceRows.of(rows), schema, schema.length - 1, edge.kind, v.localParallelism,
           Some(0))
-        val out = stage.run(spark, received, schema.length - 1, senders, epoch, operatorIds(v.name), lateEvents(v.name))
+        val out = stage.run(spark, received, schema.length - 1, senders, epoch, operatorIds(v.name), Some(lateEvents(v.name)))
         SqlBridge.internalCreateDataFrame(spark, out, if (w.stage == AggregationStage.Accumulate) FramesSchema else ItemRowSchema)
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
     }))
@@ -104,14 +104,14 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     def input(v: Vertex): DataFrame = output(dag.vertex(dag.edgesInto(v.name).head.from))
 
     try {
-      val outcomes = dag.vertices.collect { case v @ Vertex(_, Sink(sink), _, _, _) =>
+      // Every sink's senders: the stream is complete when all of them are done.
+      val sent = dag.vertices.collect { case v @ Vertex(_, Sink(sink), _, _, _) =>
         val written = SinkPartition.write(spark, InPlaceRows.of(input(v)), keepItems = sink.name == "list")
         sinkItems(v.name).add(written.map(_.count).sum)
         if (sink.name == "list") ListSinkRegistry.append(sink.parameters("name").toString, written.flatMap(_.items).toSeq)
-        val sent = written.flatMap(_.controls).map(EpochControl.decode)
-        EpochOutcome(sent.forall(_.done), sent.filterNot(_.done).map(_.watermark).minOption.getOrElse(Long.MaxValue))
-      }
-      EpochOutcome(outcomes.forall(_.complete), outcomes.map(_.watermark).minOption.getOrElse(Long.MaxValue))
+        written.flatMap(_.controls).map(EpochControl.decode)
+      }.flatten
+      EpochOutcome(sent.forall(_.done), sent.filterNot(_.done).map(_.watermark).minOption.getOrElse(Long.MaxValue))
     } finally kept.foreach(_.unpersist())
   }
 
@@ -134,8 +134,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         val stage = new EpochStage(v.name, () => new InsertWatermarksProcessor(policy, 1),
           _.map(r => SubstreamItem(0, (r.getLong(3), r.getBinary(2)))),
           _.map { stamped => val (ts, item) = stamped.asInstanceOf[(Long, Array[Byte])]; InternalRow(item, ts) }, 3)
-        val out = stage.run(spark, InPlaceRows.of(stamped), ExtractedSchema.length - 1, 1, epoch, operatorIds(v.name),
-          spark.sparkContext.longAccumulator)
+        val out = stage.run(spark, InPlaceRows.of(stamped), ExtractedSchema.length - 1, 1, epoch, operatorIds(v.name), None)
         SqlBridge.internalCreateDataFrame(spark, out, ItemRowSchema)
       case _ => items.select(col("item"), org.apache.spark.sql.functions.lit(null).cast(LongType).as("ts"), col(EpochControl.Column))
     }

@@ -34,7 +34,7 @@ object EpochWindows {
         case g: WindowResult[_] => g.end
         case other => throw new IllegalStateException(s"vertex '$vertex': a window emitted $other")
       }
-      InternalRow(WindowRunner.pickledResult(r).getBinary(0), end - 1)
+      InternalRow(WindowRunner.resultPickle(r), end - 1)
     }
     val slidingLate: Processor => Long = p => p.asInstanceOf[SlidingWindowProcessor[_, _, _]].lateEventsDropped
     (w.window, w.stage) match {

@@ -168,8 +168,11 @@ object WindowRunner {
   /** A result as the row of its pickle. The session processor reports a global session under the key
     * [[NonKeyed]]; it leaves as the `WindowResult` a global window gives.
     */
-  private[spark] val pickledResult: Any => InternalRow = r => InternalRow(PythonValues.dumps(r match {
+  private val pickledResult: Any => InternalRow = r => InternalRow(resultPickle(r))
+
+  /** A result's pickle (a global session as the `WindowResult` a global window gives). */
+  private[spark] def resultPickle(r: Any): Array[Byte] = PythonValues.dumps(r match {
     case KeyedWindowResult(start, end, NonKeyed, result, isEarly) => WindowResult(start, end, result, isEarly)
     case other => other
-  }))
+  })
 }

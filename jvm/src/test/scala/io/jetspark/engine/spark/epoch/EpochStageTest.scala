@@ -33,7 +33,7 @@ class EpochStageTest extends AnyFunSuite {
 
   test("state carries from one epoch to the next, and a replayed epoch gives the same output") {
     val run = EpochRun(0, Files.createTempDirectory("epochs").toString, java.util.UUID.randomUUID())
-    val late = spark.sparkContext.longAccumulator
+    val late = Some(spark.sparkContext.longAccumulator)
     def outputs(id: Long, values: Seq[Long]) =
       summing().run(spark, epoch(values.map(data) :+ control(0, id), 1), 2, 1, run.copy(id = id), 0, late).collect()
         .filter(_.isNullAt(2)).map(_.getLong(1)).toSeq
@@ -46,7 +46,7 @@ class EpochStageTest extends AnyFunSuite {
   test("a missing barrier fails the epoch, naming the vertex") {
     val run = EpochRun(0, Files.createTempDirectory("epochs").toString, java.util.UUID.randomUUID())
     val rows = epoch(Seq(data(1), control(0, 0)), 1)
-    val failure = intercept[SparkException](summing().run(spark, rows, 2, 2, run, 0, spark.sparkContext.longAccumulator).collect())
+    val failure = intercept[SparkException](summing().run(spark, rows, 2, 2, run, 0, None).collect())
     assert(failure.getMessage.contains("vertex 'sum'") && failure.getMessage.contains("from each of 2 upstream tasks"))
   }
 
