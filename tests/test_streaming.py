@@ -7,6 +7,7 @@ multisets (a stream's windows come out in the order their epochs close them, not
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -115,6 +116,54 @@ def test_a_stream_job_returns_at_once_and_reports_its_epochs(jet: Any) -> None:
     assert metrics["epochs"] == 3  # 6 items per substream, 2 per epoch
     assert metrics["watermark"] == 2**63 - 1  # the final watermark: every substream is done
     assert metrics["vertices"]["list-sink"]["items_in"] == len(jet.get_list("out"))
+    jet.clear_list("out")
+
+
+def test_metrics_count_each_vertex_and_end_at_the_final_watermark(jet: Any) -> None:
+    # 2 substreams of 10 items, v = 0..9: the filter drops v == 7 from each.
+    p = windowed(StreamInput(in_order(2, 10, 10), 3, 0), "tumbling", keyed=False, operation="counting")
+    expected = run_stream_reference(p)
+    job, (got,) = run_job(jet, p, "out")
+    vertices = job.metrics()["vertices"]
+    assert len(got) == len(expected.outputs["out"])
+    source, chain = vertices["itemsStream-source"], vertices["filter"]
+    first, last, sink = vertices["windowAggregate-accumulate"], vertices["windowAggregate-combine"], vertices["list-sink"]
+    assert (source["items_in"], source["items_out"]) == (0, 20)
+    assert (chain["items_in"], chain["items_out"]) == (20, 18)
+    assert first["items_in"] == 18 and last["items_out"] == len(got)
+    assert (sink["items_in"], sink["items_out"]) == (len(got), len(got))
+    assert last["items_in"] == first["items_out"]
+    for figures in vertices.values():
+        assert figures["watermark"] == 2**63 - 1  # every partition done
+        assert "watermark_lag_ms" not in figures
+    # State: the source's watermarks and the windows' frames; none in a stateless chain or a sink.
+    assert source["state_bytes"] > 0 and first["state_bytes"] > 0 and last["state_bytes"] > 0
+    assert chain["state_bytes"] == sink["state_bytes"] == 0
+
+
+def test_metrics_while_a_stream_runs_show_an_epochs_watermark_and_its_lag(jet: Any, capsys: Any) -> None:
+    stream = StreamInput(in_order(2, 12, 1_000), 2, 500)
+    p = windowed(stream, "tumbling", keyed=False, operation="counting")
+    (marks,) = run_stream_reference(p).watermarks.values()  # the one source's
+    coalesced = marks.coalesced
+    jet.clear_list("out")
+    job = jet.new_job(p, JobConfig(name="watched", trigger_interval_ms=400, progress_interval_ms=100))
+    seen = []
+    while job.status is not JobStatus.COMPLETED and job.status is not JobStatus.FAILED:
+        before = int(time.time() * 1000)
+        figures = job.metrics().get("vertices", {}).get("itemsStream-source", {})
+        after = int(time.time() * 1000)
+        if "watermark_lag_ms" in figures:
+            watermark = figures["watermark"]
+            assert watermark in coalesced[:-1]  # W(b) of an epoch b but the last (then it is infinite)
+            assert before - watermark <= figures["watermark_lag_ms"] <= after - watermark
+            seen.append(watermark)
+        time.sleep(0.05)
+    job.join(timeout=300)
+    assert seen and seen == sorted(seen)  # seen at least once, and never going back
+    progress = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[jetspark watched] epoch")]
+    assert progress and all(f"read {n:,} " not in line for line in progress for n in range(25, 100))  # 24 items
+    assert any(f"watermark {w} (lag " in line for line in progress for w in seen)
     jet.clear_list("out")
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from jetspark import _protocol
 from jetspark._failures import describe as describe_failure
+from jetspark._progress import ProgressReporter
 from jetspark._row_sinks import attach as attach_row_sinks
 from jetspark._shipping import ship_modules_of
 from jetspark.errors import JobCancelledError, JobFailedError
@@ -48,6 +49,8 @@ class JobConfig:
     """How a job runs. A job started again with the same ``checkpoint_dir`` resumes from its last snapshot.
     A stream job starts a micro-batch (an epoch) every ``trigger_interval_ms``, or as soon as the last one
     ends with 0; without a ``checkpoint_dir`` it keeps its state in a temporary directory, removed at its end.
+    With ``progress_interval_ms``, a stream job writes a line of its progress to stderr at that interval
+    (epochs, watermark and lag, items read and written, late drops, state); off by default.
 
     Examples
     --------
@@ -65,14 +68,17 @@ class JobConfig:
     checkpoint_dir: str | None = None
     partition_idle_timeout_ms: int = 60_000
     trigger_interval_ms: int = 0
+    progress_interval_ms: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.processing_guarantee, ProcessingGuarantee):
             raise TypeError("JobConfig(processing_guarantee): must be a ProcessingGuarantee")
         if not isinstance(self.trigger_interval_ms, int) or self.trigger_interval_ms < 0:
             raise ValueError(f"JobConfig(trigger_interval_ms): must be 0 or more, not {self.trigger_interval_ms!r}")
-        for name in ("snapshot_interval_ms", "partition_idle_timeout_ms"):
+        for name in ("snapshot_interval_ms", "partition_idle_timeout_ms", "progress_interval_ms"):
             value = getattr(self, name)
+            if name == "progress_interval_ms" and value is None:
+                continue
             if not isinstance(value, int) or value <= 0:
                 raise ValueError(f"JobConfig({name}): must be positive, not {value!r}")
 
@@ -131,8 +137,9 @@ class Job:
         numbers; ``physical_plans``: Spark's plan per sink.
 
         A stream job's, also while it runs: ``epochs`` done, ``watermark`` (what its sinks' inputs
-        coalesced to), ``late_events_dropped`` (by all its windows), and ``vertices``: per window its
-        ``late_events_dropped``, per sink its ``items_in``."""
+        coalesced to), ``late_events_dropped`` (by all its windows), and ``vertices``: per vertex
+        ``items_in``, ``items_out``, ``watermark`` and ``watermark_lag_ms`` (behind the wall clock),
+        ``state_bytes``, and per window its ``late_events_dropped`` (docs/streaming.md, "Metrics")."""
         if self._stream is not None and self._status is JobStatus.RUNNING:
             return json.loads(self._stream.metricsJson())
         return json.loads(json.dumps(self._metrics))
@@ -187,7 +194,13 @@ class Job:
             if self._cancelled:  # cancelled while the query started, before cancel() could reach it
                 self._stream.cancel()
             self._status = JobStatus.RUNNING
-            completed = self._stream.awaitCompletion()
+            interval = self.config.progress_interval_ms
+            progress = None if interval is None else ProgressReporter(self.name, self.metrics, interval)
+            try:
+                completed = self._stream.awaitCompletion()
+            finally:
+                if progress is not None:
+                    progress.stop()
             self._metrics = json.loads(self._stream.metricsJson())
             self._status = JobStatus.COMPLETED if completed and not self._cancelled else JobStatus.CANCELLED
         finally:

@@ -46,14 +46,9 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
 
   private val runId = java.util.UUID.randomUUID()
   private val operatorIds: Map[String, Int] = dag.vertices.map(_.name).zipWithIndex.toMap
-  /** Events each vertex dropped as late, over the run. */
-  val lateEvents: Map[String, LongAccumulator] = dag.vertices.collect {
-    case v if v.description.isInstanceOf[WindowAggregate] => v.name -> spark.sparkContext.longAccumulator(s"${v.name}.late")
-  }.toMap
-  /** Items each sink received, over the run. */
-  val sinkItems: Map[String, LongAccumulator] = dag.vertices.collect {
-    case v @ Vertex(_, Sink(_), _, _, _) => v.name -> spark.sparkContext.longAccumulator(s"${v.name}.items")
-  }.toMap
+  /** The run's figures per vertex. */
+  val metrics = new EpochMetrics(spark.sparkContext, dag,
+    dag.vertices.collect { case v if v.description.isInstanceOf[WindowAggregate] => v.name }.toSet)
 
   dag.vertices.foreach(requireSupported)
 
@@ -79,7 +74,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     val outputs = mutable.Map.empty[String, DataFrame]
     val kept = mutable.ArrayBuffer.empty[DataFrame]
 
-    def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, read(v, v.description match {
+    def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, read(v, counted(v, v.description match {
       case Source(_, timestamps) => sourceOutput(v, batch, timestamps, epoch)
       case StatelessChain(_) =>
         SqlBridge.mapInArrow(input(v), pythonUdfs(PythonUdfName.Chain(v.name))).select(ItemColumns.map(col): _*)
@@ -92,10 +87,14 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         val stage = EpochWindows.stage(v.name, w, PythonAggregations.bindInputs(Seq(w.op.asInstanceOf[PythonAggregateSpec])))
         val (received, senders) = EpochEdges.realize(InPlaceRows.of(rows), schema, schema.length - 1, edge.kind, v.localParallelism,
           Some(0))
-        val out = stage.run(spark, received, schema.length - 1, senders, epoch, operatorIds(v.name), Some(lateEvents(v.name)))
+        val out = stage.run(spark, received, schema.length - 1, senders, epoch, operatorIds(v.name), metrics.stateOf(v.name),
+          Some(metrics.lateEvents(v.name)))
         SqlBridge.internalCreateDataFrame(spark, out, if (w.stage == AggregationStage.Accumulate) FramesSchema else ItemRowSchema)
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
-    }))
+    })))
+
+    def counted(v: Vertex, df: DataFrame): DataFrame =
+      SqlBridge.internalCreateDataFrame(spark, metrics.counted(v.name, InPlaceRows.of(df), df.schema.length - 1), df.schema)
 
     // Read by several edges: computed once, so that a stateful vertex commits its epoch once.
     def read(v: Vertex, df: DataFrame): DataFrame =
@@ -106,8 +105,8 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     try {
       // Every sink's senders: the stream is complete when all of them are done.
       val sent = dag.vertices.collect { case v @ Vertex(_, Sink(sink), _, _, _) =>
-        val written = SinkPartition.write(spark, InPlaceRows.of(input(v)), keepItems = sink.name == "list")
-        sinkItems(v.name).add(written.map(_.count).sum)
+        val written = SinkPartition.write(spark, metrics.counted(v.name, InPlaceRows.of(input(v)), SinkPartition.CtlAt),
+          keepItems = sink.name == "list")
         if (sink.name == "list") ListSinkRegistry.append(sink.parameters("name").toString, written.flatMap(_.items).toSeq)
         written.flatMap(_.controls).map(EpochControl.decode)
       }.flatten
@@ -134,7 +133,8 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         val stage = new EpochStage(v.name, () => new InsertWatermarksProcessor(policy, 1),
           _.map(r => SubstreamItem(0, (r.getLong(3), r.getBinary(2)))),
           _.map { stamped => val (ts, item) = stamped.asInstanceOf[(Long, Array[Byte])]; InternalRow(item, ts) }, 3)
-        val out = stage.run(spark, InPlaceRows.of(stamped), ExtractedSchema.length - 1, 1, epoch, operatorIds(v.name), None)
+        val out = stage.run(spark, InPlaceRows.of(stamped), ExtractedSchema.length - 1, 1, epoch, operatorIds(v.name),
+          metrics.stateOf(v.name), None)
         SqlBridge.internalCreateDataFrame(spark, out, ItemRowSchema)
       case _ => items.select(col("item"), org.apache.spark.sql.functions.lit(null).cast(LongType).as("ts"), col(EpochControl.Column))
     }
@@ -156,23 +156,22 @@ object EpochEngine {
     StructField(EpochControl.Column, BinaryType))
 }
 
-/** What one partition of a sink's input holds in an epoch: how many items, their pickles where the sink
-  * keeps them on the driver (a list), and the senders' control rows. Only these reach the driver.
+/** What one partition of a sink's input holds in an epoch: its items' pickles where the sink keeps them on
+  * the driver (a list), and the senders' control rows. Only these reach the driver.
   */
-private final case class SinkPartition(count: Long, items: Array[Array[Byte]], controls: Array[Array[Byte]])
+private final case class SinkPartition(items: Array[Array[Byte]], controls: Array[Array[Byte]])
 
 private object SinkPartition {
-  private val CtlAt = EpochEngine.ItemRowSchema.fieldIndex(EpochControl.Column)
+  val CtlAt: Int = EpochEngine.ItemRowSchema.fieldIndex(EpochControl.Column)
 
   def write(spark: SparkSession, rows: RDD[InternalRow], keepItems: Boolean): Array[SinkPartition] =
     spark.sparkContext.runJob(rows, (partition: Iterator[InternalRow]) => {
-      var count = 0L
       val items = mutable.ArrayBuffer.empty[Array[Byte]]
       val controls = mutable.ArrayBuffer.empty[Array[Byte]]
       partition.foreach { r =>
         if (!r.isNullAt(CtlAt)) controls += r.getBinary(CtlAt)
-        else { count += 1; if (keepItems) items += r.getBinary(0) }
+        else if (keepItems) items += r.getBinary(0)
       }
-      SinkPartition(count, items.toArray, controls.toArray)
+      SinkPartition(items.toArray, controls.toArray)
     })
 }

@@ -44,10 +44,11 @@ final class EpochStage(
   import EpochStage._
 
   /** `input` through the stage in `epoch` of the job whose state lives under `checkpointRoot`
-    * (`operatorId` is the vertex's number in the plan). `late`, where given, counts the events it drops as late.
+    * (`operatorId` is the vertex's number in the plan). Each partition notes the size of the state it
+    * commits in `stateSize`; `late`, where given, counts the events it drops as late.
     */
   def run(spark: SparkSession, input: RDD[InternalRow], ctlAt: Int, senders: Int, epoch: EpochRun, operatorId: Int,
-      late: Option[LongAccumulator]): RDD[InternalRow] = {
+      stateSize: LatestPerPartition, late: Option[LongAccumulator]): RDD[InternalRow] = {
     val (name, create, items, rows, columns, lateOf) = (vertex, newProcessor, toItems, toRows, width, lateEvents)
     val total = input.getNumPartitions
     val epochId = epoch.id
@@ -83,7 +84,9 @@ final class EpochStage(
       }
       val control = Iterator.single(()).flatMap { _ =>
         val entries = if (last) Nil else tasklet.snapshot
-        state.commit(SnapshotFormat.encode(entries :+ SnapshotEntry(StateKey, Own(coalesced, sent))))
+        val snapshot = SnapshotFormat.encode(entries :+ SnapshotEntry(StateKey, Own(coalesced, sent)))
+        state.commit(snapshot)
+        stateSize.add((partition, epochId, snapshot.length.toLong))
         late.foreach(_.add(lateOf(processor) - lateBefore))
         val ctl = new GenericInternalRow(columns)
         ctl.update(columns - 1, EpochControl(partition, epochId, sent, last).encode)

@@ -45,17 +45,17 @@ final class StreamingJob(engine: EpochEngine, stream: DataFrame, checkpointDir: 
   def cancel(): Unit = { cancelled.set(true); query.stop() }
 
   /** The job's progress so far, as JSON: `{"epochs", "watermark" (the sinks' coalesced input watermark,
-    * null before the first), "late_events_dropped" (all windows), "vertices": {window or sink:
-    * {"late_events_dropped"} or {"items_in"}}}`.
+    * null before the first), "watermark_lag_ms" (its lag behind the wall clock, while finite),
+    * "late_events_dropped" (all windows), and the figures of [[EpochMetrics.write]]}`.
     */
   def metricsJson(): String = {
     val mapper = new com.fasterxml.jackson.databind.ObjectMapper()
+    val now = System.currentTimeMillis()
     val node = mapper.createObjectNode().put("epochs", epochs.get)
     if (watermark == Long.MinValue) node.putNull("watermark") else node.put("watermark", watermark)
-    node.put("late_events_dropped", engine.lateEvents.values.map(_.sum.toLong).sum)
-    val vertices = node.putObject("vertices")
-    engine.lateEvents.foreach { case (v, acc) => vertices.putObject(v).put("late_events_dropped", acc.sum) }
-    engine.sinkItems.foreach { case (v, acc) => vertices.putObject(v).put("items_in", acc.sum) }
+    EpochMetrics.lag(now, watermark).foreach(node.put("watermark_lag_ms", _))
+    node.put("late_events_dropped", engine.metrics.lateEvents.values.map(_.sum.toLong).sum)
+    engine.metrics.write(node, now)
     mapper.writeValueAsString(node)
   }
 }

@@ -21,6 +21,7 @@ class EpochStageTest extends AnyFunSuite {
       AggregateOperations.summingLong((v: Long) => v).asInstanceOf[AggregateOperation[Nothing, _, Any]]),
     _.map(_.getLong(1)), _.map(total => InternalRow(null, total)), 3)
 
+  private def stateSizes() = { val sizes = new LatestPerPartition; spark.sparkContext.register(sizes); sizes }
   private def epoch(rows: Seq[InternalRow], partitions: Int) = spark.sparkContext.parallelize(rows, partitions)
   private def data(v: Long): InternalRow = InternalRow(Array[Byte](1), v, null)
   private def control(sender: Int, epoch: Long, wm: Long = Long.MinValue, done: Boolean = false): InternalRow =
@@ -34,19 +35,22 @@ class EpochStageTest extends AnyFunSuite {
   test("state carries from one epoch to the next, and a replayed epoch gives the same output") {
     val run = EpochRun(0, Files.createTempDirectory("epochs").toString, java.util.UUID.randomUUID())
     val late = Some(spark.sparkContext.longAccumulator)
+    val stateSize = stateSizes()
     def outputs(id: Long, values: Seq[Long]) =
-      summing().run(spark, epoch(values.map(data) :+ control(0, id), 1), 2, 1, run.copy(id = id), 0, late).collect()
+      summing().run(spark, epoch(values.map(data) :+ control(0, id), 1), 2, 1, run.copy(id = id), 0, stateSize, late).collect()
         .filter(_.isNullAt(2)).map(_.getLong(1)).toSeq
     assert(outputs(0, Seq(1, 2)) == Seq(1, 3))
     assert(outputs(1, Seq(10)) == Seq(13))
     assert(outputs(1, Seq(10)) == Seq(13)) // epoch 1 again: from the state epoch 0 committed
     assert(outputs(2, Seq(100)) == Seq(113))
+    val Seq((0, (lastEpoch, bytes))) = stateSize.value.toSeq: @unchecked
+    assert(lastEpoch == 2 && bytes > 0, "the size of the state the partition committed last")
   }
 
   test("a missing barrier fails the epoch, naming the vertex") {
     val run = EpochRun(0, Files.createTempDirectory("epochs").toString, java.util.UUID.randomUUID())
     val rows = epoch(Seq(data(1), control(0, 0)), 1)
-    val failure = intercept[SparkException](summing().run(spark, rows, 2, 2, run, 0, None).collect())
+    val failure = intercept[SparkException](summing().run(spark, rows, 2, 2, run, 0, stateSizes(), None).collect())
     assert(failure.getMessage.contains("vertex 'sum'") && failure.getMessage.contains("from each of 2 upstream tasks"))
   }
 
