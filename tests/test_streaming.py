@@ -141,6 +141,17 @@ def test_metrics_count_each_vertex_and_end_at_the_final_watermark(jet: Any) -> N
     assert chain["state_bytes"] == sink["state_bytes"] == 0
 
 
+def test_a_noop_sink_counts_every_window_it_drops(jet: Any) -> None:
+    stream = StreamInput(in_order(2, 10, 10), 3, 0)
+    expected = run_stream_reference(windowed(stream, "sliding", keyed=True, operation="counting"))
+    p = Pipeline.create()
+    stream.source(p).filter(lambda e: e["v"] != 7).grouping_key("k").window(WINDOWS["sliding"]).aggregate(
+        OPERATIONS["counting"]).write_to(Sinks.noop())
+    job, _ = run_job(jet, p)
+    assert job.status is JobStatus.COMPLETED
+    assert job.metrics()["items_written"] == len(expected.outputs["out"])
+
+
 def test_metrics_while_a_stream_runs_show_an_epochs_watermark_and_its_lag(jet: Any, capsys: Any) -> None:
     stream = StreamInput(in_order(2, 12, 1_000), 2, 500)
     p = windowed(stream, "tumbling", keyed=False, operation="counting")

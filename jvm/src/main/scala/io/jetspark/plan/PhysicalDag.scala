@@ -50,6 +50,17 @@ final case class PhysicalDag(vertices: Seq[Vertex], edges: Seq[Edge], preserveOr
     * runs one stage: an aggregation, a join, `mapStateful`, a sink; a fused chain names each of its stages).
     */
   def routesFailures(v: Vertex): Boolean = failureEdges(v).nonEmpty
+  /** Whether noop sinks are all that read `vertex`'s output (its dead letters included): what it emits
+    * is counted and dropped, so it need not be made into items.
+    */
+  def onlyNoopSinksRead(vertex: String): Boolean = {
+    val readers = edgesFrom(vertex)
+    readers.nonEmpty && readers.forall(e => e.errorsOf.isEmpty && isNoopSink(e.to))
+  }
+  def isNoopSink(vertex: String): Boolean = this.vertex(vertex).description match {
+    case VertexDescription.Sink(sink) => sink.name == "noop"
+    case _ => false
+  }
   /** The dead-letter edges of the records that vertex `v`'s own stage fails on (see [[routesFailures]]). */
   def failureEdges(v: Vertex): Seq[Edge] = edgesFrom(v.name).filter(_.errorsOf.contains(v.fusedChain.headOption.getOrElse(v.name)))
   /** Whether `edge`'s receiver takes the items with their sequence ids: it carries them on, or it merges

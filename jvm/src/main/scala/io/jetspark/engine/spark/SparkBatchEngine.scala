@@ -217,7 +217,7 @@ final class SparkBatchEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: 
         case _: WindowPath.Columnar => countedBySelf += v.name; Seq(counter(v.name))
         case _ => Nil
       }
-      WindowRunner.run(v.name, w, path, aggregations(v.name), in, typedPlan.onlyNoopSinksRead(v.name), counters)
+      WindowRunner.run(v.name, w, path, aggregations(v.name), in, dag.onlyNoopSinksRead(v.name), counters)
     }
   }
 

@@ -130,18 +130,7 @@ final class TypedPlan private (dag: PhysicalDag) {
     * shuffles for itself), or into a noop sink.
     */
   def takesTyped(edge: Edge): Boolean = isTyped(edge.from) && (runsInCatalyst(edge.to) || typedWindows.contains(edge.to) || typedStamps(edge.to) ||
-    isNoopSink(edge.to))
-
-  /** Whether noop sinks are all that read `vertex`'s output (its dead letters included). */
-  def onlyNoopSinksRead(vertex: String): Boolean = {
-    val readers = dag.edgesFrom(vertex)
-    readers.nonEmpty && readers.forall(e => e.errorsOf.isEmpty && isNoopSink(e.to))
-  }
-
-  private def isNoopSink(vertex: String): Boolean = dag.vertex(vertex).description match {
-    case Sink(sink) => sink.name == "noop"
-    case _ => false
-  }
+    dag.isNoopSink(edge.to))
 
   /** Whether `vertex` is a sink that writes typed rows as they are. */
   def writesTyped(vertex: String): Boolean =

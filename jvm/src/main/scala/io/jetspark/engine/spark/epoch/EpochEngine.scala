@@ -84,7 +84,8 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         val (rows, schema) =
           if (w.stage == AggregationStage.Combine) (upstream, FramesSchema)
           else (SqlBridge.mapInArrow(upstream, pythonUdfs(PythonUdfName.Extract(v.name, 0))), ExtractedSchema)
-        val stage = EpochWindows.stage(v.name, w, PythonAggregations.bindInputs(Seq(w.op.asInstanceOf[PythonAggregateSpec])))
+        val stage = EpochWindows.stage(v.name, w, PythonAggregations.bindInputs(Seq(w.op.asInstanceOf[PythonAggregateSpec])),
+          dag.onlyNoopSinksRead(v.name))
         val (received, senders) = EpochEdges.realize(InPlaceRows.of(rows), schema, schema.length - 1, edge.kind, v.localParallelism,
           Some(0))
         val out = stage.run(spark, received, schema.length - 1, senders, epoch, operatorIds(v.name), metrics.stateOf(v.name),

@@ -21,8 +21,11 @@ import org.apache.spark.sql.catalyst.InternalRow
   */
 object EpochWindows {
 
-  /** The stage of window vertex `vertex`, whose operation the JVM runs as `op`. */
-  def stage(vertex: String, w: WindowAggregate, op: AggregateOperation[Extracted, Any, Any]): EpochStage = {
+  /** The stage of window vertex `vertex`, whose operation the JVM runs as `op`. Where no reader takes its
+    * results (`unread`: noop sinks only), each leaves as an empty item, counted and dropped, as
+    * [[WindowRunner]] leaves them.
+    */
+  def stage(vertex: String, w: WindowAggregate, op: AggregateOperation[Extracted, Any, Any], unread: Boolean): EpochStage = {
     val keyed = w.key.isDefined
     val events = AggregateOperations.mapping((e: TimedEvent) => e.event)(op)
     val keyOf: TimedEvent => Any = if (keyed) _.event.key else _ => NonKeyed
@@ -34,7 +37,7 @@ object EpochWindows {
         case g: WindowResult[_] => g.end
         case other => throw new IllegalStateException(s"vertex '$vertex': a window emitted $other")
       }
-      InternalRow(WindowRunner.resultPickle(r), end - 1)
+      InternalRow(if (unread) Array.emptyByteArray else WindowRunner.resultPickle(r), end - 1)
     }
     val slidingLate: Processor => Long = p => p.asInstanceOf[SlidingWindowProcessor[_, _, _]].lateEventsDropped
     (w.window, w.stage) match {
