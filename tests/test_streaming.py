@@ -33,10 +33,14 @@ OPERATIONS = {
 }
 
 
-def windowed(stream: StreamInput, window: str, keyed: bool, operation: str, then_map: bool = False) -> Pipeline:
-    """``stream`` through a filter, maybe a map, and a window to the list ``out``."""
+def windowed(stream: StreamInput, window: str, keyed: bool, operation: str, then_map: bool = False,
+             filtered: bool = True) -> Pipeline:
+    """``stream`` through a filter (unless not ``filtered``: the window reads the source straight), maybe
+    a map, and a window to the list ``out``."""
     p = Pipeline.create()
-    stage = stream.source(p).filter(lambda e: e["v"] != 7)
+    stage = stream.source(p)
+    if filtered:
+        stage = stage.filter(lambda e: e["v"] != 7)
     if then_map:
         stage = stage.map(lambda e: {**e, "v": e["v"] * 2})
     if keyed:
@@ -59,10 +63,10 @@ def run_and_compare(jet: Any, p: Pipeline) -> tuple[dict[str, Any], list[Any]]:
 
 @settings(max_examples=examples(5))
 @given(stream=stream_inputs(max_substreams=3, max_items=8), window=st.sampled_from(sorted(WINDOWS)),
-       keyed=st.booleans(), operation=st.sampled_from(sorted(OPERATIONS)), then_map=st.booleans())
+       keyed=st.booleans(), operation=st.sampled_from(sorted(OPERATIONS)), steps=st.sampled_from(["none", "filter", "map"]))
 def test_random_stream_windows_match_the_reference(jet: Any, stream: StreamInput, window: str, keyed: bool,
-                                                   operation: str, then_map: bool) -> None:
-    run_and_compare(jet, windowed(stream, window, keyed, operation, then_map))
+                                                   operation: str, steps: str) -> None:
+    run_and_compare(jet, windowed(stream, window, keyed, operation, then_map=steps == "map", filtered=steps != "none"))
 
 
 def in_order(substreams: int, items: int, step: int, skew_ms: int = 0) -> list[list[dict[str, int]]]:
@@ -89,7 +93,7 @@ def test_a_substream_100_s_ahead_loses_nothing(jet: Any) -> None:
     it back and none of its events is late; the windows are those of every event."""
     ahead = [{"s": 0, "k": i % 2, "v": 1, "t": 100_000 + i * 200} for i in range(20)]
     behind = [{"s": 1, "k": i % 2, "v": 1, "t": i * 200} for i in range(20)]
-    p = windowed(StreamInput([ahead, behind], 5, 500), "sliding", keyed=True, operation="counting")
+    p = windowed(StreamInput([ahead, behind], 5, 500), "sliding", keyed=True, operation="counting", filtered=False)
     expected_all = len(ahead + behind) * 4  # every event lies in size/slide = 4 windows
     metrics, got = run_and_compare(jet, p)
     assert metrics["late_events_dropped"] == 0

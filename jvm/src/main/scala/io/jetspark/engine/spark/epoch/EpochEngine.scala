@@ -41,7 +41,7 @@ final case class EpochOutcome(complete: Boolean, watermark: Long)
   * vertex.
   */
 final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[PythonUdfName, Column], stateRoot: String,
-    idleTimeoutMs: Long) {
+    idleTimeoutMs: Long, extraction: SourceExtraction) {
   import EpochEngine._
 
   private val runId = java.util.UUID.randomUUID()
@@ -62,11 +62,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
   }
 
   /** The stream source's vertex: the one source of the job. */
-  val source: Vertex = dag.vertices.filter(_.description.isInstanceOf[Source]) match {
-    case Seq(one) => one
-    case several => throw new UnsupportedOperationException(
-      s"the Spark streaming engine runs one stream source per job, not ${several.map(_.name).mkString(", ")}")
-  }
+  val source: Vertex = extraction.source
 
   /** Runs epoch `epochId` over `batch`, the micro-batch of the items-stream source. */
   def runEpoch(batch: DataFrame, epochId: Long): EpochOutcome = {
@@ -83,6 +79,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         val upstream = output(dag.vertex(edge.from))
         val (rows, schema) =
           if (w.stage == AggregationStage.Combine) (upstream, FramesSchema)
+          else if (extraction.extractedAtSource(v)) (upstream, ExtractedSchema)
           else (SqlBridge.mapInArrow(upstream, pythonUdfs(PythonUdfName.Extract(v.name, 0))), ExtractedSchema)
         val stage = EpochWindows.stage(v.name, w, PythonAggregations.bindInputs(Seq(w.op.asInstanceOf[PythonAggregateSpec])),
           dag.onlyNoopSinksRead(v.name))
@@ -116,7 +113,8 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
   }
 
   /** The source's items of the epoch, one partition per substream, each ending with its control row; with
-    * timestamps, each substream's watermark from an [[InsertWatermarksProcessor]] kept across epochs.
+    * timestamps, each substream's watermark from an [[InsertWatermarksProcessor]] kept across epochs, and
+    * where a window reads the source straight, its extraction's rows ([[SourceExtraction]]).
     */
   private def sourceOutput(v: Vertex, batch: DataFrame, timestamps: Option[TimestampPolicy], epoch: EpochRun): DataFrame = {
     val epochId = epoch.id
@@ -129,20 +127,29 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     val items = SqlBridge.internalCreateDataFrame(spark, marked, SourceSchema)
     timestamps match {
       case Some(TimestampPolicy.FromItems(_, lagMs)) =>
-        val stamped = SqlBridge.mapInArrow(items, pythonUdfs(PythonUdfName.Extract(v.name, 0)))
-        val policy = EventTimePolicy[(Long, Array[Byte])](_._1, lagMs, idleTimeoutMs)
+        val reader = extraction.windowAtSource.getOrElse(v)
+        val stamped = SqlBridge.mapInArrow(items, pythonUdfs(PythonUdfName.Extract(reader.name, 0)))
+        val policy = EventTimePolicy[(Long, InternalRow)](_._1, lagMs, idleTimeoutMs)
         val stage = new EpochStage(v.name, () => new InsertWatermarksProcessor(policy, 1),
-          _.map(r => SubstreamItem(0, (r.getLong(3), r.getBinary(2)))),
-          _.map { stamped => val (ts, item) = stamped.asInstanceOf[(Long, Array[Byte])]; InternalRow(item, ts) }, 3)
+          _.map(r => SubstreamItem(0, (r.getLong(TsAt), r.copy()))),
+          _.map(_.asInstanceOf[(Long, InternalRow)]._2), ExtractedSchema.length)
         val out = stage.run(spark, InPlaceRows.of(stamped), ExtractedSchema.length - 1, 1, epoch, operatorIds(v.name),
           metrics.stateOf(v.name), None)
-        SqlBridge.internalCreateDataFrame(spark, out, ItemRowSchema)
+        val extracted = SqlBridge.internalCreateDataFrame(spark, out, ExtractedSchema)
+        if (extraction.windowAtSource.isDefined) extracted else extracted.select(ItemColumns.map(col): _*)
       case _ => items.select(col("item"), org.apache.spark.sql.functions.lit(null).cast(LongType).as("ts"), col(EpochControl.Column))
     }
   }
 }
 
 object EpochEngine {
+  /** The stream source of `dag`: the one source of the job. */
+  def streamSource(dag: PhysicalDag): Vertex = dag.vertices.filter(_.description.isInstanceOf[Source]) match {
+    case Seq(one) => one
+    case several => throw new UnsupportedOperationException(
+      s"the Spark streaming engine runs one stream source per job, not ${several.map(_.name).mkString(", ")}")
+  }
+
   /** Items between vertices: the item's pickle, its time, the control row's bytes. */
   val ItemRowSchema: StructType = StructType(Seq(StructField("item", BinaryType), StructField("ts", LongType),
     StructField(EpochControl.Column, BinaryType)))
@@ -152,6 +159,7 @@ object EpochEngine {
   /** An extraction where items enter a window (or are stamped at the source): key, values, item, ts, ctl. */
   val ExtractedSchema: StructType = StructType(Seq(StructField("key", BinaryType), StructField("values", ArrayType(BinaryType)),
     StructField("item", BinaryType), StructField("ts", LongType), StructField(EpochControl.Column, BinaryType)))
+  private val TsAt = ExtractedSchema.fieldIndex("ts")
   /** One key's frames between a window's two stages, and the control row's bytes. */
   val FramesSchema: StructType = StructType(RowSchemas.FramesSchema.fields :+
     StructField(EpochControl.Column, BinaryType))
