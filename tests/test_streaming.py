@@ -151,10 +151,15 @@ def test_a_stream_without_windows_delivers_every_item_once(jet: Any, timed: bool
     assert sorted(got) == sorted(e["v"] for sub in substreams for e in sub for _ in range(e["s"] + 1))
 
 
-def test_a_failing_step_fails_the_stream_job_naming_its_stage(jet: Any) -> None:
+@pytest.mark.parametrize("step", ["map", "map_stateful"])
+def test_a_failing_step_fails_the_stream_job_naming_its_stage(jet: Any, step: str) -> None:
     p = Pipeline.create()
-    (StreamInput(in_order(2, 4, 10), 1, 0).source(p)
-     .map(lambda e: 1 // (e["v"] - 2)).set_name("divide").write_to(Sinks.list("out")))
+    source = StreamInput(in_order(2, 4, 10), 1, 0).source(p)
+    if step == "map":
+        stage = source.map(lambda e: 1 // (e["v"] - 2))
+    else:  # its state kept from epoch to epoch until it fails
+        stage = source.map_stateful(lambda: 0, lambda n, e: (n + 1 // (e["v"] - 2), n))
+    stage.set_name("divide").write_to(Sinks.list("out"))
     job = jet.new_job(p)
     with pytest.raises(JobFailedError, match="divide") as failure:
         job.join(timeout=300)
