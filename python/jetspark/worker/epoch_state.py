@@ -1,5 +1,5 @@
 """State a Python UDF keeps over its partition's items, kept from one epoch of a stream to the next
-(docs/streaming.md, "State of Python stages"): ``map_stateful``'s states per key, a rolling aggregation's
+(docs/streaming.md, "Python stages with state"): ``map_stateful``'s states per key, a rolling aggregation's
 accumulators per key.
 
 The JVM (``PythonEpochStage``) loads the state its partition committed in the epoch before from Spark's
