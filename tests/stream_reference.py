@@ -4,7 +4,8 @@ It evaluates stream pipelines of this shape, and refuses others with :class:`Not
 ``Sources.items_stream(*substreams, items_per_batch=k)`` with ``with_timestamps(ts, allowed_lag_ms=L)``
 or ``without_timestamps()``, then ``map``/``filter``/``flat_map``/``peek``, windows (sliding, tumbling,
 session; keyed or global; any operation the batch reference takes) straight behind those stateless
-stages, stateless stages after a window, and list sinks. Everything else is the batch reference's
+stages, stateless stages after a window, ``map_stateful`` and ``rolling_aggregate`` (rules 7 and 8), and
+list sinks. Everything else is the batch reference's
 (:mod:`reference`): what a stage does to an item, failures and dead letters, a window's results. The
 stream adds when the watermark moves, so which items are late, and when each window is emitted:
 
@@ -38,6 +39,16 @@ stream adds when the watermark moves, so which items are late, and when each win
    (``SlidingWindowProcessor.closeUpTo``, ``SessionWindowProcessor.closeBefore``). Early results are not
    modelled: compare an engine's results with ``is_early=False`` only.
 
+7. State across epochs. ``map_stateful`` and ``rolling_aggregate`` (keyed or global) keep their state
+   from one epoch to the next: each output is what the batch reference gives for the item after every
+   item of its key before it, in the order of rule 8. (A window behind them is not evaluated.)
+8. Per-key order. A keyed stateful stage sees each key's items epoch by epoch, and within an epoch each
+   substream's items in their order; a global stage is one key. How the items of different substreams
+   interleave within one epoch is not promised: they reach the stage from different senders, over a
+   shuffle. :func:`order_allowed` says whether an order is one of those. The reference takes an epoch's
+   items substream after substream, so a test compares its stateful outputs with the engine's only where
+   they do not depend on that interleaving: every key fed by one substream, or state kept per substream.
+
 Order. An item's sequence id at the source is ``(source id, epoch, substream, offset in substream)``, so
 the stream runs epoch by epoch, substream after substream within one. A window emits epoch by epoch, in
 end order within an epoch. The engines promise neither order across substreams nor across keys: compare
@@ -54,14 +65,15 @@ from reference import _label, _milliseconds, _Run
 
 from jetspark import Pipeline
 
-__all__ = ["StreamRun", "Watermarks", "emission_epoch", "epoch_count", "epoch_watermarks", "is_late", "run_stream_reference"]
+__all__ = ["StreamRun", "Watermarks", "emission_epoch", "epoch_count", "epoch_watermarks", "is_late", "order_allowed",
+           "run_stream_reference"]
 
 Mark = float | int  # a watermark: an int timestamp, or minus or plus infinity
 
 #: The stream transforms this reference evaluates; a window only straight behind a source and the
 #: stateless ones (it reads the source's watermarks).
 _STATELESS = {"map", "filter", "flat_map", "peek"}
-_STREAM_OPS = _STATELESS | {"source", "window_aggregate", "sink"}
+_STREAM_OPS = _STATELESS | {"source", "window_aggregate", "sink", "map_stateful", "rolling_aggregate"}
 
 
 @dataclass(frozen=True)
@@ -121,6 +133,17 @@ def emission_epoch(marks: Watermarks, window: dict[str, Any], end: int) -> int:
     """Rule 6: the epoch after which the window ending at ``end`` is emitted."""
     reached = (lambda w: end < w) if window["kind"] == "session" else (lambda w: end <= w)
     return next(b for b in range(marks.epochs) if reached(marks.of_all(b)))
+
+
+def order_allowed(seen: list[tuple[int, int, int]]) -> bool:
+    """Rule 8: whether a stateful stage may see one key's items in this order, each item given as
+    ``(epoch, substream, offset in substream)``: epochs never go back, and each substream's offsets rise."""
+    last_offset: dict[int, int] = {}
+    for (epoch, substream, offset), before in zip(seen, [None, *seen]):
+        if (before is not None and epoch < before[0]) or offset <= last_offset.get(substream, -1):
+            return False
+        last_offset[substream] = offset
+    return True
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import math
 
 import pytest
 from reference import as_multiset, run_reference
-from stream_reference import Watermarks, epoch_watermarks, run_stream_reference
+from stream_reference import Watermarks, epoch_watermarks, order_allowed, run_stream_reference
 
 from jetspark import AggregateOperation, KeyedWindowResult, Pipeline, PipelineDefinitionError, Sinks, Sources
 from jetspark import AggregateOperations as ops
@@ -213,8 +213,9 @@ def test_a_window_behind_a_source_without_timestamps_breaks_the_rule():
 
 
 def test_stream_stages_it_does_not_model_are_refused():
-    with pytest.raises(NotImplementedError, match="map_stateful"):
-        stream([[1]], 1, 0, lambda s: s.map_stateful(lambda: 0, lambda n, x: (n, x)))
+    # A window reads the source's watermarks through stateless stages only.
+    with pytest.raises(NotImplementedError, match="through map, filter, flat_map and peek only"):
+        stream([[1]], 1, 0, lambda s: tumbling_count(10)(s.map_stateful(lambda: 0, lambda n, x: (n, x))))
 
 
 def test_a_late_item_whose_key_fails_is_the_window_stages_dead_letter_not_a_late_item():
@@ -228,3 +229,15 @@ def test_a_late_item_whose_key_fails_is_the_window_stages_dead_letter_not_a_late
     assert out.late_dropped == {"w": 1}
     assert out.outputs == {"out": [KeyedWindowResult(0, 10, 0, 1), KeyedWindowResult(20, 30, 0, 1)],
                            "dead_letter:bad": [("x", "w", "TypeError")]}
+
+
+def test_order_allowed_keeps_the_epochs_and_each_substreams_order():
+    assert order_allowed([(0, 1, 0), (0, 0, 0), (0, 0, 1), (1, 1, 1)])  # substreams interleave within an epoch
+    assert not order_allowed([(1, 0, 2), (0, 1, 0)])  # an epoch goes back
+    assert not order_allowed([(0, 0, 1), (0, 0, 0)])  # a substream's order breaks
+
+
+def test_map_stateful_state_runs_on_epoch_by_epoch_substream_after_substream():
+    history = lambda seen, x: ([*seen, x], [*seen, x])  # noqa: E731
+    out = stream([[1, 2, 3], [10, 20]], 2, 0, lambda s: s.map_stateful(list, history)).outputs["out"]
+    assert out[-1] == [1, 2, 10, 20, 3]

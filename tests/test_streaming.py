@@ -18,7 +18,7 @@ from reference import as_multiset
 from stream_reference import run_stream_reference
 from stream_strategies import StreamInput, stream_inputs
 
-from jetspark import AggregateOperations, JobConfig, JobStatus, Pipeline, Sinks, Sources, WindowDefinition
+from jetspark import AggregateOperation, AggregateOperations, JobConfig, JobStatus, Pipeline, Sinks, Sources, WindowDefinition
 from jetspark.errors import JobFailedError
 
 WINDOWS = {
@@ -194,10 +194,11 @@ def test_cancel_stops_a_stream_job(jet: Any) -> None:
 
 def test_a_stream_transform_the_engine_does_not_run_yet_names_its_vertex(jet: Any) -> None:
     p = Pipeline.create()
-    (StreamInput(in_order(1, 3, 10), 1, 0).source(p)
-     .map_stateful(lambda: 0, lambda state, e: (state + 1, state)).write_to(Sinks.list("out")))
+    (StreamInput(in_order(1, 3, 10), 1, 0).source(p).window(WindowDefinition.tumbling(10))
+     .aggregate(AggregateOperation.of(create=list, accumulate=lambda acc, e: [*acc, e], combine=list.__add__))
+     .set_name("user-defined").write_to(Sinks.list("out")))
     job = jet.new_job(p)
-    with pytest.raises(Exception, match="map_stateful|mapStateful") as failure:
+    with pytest.raises(Exception, match="user-defined") as failure:
         job.join(timeout=120)
     assert "does not run this yet" in str(failure.value)
 
@@ -214,10 +215,15 @@ def test_a_stream_without_windows_delivers_every_item_once(jet: Any, timed: bool
     assert sorted(got) == sorted(e["v"] for sub in substreams for e in sub for _ in range(e["s"] + 1))
 
 
-def test_a_failing_step_fails_the_stream_job_naming_its_stage(jet: Any) -> None:
+@pytest.mark.parametrize("step", ["map", "map_stateful"])
+def test_a_failing_step_fails_the_stream_job_naming_its_stage(jet: Any, step: str) -> None:
     p = Pipeline.create()
-    (StreamInput(in_order(2, 4, 10), 1, 0).source(p)
-     .map(lambda e: 1 // (e["v"] - 2)).set_name("divide").write_to(Sinks.list("out")))
+    source = StreamInput(in_order(2, 4, 10), 1, 0).source(p)
+    if step == "map":
+        stage = source.map(lambda e: 1 // (e["v"] - 2))
+    else:  # its state kept from epoch to epoch until it fails
+        stage = source.map_stateful(lambda: 0, lambda n, e: (n + 1 // (e["v"] - 2), n))
+    stage.set_name("divide").write_to(Sinks.list("out"))
     job = jet.new_job(p)
     with pytest.raises(JobFailedError, match="divide") as failure:
         job.join(timeout=300)

@@ -238,7 +238,7 @@ def python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], li
         udfs[f"rows:{f['vertex']}"] = udf_columns.rows_to_items_udf_column(f["schema"])
     for m in work["stateful"]:
         udfs[f"stateful:{m['vertex']}"] = udf_columns.stateful_udf_column(
-            ref(m["create_ref"]), ref(m["fn_ref"]), m["keyed"], m["stage"], m["dead_letter"], carried(m))
+            ref(m["create_ref"]), ref(m["fn_ref"]), m["keyed"], m["stage"], m["dead_letter"], carried(m), m.get("kept", False))
     for c in work["custom_aggregations"]:
         if c["window"] is not None:
             (operation,) = c["operations"]
@@ -246,7 +246,7 @@ def python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], li
                 operation, objects, c["mode"], c["window"], c["keyed"], c["stage"], c["dead_letter"])
         else:
             udfs[f"custom:{c['vertex']}"] = udf_columns.custom_aggregation_udf_column(
-                c["operations"], objects, c["mode"], c["keyed"], c["stage"], c["dead_letter"], carried(c))
+                c["operations"], objects, c["mode"], c["keyed"], c["stage"], c["dead_letter"], carried(c), c.get("kept", False))
     for j in work["joins"]:
         step = Step("map", _pair_mapper(ref(j["mapper_ref"])), j["stage"], j["dead_letter"])
         udfs[f"join:{j['vertex']}"] = udf_columns.chain_udf_column([step], carried(j))

@@ -12,6 +12,7 @@ from typing import Any
 from jetspark.worker.carried import carried_schema
 from jetspark.worker.custom_aggregations import SCHEMAS, custom_aggregation_function
 from jetspark.worker.custom_windows import custom_window_function
+from jetspark.worker.epoch_state import STATE, kept_across_epochs
 from jetspark.worker.operations import operation_of
 from jetspark.worker.steps import (CHAIN_SCHEMA, ITEM, OPAQUE_SCHEMA, Step, bound_extraction_function, chain_function,
                                    extraction_schema, passing_on, rows_to_items_function, stateful_function)
@@ -55,13 +56,22 @@ def extraction_udf_column(key: dict[str, Any] | None, values: list[dict[str, Any
 
 
 def stateful_udf_column(create: Callable[[], Any], fn: Callable[..., tuple[Any, Any]], keyed: bool, stage: str,
-                        dead_letter: bool, carried: Sequence[str] = ()) -> Any:
+                        dead_letter: bool, carried: Sequence[str] = (), kept: bool = False) -> Any:
     """The Spark Column of a ``map_stateful`` vertex, over the extracted columns and the ``carried`` ones
-    (the items' ``ts``, their sequence id), which each output (and dead letter) keeps from the item it
-    was emitted for, as Jet's ``mapStateful`` gives its output the input item's timestamp (one output at
-    most per item: ids need no extending)."""
-    return arrow_udf(stateful_function(create, fn, keyed, stage, dead_letter), f"{CHAIN_SCHEMA}{carried_schema(carried)}",
-                      ["key", "values", ITEM, *carried])
+    (the items' ``ts``, their sequence id, a stream's ``ctl``), which each output (and dead letter) keeps
+    from the item it was emitted for, as Jet's ``mapStateful`` gives its output the input item's timestamp
+    (one output at most per item: ids need no extending). ``kept``: on a stream, the states are kept from
+    one epoch to the next (:mod:`jetspark.worker.epoch_state`)."""
+    return _stateful_udf(stateful_function(create, fn, keyed, stage, dead_letter), CHAIN_SCHEMA + carried_schema(carried),
+                         ["key", "values", ITEM, *carried], stage, kept)
+
+
+def _stateful_udf(run: Any, schema: str, columns: list[str], stage: str, kept: bool) -> Any:
+    """The Column of an Arrow map function that keeps state over a partition's rows: where the state is
+    ``kept`` across a stream's epochs, wrapped to take and give it in a last column (:func:`kept_across_epochs`)."""
+    if not kept:
+        return arrow_udf(run, schema, columns)
+    return arrow_udf(kept_across_epochs(run, stage), f"{schema}, {STATE} binary", [*columns, STATE])
 
 
 def rows_to_items_udf_column(schema_json: str) -> Any:
@@ -71,14 +81,17 @@ def rows_to_items_udf_column(schema_json: str) -> Any:
 
 
 def custom_aggregation_udf_column(specs: Sequence[Mapping[str, Any]], objects: Sequence[Any], mode: str, keyed: bool,
-                                  stage: str, dead_letter: bool, carried: Sequence[str] = ()) -> Any:
+                                  stage: str, dead_letter: bool, carried: Sequence[str] = (), kept: bool = False) -> Any:
     """The Spark Column of one vertex of an aggregation with a user-defined part (``custom:<vertex>``), one
     operation ``spec`` per input as the JVM sends it (``CustomAggregations.Work``), its functions among
     ``objects``; ``dead_letter``: the stage has a dead-letter sink; ``carried``: the columns (the items'
-    ``ts``, their sequence id) a rolling aggregation's outputs keep from their items."""
+    ``ts``, their sequence id, a stream's ``ctl``) a rolling aggregation's outputs keep from their items;
+    ``kept``: a rolling aggregation on a stream, its accumulators kept from one epoch to the next (it then
+    reads the values extracted for built-in parts too)."""
     operations = [operation_of(spec, objects, atomic=dead_letter) for spec in specs]
-    return arrow_udf(custom_aggregation_function(operations, mode, keyed, stage, dead_letter, carried),
-                      SCHEMAS[mode] + carried_schema(carried), ["key", ITEM, *carried])
+    return _stateful_udf(custom_aggregation_function(operations, mode, keyed, stage, dead_letter, carried),
+                         SCHEMAS[mode] + carried_schema(carried), ["key", *(["values"] if kept else []), ITEM, *carried],
+                         stage, kept)
 
 
 def custom_window_udf_column(spec: Mapping[str, Any], objects: list[Any], mode: str, window: Mapping[str, Any],

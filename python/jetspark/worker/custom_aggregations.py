@@ -34,7 +34,7 @@ group, not a record, and fails the job naming the stage, the group and the funct
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
 from jetspark._items import loads_key
@@ -111,7 +111,7 @@ class Output:
     def __len__(self) -> int:
         return len(self._items)
 
-    def add(self, item: bytes, failure: str | None = None, key: bytes = b"", row: int = -1) -> None:
+    def add(self, item: bytes | None, failure: str | None = None, key: bytes = b"", row: int = -1) -> None:
         self._items.append(item)
         self._failures.append(failure)
         self._keys.append(key)
@@ -176,13 +176,18 @@ def custom_aggregation_function(operations: Sequence[Any], mode: str, keyed: boo
         value = values[0] if len(ops) == 1 else tuple(values)
         return pickle.dumps((loads_key(group), value) if keyed else value, protocol=PICKLE_PROTOCOL)
 
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
-        table: dict[bytes, list[Any]] = {}  # per group, in first-seen order: one accumulator per input
+    def run(batches: Iterator[Any], table: dict[bytes, list[Any]] | None = None) -> Generator[Any, None, dict[bytes, list[Any]]]:
+        # Per group, in first-seen order: one accumulator per input; a rolling aggregation on a stream starts
+        # from the table of the epoch before (jetspark.worker.epoch_state) and leaves its own.
+        table = {} if table is None else table
         out = Output(failures=mode != "combine", keys=mode == "accumulate", carried=carried)
         for batch in batches:
             keys, raws = batch.column("key").to_pylist(), batch.column(ITEM).to_pylist()
             ordinals, extracted = column(batch, ORDINAL, 0), column(batch, VALUES, ())
             for row, (key, raw, ordinal, raw_values) in enumerate(zip(keys, raws, ordinals, extracted)):
+                if raw is None:  # a stream's control row (jetspark.worker.carried), passed on
+                    out.add(None, None, b"", row)
+                    continue
                 group = key if keyed else _GLOBAL
                 if mode == "combine":
                     partial = pickle.loads(raw)
@@ -202,16 +207,17 @@ def custom_aggregation_function(operations: Sequence[Any], mode: str, keyed: boo
                     out.add(results(group, accs, final=False), None, group, row)
             yield out.batch(batch)
         if mode == "rolling":
-            return
+            return table
         if mode == "accumulate":
             for group, accs in table.items():
                 out.add(pickle.dumps(accs, protocol=PICKLE_PROTOCOL), None, group)
             yield out.batch()
-            return
+            return table
         if not keyed and not table:  # a global aggregation has a result also over no items
             table[_GLOBAL] = create(about_group(_GLOBAL))
         for group, accs in table.items():
             out.add(results(group, accs, final=True))
         yield out.batch()
+        return table
 
     return run

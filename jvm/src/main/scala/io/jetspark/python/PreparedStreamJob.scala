@@ -1,13 +1,15 @@
 package io.jetspark.python
 
-import com.fasterxml.jackson.databind.ObjectMapper
+import com.fasterxml.jackson.databind.node.ArrayNode
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.connector.ItemsStreamSource
 import io.jetspark.engine.spark.epoch.{EpochEngine, SourceExtraction, StreamingJob}
+import io.jetspark.engine.spark.runner.CustomAggregations
 import io.jetspark.engine.spark.{PythonExtraction, PythonUdfName, PythonWork}
 import io.jetspark.item.PythonAggregations
 import io.jetspark.pipeline.PythonAggregateSpec
-import io.jetspark.pipeline.definition.TimestampPolicy
-import io.jetspark.plan.VertexDescription.{Source, WindowAggregate}
+import io.jetspark.pipeline.definition.{Extractor, TimestampPolicy}
+import io.jetspark.plan.VertexDescription.{MapStateful, RollingAggregate, Source, WindowAggregate}
 import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
 import org.apache.spark.sql.{Column, SparkSession}
 
@@ -20,7 +22,8 @@ import scala.jdk.CollectionConverters._
 final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
   private lazy val sourceExtraction = new SourceExtraction(dag, EpochEngine.streamSource(dag))
 
-  /** The UDFs: every chain, the source's timestamps and what enters each window, all with their time and
+  /** The UDFs: every chain, the source's timestamps, what enters each window, rolling aggregation and
+    * `map_stateful`, and the stateful UDFs of the last two where they run in Python, all with their time and
     * the control rows (`controlled`) beside the items.
     */
   def pythonWorkJson(): String = {
@@ -41,14 +44,38 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
         PythonWorkJson.extraction(extractions, PythonExtraction(v, 0, None, Nil, sourceTime, timedInput = false, None,
           deadLetter = false), sequenced = false, controlled = true)
       case v @ Vertex(_, WindowAggregate(stage, _, op: PythonAggregateSpec, key), _, _, _) if stage != AggregationStage.Combine =>
-        val slots = PythonAggregations.extractors(op).map(PythonExtraction.OperationSlot(_, op))
-        val atSource = sourceExtraction.extractedAtSource(v)
-        PythonWorkJson.extraction(extractions, PythonExtraction(v, 0, key, slots, sourceTime.filter(_ => atSource),
-          timedInput = !atSource, None, deadLetter = false), sequenced = false, controlled = true)
+        timedExtraction(extractions, v, key, Some(op), sourceTime.filter(_ => sourceExtraction.extractedAtSource(v)))
+      case v @ Vertex(_, RollingAggregate(key, op: PythonAggregateSpec), _, _, _) => timedExtraction(extractions, v, key, Some(op), None)
+      case v @ Vertex(_, MapStateful(key, _, _), _, _, _) => timedExtraction(extractions, v, key, None, None)
       case _ =>
     }
-    Seq("dataframe_sources", "stateful", "joins", "custom_aggregations", "typed_results").foreach(work.putArray)
+    // State kept across epochs (`kept`: PythonEpochStage) by a map_stateful, or by a rolling aggregation
+    // with a user-defined part.
+    work.set[JsonNode]("stateful", mapper.valueToTree[JsonNode](PythonWork.pythonStateful(dag).map {
+      case (vertex, create, fn, keyed, _) =>
+        Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "create_ref" -> create, "fn_ref" -> fn,
+          "keyed" -> keyed, "dead_letter" -> false, "sequenced" -> false, "timed" -> true, "controlled" -> true,
+          "kept" -> true).asJava
+    }.asJava))
+    work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregations.work(dag).collect {
+      case w if w.mode == "rolling" =>
+        Map[String, Any]("vertex" -> w.vertex.name, "stage" -> w.vertex.fusedChain.head, "mode" -> w.mode,
+          "operations" -> w.operations.asJava, "keyed" -> w.keyed, "dead_letter" -> false, "window" -> null,
+          "sequenced" -> false, "timed" -> true, "controlled" -> true, "kept" -> true).asJava
+    }.asJava))
+    Seq("dataframe_sources", "joins", "typed_results").foreach(work.putArray)
     mapper.writeValueAsString(work)
+  }
+
+  /** What Python extracts where items enter `v`: its key (none: global), the values of `op`'s slots, with the
+    * items' time and the control rows carried beside them; or, where `v` reads the source straight
+    * ([[SourceExtraction]]), with the time it reads from the items (`sourceTime`).
+    */
+  private def timedExtraction(extractions: ArrayNode, v: Vertex, key: Option[Extractor], op: Option[PythonAggregateSpec],
+      sourceTime: Option[Extractor]): Unit = {
+    val slots = op.toSeq.flatMap(op => PythonAggregations.extractors(op).map(PythonExtraction.OperationSlot(_, op)))
+    PythonWorkJson.extraction(extractions, PythonExtraction(v, 0, key, slots, sourceTime, timedInput = sourceTime.isEmpty, None,
+      deadLetter = false), sequenced = false, controlled = true)
   }
 
   /** Starts the job with the UDFs Python built (`udfs(i)` named `names(i)`): its state and offsets live

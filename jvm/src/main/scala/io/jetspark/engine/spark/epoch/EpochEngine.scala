@@ -37,7 +37,8 @@ final case class EpochOutcome(complete: Boolean, watermark: Long)
   *
   * The vertices it runs: an items-stream source (its substreams' watermarks from
   * `with_timestamps`, or none), chains of Python steps, windows whose operations the JVM runs
-  * ([[EpochWindows]]) and list and noop sinks. Anything else fails before the query starts, naming the
+  * ([[EpochWindows]]), rolling aggregations ([[EpochRolling]], or Python's where the operation has a
+  * user-defined part) and `map_stateful` (Python's, [[PythonEpochStage]]), and list and noop sinks. Anything else fails before the query starts, naming the
   * vertex.
   */
 final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[PythonUdfName, Column], stateRoot: String,
@@ -56,6 +57,10 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     case Source(source, Some(TimestampPolicy.FromItems(_, _) | TimestampPolicy.NoTimestamps)) if source.name == "itemsStream" => ()
     case StatelessChain(_) if pythonUdfs.contains(PythonUdfName.Chain(v.name)) => ()
     case WindowAggregate(_, _, op: PythonAggregateSpec, _) if !PythonAggregations.runsInPython(op) => ()
+    // In the JVM, or in Python with its state kept across epochs where the operation has a user-defined part.
+    case RollingAggregate(_, op: PythonAggregateSpec) if !PythonAggregations.runsInPython(op) ||
+      pythonUdfs.contains(PythonUdfName.Custom(v.name)) => ()
+    case MapStateful(_, _, _) if pythonUdfs.contains(PythonUdfName.Stateful(v.name)) => ()
     case Sink(sink) if sink.name == "list" || sink.name == "noop" => ()
     case other => throw new UnsupportedOperationException(
       s"vertex '${v.name}' (${other.describe}): the Spark streaming engine does not run this yet")
@@ -75,19 +80,20 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
       case StatelessChain(_) =>
         SqlBridge.mapInArrow(input(v), pythonUdfs(PythonUdfName.Chain(v.name))).select(ItemColumns.map(col): _*)
       case w: WindowAggregate =>
-        val edge = dag.edgesInto(v.name).head
-        val upstream = output(dag.vertex(edge.from))
-        val (rows, schema) =
-          if (w.stage == AggregationStage.Combine) (upstream, FramesSchema)
-          else if (extraction.extractedAtSource(v)) (upstream, ExtractedSchema)
-          else (SqlBridge.mapInArrow(upstream, pythonUdfs(PythonUdfName.Extract(v.name, 0))), ExtractedSchema)
+        val schema = if (w.stage == AggregationStage.Combine) FramesSchema else ExtractedSchema
+        val (rows, senders) = received(v, schema)
         val stage = EpochWindows.stage(v.name, w, PythonAggregations.bindInputs(Seq(w.op.asInstanceOf[PythonAggregateSpec])),
           dag.onlyNoopSinksRead(v.name))
-        val (received, senders) = EpochEdges.realize(InPlaceRows.of(rows), schema, schema.length - 1, edge.kind, v.localParallelism,
-          Some(0))
-        val out = stage.run(spark, received, schema.length - 1, senders, epoch, operatorIds(v.name), metrics.stateOf(v.name),
+        val out = stage.run(spark, rows, schema.length - 1, senders, epoch, operatorIds(v.name), metrics.stateOf(v.name),
           Some(metrics.lateEvents(v.name)))
         SqlBridge.internalCreateDataFrame(spark, out, if (w.stage == AggregationStage.Accumulate) FramesSchema else ItemRowSchema)
+      case MapStateful(_, _, _) => keptInPython(v, PythonUdfName.Stateful(v.name))
+      case RollingAggregate(_, op: PythonAggregateSpec) if PythonAggregations.runsInPython(op) => keptInPython(v, PythonUdfName.Custom(v.name))
+      case RollingAggregate(key, op: PythonAggregateSpec) =>
+        val (rows, senders) = received(v, ExtractedSchema)
+        val out = EpochRolling.stage(v.name, key.isDefined, PythonAggregations.bindInputs(Seq(op)))
+          .run(spark, rows, ExtractedSchema.length - 1, senders, epoch, operatorIds(v.name), metrics.stateOf(v.name), None)
+        SqlBridge.internalCreateDataFrame(spark, out, ItemRowSchema)
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
     })))
 
@@ -99,6 +105,23 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
       if (dag.edgesFrom(v.name).size > 1) { kept += df.persist(StorageLevel.MEMORY_AND_DISK); df } else df
 
     def input(v: Vertex): DataFrame = output(dag.vertex(dag.edgesInto(v.name).head.from))
+
+    /** What `v` receives over its one input edge, as rows of `schema`: where that is an extraction, its
+      * items taken apart by Python on the sending side; and from how many senders.
+      */
+    def received(v: Vertex, schema: StructType): (RDD[InternalRow], Int) = {
+      val edge = dag.edgesInto(v.name).head
+      val extractsHere = schema == ExtractedSchema && !extraction.extractedAtSource(v)
+      val sent = if (extractsHere) SqlBridge.mapInArrow(input(v), pythonUdfs(PythonUdfName.Extract(v.name, 0))) else input(v)
+      EpochEdges.realize(InPlaceRows.of(sent), schema, schema.length - 1, edge.kind, v.localParallelism, Some(0))
+    }
+
+    // A stage whose Python UDF keeps state over its items (PythonEpochStage).
+    def keptInPython(v: Vertex, udf: PythonUdfName): DataFrame = {
+      val (rows, senders) = received(v, ExtractedSchema)
+      new PythonEpochStage(v.name, pythonUdfs(udf)).run(spark, rows, ExtractedSchema, senders, epoch, operatorIds(v.name),
+        metrics.stateOf(v.name))
+    }
 
     try {
       // Every sink's senders: the stream is complete when all of them are done.

@@ -11,14 +11,31 @@ object EncounterPositions {
   private val counters = ThreadLocal.withInitial[Counter](() => new Counter(null, 0L))
 
   def next(): Long = {
+    val counter = ofTask()
+    val position = counter.next
+    counter.next += 1
+    position
+  }
+
+  /** The position the current task gives next. */
+  def upcoming(): Long = ofTask().next
+
+  /** Continues the current task's positions from `position` on, unless they are past it: a stream's stage
+    * keeps them rising from one epoch to the next (each epoch is a new task), so that ties break by
+    * arrival across epochs too.
+    */
+  def continueFrom(position: Long): Unit = {
+    val counter = ofTask()
+    counter.next = math.max(counter.next, position)
+  }
+
+  private def ofTask(): Counter = {
     val task = org.apache.spark.TaskContext.get()
     var counter = counters.get()
     if (counter.task ne task) {
       counter = new Counter(task, if (task == null) 0L else task.partitionId().toLong << 40)
       counters.set(counter)
     }
-    val position = counter.next
-    counter.next += 1
-    position
+    counter
   }
 }

@@ -1,0 +1,102 @@
+package io.jetspark.engine.spark.epoch
+
+import io.jetspark.core.snapshot.SnapshotEntry
+import io.jetspark.engine.spark.rows.InPlaceRows
+import org.apache.spark.TaskContext
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow}
+import org.apache.spark.sql.jetspark.SqlBridge
+import org.apache.spark.sql.types.{BinaryType, StructField, StructType}
+import org.apache.spark.sql.{Column, DataFrame, SparkSession}
+
+import java.util.concurrent.ConcurrentHashMap
+
+/** One epoch of a stateful vertex whose work is a Python UDF that keeps state over its partition's items
+  * (`map_stateful`, a rolling aggregation with a user-defined part): the partition's Python state, pickled,
+  * is kept from one epoch to the next in Spark's state store, as an [[EpochStage]] keeps a processor's, by
+  * the same [[EpochPartition]] discipline: epoch N loads version N and commits version N + 1 once the
+  * senders' control rows (the barrier) are all in.
+  *
+  * The state travels in band, in a column `state` that is null on every other row
+  * (python/jetspark/worker/epoch_state.py):
+  * {{{
+  *   [state row: version N] ++ the epoch's rows ──UDF──▶ its outputs, control rows passed through, [state row: N + 1]
+  * }}}
+  * The UDF's input and the state store's commit are the two ends of one task: the state is loaded where it
+  * is committed, at the output's end, and handed to the input's start ([[PythonEpochStage.Handoff]]).
+  * The UDF asks for its input only once its output is asked for, so the state is there before its first row.
+  */
+final class PythonEpochStage(vertex: String, udf: Column) {
+  import PythonEpochStage._
+
+  /** `input` (rows of `schema`, `ctl` its last column) through the UDF in `epoch`, from `senders` upstream
+    * tasks; `operatorId` is the vertex's number in the plan. The output: the UDF's items with their time
+    * and the partition's control row ([[EpochEngine.ItemRowSchema]]).
+    */
+  def run(spark: SparkSession, input: RDD[InternalRow], schema: StructType, senders: Int, epoch: EpochRun,
+      operatorId: Int, stateSize: LatestPerPartition): DataFrame = {
+    val (name, epochId, width) = (vertex, epoch.id, schema.length)
+    val withState = input.mapPartitions { rows =>
+      val loaded = Iterator.single(()).map { _ =>
+        val row = new GenericInternalRow(width + 1)
+        row.update(width, Handoff.take(name, operatorId).orNull)
+        row: InternalRow
+      }
+      loaded ++ rows.map(r => new JoinedRow(r, NoState): InternalRow)
+    }
+    val stateful = SqlBridge.mapInArrow(SqlBridge.internalCreateDataFrame(spark, withState, schema.add(StateField)), udf)
+    val out = SqlBridge.withPartitionState(spark, InPlaceRows.of(stateful), epoch.stateRoot, epoch.runId, operatorId, epochId) {
+      (state, rows) =>
+        val partition = new EpochPartition(name, TaskContext.getPartitionId(), epochId, senders, state, OutCtlAt, stateSize)
+        Handoff.give(operatorId, partition.restored.collectFirst { case SnapshotEntry(PythonStateKey, bytes: Array[Byte]) => bytes })
+        var committed = false
+        partition.data(rows).map { row =>
+          if (committed) throw new IllegalStateException(s"vertex '$name': Python gave rows after the partition's state")
+          if (row.isNullAt(OutStateAt)) InternalRow(row.getBinary(0), if (row.isNullAt(OutTsAt)) null else row.getLong(OutTsAt), null)
+          else {
+            partition.close()
+            committed = true
+            val kept = if (partition.done) Nil else Seq(SnapshotEntry(PythonStateKey, row.getBinary(OutStateAt)))
+            partition.commit(kept, math.max(partition.sentBefore, partition.coalesced), EpochEngine.ItemRowSchema.length)
+          }
+        } ++ Iterator.single(()).flatMap { _ =>
+          if (!committed) throw new IllegalStateException(s"vertex '$name', partition ${partition.partition}: " +
+            "Python ended its output without the partition's state")
+          Iterator.empty
+        }
+    }
+    SqlBridge.internalCreateDataFrame(spark, out, EpochEngine.ItemRowSchema)
+  }
+}
+
+object PythonEpochStage {
+  /** The column that holds the partition's pickled Python state on the one row that carries it. */
+  val StateField: StructField = StructField("state", BinaryType)
+  /** The key of the Python state among the partition's entries. */
+  case object PythonStateKey
+
+  // The UDF's output: item, failure, ts, ctl, state (python/jetspark/worker/epoch_state.py).
+  private val OutTsAt = 2
+  private val OutCtlAt = 3
+  private val OutStateAt = 4
+  private val NoState: InternalRow = new GenericInternalRow(1)
+
+  /** Hands the state a task loaded for a vertex (`operatorId`) at its output's end to the same task's
+    * input of the UDF: both ends run in that task, the input pulled only after the state was given.
+    */
+  private object Handoff {
+    private val waiting = new ConcurrentHashMap[(Long, Int), Option[Array[Byte]]]()
+
+    def give(operatorId: Int, state: Option[Array[Byte]]): Unit = {
+      val task = TaskContext.get()
+      val at = (task.taskAttemptId(), operatorId)
+      waiting.put(at, state)
+      task.addTaskCompletionListener[Unit](_ => waiting.remove(at))
+    }
+
+    def take(vertex: String, operatorId: Int): Option[Array[Byte]] =
+      Option(waiting.remove((TaskContext.get().taskAttemptId(), operatorId))).getOrElse(throw new IllegalStateException(
+        s"vertex '$vertex': the Python UDF read its input before the partition's state was loaded"))
+  }
+}
