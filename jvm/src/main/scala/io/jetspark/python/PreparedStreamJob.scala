@@ -1,15 +1,14 @@
 package io.jetspark.python
 
 import com.fasterxml.jackson.databind.ObjectMapper
-import io.jetspark.connector.ItemsStreamSource
-import io.jetspark.engine.spark.epoch.{EpochEngine, StreamingJob}
+import io.jetspark.engine.spark.epoch.{EpochEngine, EpochSources, StreamingJob}
 import io.jetspark.engine.spark.{PythonExtraction, PythonUdfName, PythonWork}
 import io.jetspark.item.PythonAggregations
 import io.jetspark.pipeline.PythonAggregateSpec
 import io.jetspark.pipeline.definition.TimestampPolicy
 import io.jetspark.plan.VertexDescription.{Source, WindowAggregate}
 import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
-import org.apache.spark.sql.{Column, SparkSession}
+import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 
 import scala.jdk.CollectionConverters._
 
@@ -31,7 +30,8 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
     }
     val extractions = work.putArray("extractions")
     dag.vertices.foreach {
-      case v @ Vertex(_, Source(_, Some(TimestampPolicy.FromItems(ts, _))), _, _, _) =>
+      case v @ Vertex(_, Source(_, Some(policy @ TimestampPolicy.FromItems(ts, _))), _, _, _)
+          if !(EpochSources.isDataFrame(v) && EpochSources.dataFrameTimeInJvm(policy)) =>
         PythonWorkJson.extraction(extractions, PythonExtraction(v, 0, None, Nil, Some(ts), timedInput = false, None,
           deadLetter = false), sequenced = false, controlled = true)
       case v @ Vertex(_, WindowAggregate(stage, _, op: PythonAggregateSpec, key), _, _, _) if stage != AggregationStage.Combine =>
@@ -40,7 +40,15 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
           deadLetter = false), sequenced = false, controlled = true)
       case _ =>
     }
-    Seq("dataframe_sources", "stateful", "joins", "custom_aggregations", "typed_results").foreach(work.putArray)
+    val sources = work.putArray("dataframe_sources")
+    dag.vertices.filter(v => v.description.isInstanceOf[Source] && EpochSources.isDataFrame(v)).foreach { v =>
+      val Source(source, _) = v.description: @unchecked
+      val node = sources.addObject().put("vertex", v.name)
+        .put("schema", source.parameters("dataframe").asInstanceOf[DataFrame].schema.json)
+      val passed = node.putArray("passed")
+      EpochSources.PassedColumns.foreach(f => passed.addObject().put("name", f.name).put("type", f.dataType.sql))
+    }
+    Seq("stateful", "joins", "custom_aggregations", "typed_results").foreach(work.putArray)
     mapper.writeValueAsString(work)
   }
 
@@ -51,10 +59,7 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
       triggerIntervalMs: Long, idleTimeoutMs: Long): StreamingJob = {
     val engine = new EpochEngine(spark, dag, names.asScala.map(PythonUdfName.parse).zip(udfs.asScala).toMap,
       s"$checkpointDir/state", idleTimeoutMs)
-    val Source(source, _) = engine.source.description: @unchecked
-    val partitions = source.parameters("partitions").asInstanceOf[Seq[Seq[Any]]].map(_.map(_.asInstanceOf[Array[Byte]]))
-    val id = ItemsStreamSource.register(partitions, source.parameters("itemsPerBatch").asInstanceOf[Int])
-    val stream = spark.readStream.format(ItemsStreamSource.Format).option("id", id).load()
-    new StreamingJob(engine, stream, checkpointDir, triggerIntervalMs, name)
+    val (stream, release) = EpochSources.stream(spark, engine.source)
+    new StreamingJob(engine, stream, checkpointDir, triggerIntervalMs, name, release)
   }
 }
