@@ -1,13 +1,11 @@
 package io.jetspark.connector
 
-import scala.jdk.CollectionConverters._
-
 import com.fasterxml.jackson.databind.ObjectMapper
 import io.jetspark.item.{PythonValues, SimpleEvent}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability, TableProvider}
+import org.apache.spark.sql.connector.catalog.{Table, TableProvider}
 import org.apache.spark.sql.connector.expressions.Transform
-import org.apache.spark.sql.connector.read._
+import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming.{MicroBatchStream, Offset, ReadLimit, SupportsAdmissionControl}
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
@@ -87,19 +85,9 @@ final class RateStreamProvider extends TableProvider {
     val options = new CaseInsensitiveStringMap(properties)
     def positive(name: String): Long = Option(options.get(name)).flatMap(_.toLongOption).filter(_ > 0).getOrElse(
       throw new IllegalArgumentException(s"rate stream: option '$name' must be a positive integer, was ${options.get(name)}"))
-    new RateStreamTable(positive(RateStreamSource.RateOption), positive(RateStreamSource.PartitionsOption).toInt)
-  }
-}
-
-private[connector] final class RateStreamTable(rate: Long, partitions: Int) extends Table with SupportsRead {
-  override def name(): String = s"RateStream($rate/s, $partitions partitions)"
-  override def schema(): StructType = RateStreamSource.Schema
-  override def capabilities(): java.util.Set[TableCapability] = Set(TableCapability.MICRO_BATCH_READ).asJava
-
-  override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = () => new Scan {
-    override def readSchema(): StructType = RateStreamSource.Schema
-    override def description(): String = name()
-    override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = new RateMicroBatchStream(rate, partitions)
+    val (rate, partitions) = (positive(RateStreamSource.RateOption), positive(RateStreamSource.PartitionsOption).toInt)
+    new MicroBatchTable(s"RateStream($rate/s, $partitions partitions)", RateStreamSource.Schema,
+      () => new RateMicroBatchStream(rate, partitions))
   }
 }
 
