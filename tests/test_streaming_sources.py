@@ -263,3 +263,43 @@ def test_spark_s_own_rate_source_is_a_streaming_dataframe_like_any_other(jet: An
     in_window = Counter(ts // 200 * 200 for _, ts in rows)
     checked = {w.start: w.result for w in counts if w.end <= written_up_to}
     assert checked and all(in_window[start] == n for start, n in checked.items())
+
+
+def test_a_substream_column_must_be_a_column_of_a_streaming_dataframe(jet: Any) -> None:
+    with tempfile.TemporaryDirectory(prefix="jetspark-files-stream-") as directory:
+        df = files_stream(jet, directory, [[{"s": 0, "k": 0, "v": 1, "t": 5}]])
+        with pytest.raises(ValueError, match="no such column"):
+            Sources.dataframe(df, substream="device")
+    with pytest.raises(ValueError, match="only a streaming DataFrame"):
+        Sources.dataframe(jet.spark.range(3), substream="id")
+
+
+@pytest.mark.parametrize("case", ["items_stream native", "python time by substream"])
+def test_what_the_sources_do_not_take_yet_fails_naming_the_vertex(jet: Any, case: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="jetspark-files-stream-") as directory:
+        p = Pipeline.create()
+        if case == "items_stream native":
+            stage = p.read_from(Sources.items_stream([1, 2])).with_native_timestamps(0)
+        else:
+            df = files_stream(jet, directory, [[{"s": 0, "k": 0, "v": 1, "t": 5}]])
+            stage = p.read_from(Sources.dataframe(df, substream="s")).with_timestamps(lambda r: r["t"], allowed_lag_ms=0)
+        stage.write_to(Sinks.list("out"))
+        job = jet.new_job(p)
+        with pytest.raises(Exception, match="does not run this yet") as failure:
+            job.join(timeout=120)
+    assert "vertex '" in str(failure.value)
+    assert job.status is JobStatus.FAILED
+
+
+def test_a_dataframe_s_time_from_a_python_function_matches_the_reference(jet: Any) -> None:
+    epochs = [[{"s": 0, "k": i % 2, "v": i, "t": b * 30 + i * 4} for i in range(6)] for b in range(3)]
+    epochs[2].append({"s": 0, "k": 0, "v": 50, "t": 1})  # behind the watermark of epoch 1: late
+    with tempfile.TemporaryDirectory(prefix="jetspark-files-stream-") as directory:
+        p = Pipeline.create()
+        (p.read_from(Sources.dataframe(files_stream(jet, directory, epochs))).with_timestamps(lambda r: r["t"] + 1, 2)
+         .grouping_key("k").window(WindowDefinition.tumbling(10)).aggregate(AggregateOperations.summing("v"))
+         .write_to(Sinks.list("out")))
+        expected = run_stream_reference(p, epochs=as_rows(epochs))
+        metrics, got = run_epochs(jet, p, len(epochs))
+    assert as_multiset(got) == as_multiset(expected.outputs["out"])
+    assert metrics["late_events_dropped"] == sum(expected.late_dropped.values()) == 1
