@@ -49,6 +49,18 @@ stream adds when the watermark moves, so which items are late, and when each win
    items substream after substream, so a test compares its stateful outputs with the engine's only where
    they do not depend on that interleaving: every key fed by one substream, or state kept per substream.
 
+Explicit epochs. A source whose items the reference cannot read itself, a streaming DataFrame
+(``Sources.dataframe(streaming_df, substream=None)``), takes them from the caller, cut into epochs:
+``run_stream_reference(p, epochs=[[rows of epoch 0], [rows of epoch 1], ...])``. Such a stream never
+ends: rule 1's "done" never happens, so nothing is emitted after its last epoch but what the watermark
+passed. Its substreams are the distinct values of its ``substream`` column (one substream without it),
+each from the epoch of its first row on; rule 3 becomes ``W(b)`` = the greater of ``W(b - 1)`` and the
+minimum of ``wm_s(b)`` over the values seen by epoch ``b`` (minus infinity before any): the one task that
+reads a DataFrame never lowers its watermark for a value that comes late. Every stage, a window's first
+stage too, sees ``W`` (the values share that task). Timestamps: ``with_timestamps`` by a field name, or
+``with_native_timestamps``, which reads the column ``timestamp``, else the only column of a timestamp
+type (docs/streaming.md).
+
 Order. An item's sequence id at the source is ``(source id, epoch, substream, offset in substream)``, so
 the stream runs epoch by epoch, substream after substream within one. A window emits epoch by epoch, in
 end order within an epoch. The engines promise neither order across substreams nor across keys: compare
@@ -129,10 +141,29 @@ def is_late(window: dict[str, Any], ts: int, watermark: Mark) -> bool:
     return frame_end <= closed_end
 
 
-def emission_epoch(marks: Watermarks, window: dict[str, Any], end: int) -> int:
-    """Rule 6: the epoch after which the window ending at ``end`` is emitted."""
+def emission_epoch(marks: Watermarks, window: dict[str, Any], end: int) -> int | None:
+    """Rule 6: the epoch after which the window ending at ``end`` is emitted; None if no epoch's watermark
+    passes it (a stream that does not end)."""
     reached = (lambda w: end < w) if window["kind"] == "session" else (lambda w: end <= w)
-    return next(b for b in range(marks.epochs) if reached(marks.of_all(b)))
+    return next((b for b in range(marks.epochs) if reached(marks.of_all(b))), None)
+
+
+def unending_watermarks(timestamps: list[list[tuple[int, int | None]]], substreams: int,
+                        allowed_lag_ms: int) -> Watermarks:
+    """The watermarks of a source that does not end, given per epoch its items' ``(substream, timestamp)``
+    (see "Explicit epochs"): ``wm_s`` as rule 2, ``W`` never going back and over the substreams seen."""
+    tops: dict[int, Mark] = {}
+    per_epoch, coalesced, last = [], [], -math.inf
+    for items in timestamps:
+        for s, ts in items:
+            tops.setdefault(s, -math.inf)
+            if ts is not None:
+                tops[s] = max(tops[s], ts)
+        marks = [tops.get(s, -math.inf) - allowed_lag_ms for s in range(substreams)]
+        last = max(last, min((marks[s] for s in tops), default=-math.inf))
+        per_epoch.append(marks)
+        coalesced.append(last)
+    return Watermarks(per_epoch, coalesced)
 
 
 def order_allowed(seen: list[tuple[int, int, int]]) -> bool:
@@ -159,19 +190,22 @@ class StreamRun:
     watermarks: dict[str, Watermarks]
 
 
-def run_stream_reference(pipeline: Pipeline) -> StreamRun:
-    """Evaluates a stream ``pipeline`` by the rules of this module's docstring."""
+def run_stream_reference(pipeline: Pipeline, epochs: list[list[Any]] | None = None) -> StreamRun:
+    """Evaluates a stream ``pipeline`` by the rules of this module's docstring; ``epochs``: the items of
+    its streaming DataFrame source, epoch by epoch ("Explicit epochs")."""
     spec, objects = pipeline.to_spec()
-    run = _StreamRun(objects, spec["preserve_order"])
+    run = _StreamRun(objects, spec["preserve_order"], epochs)
     run.evaluate_all(spec)
     return StreamRun(run.results, run.late_dropped, run.emitted,
                      {_label(run.nodes[i]): marks for i, marks in run.watermarks.items()})
 
 
 class _StreamRun(_Run):
-    def __init__(self, objects: list[Any], preserve_order: bool) -> None:
+    def __init__(self, objects: list[Any], preserve_order: bool, epochs: list[list[Any]] | None = None) -> None:
         super().__init__(objects)
         self.preserve_order = preserve_order
+        self.epochs = epochs
+        self.unending: set[int] = set()  # the stream sources, by node id, that never end
         self.watermarks: dict[int, Watermarks] = {}  # per stream source with timestamps, by node id
         self.late_dropped: dict[str, int] = {}
         self.emitted: dict[str, list[list[Any]]] = {}
@@ -184,6 +218,8 @@ class _StreamRun(_Run):
         source = args["source"]
         if not node["stream"]:
             return super()._source(node, args)
+        if source["kind"] == "dataframe":
+            return self._dataframe_stream(node, source, args["timestamps"])
         if source["kind"] != "items_stream":
             raise NotImplementedError(f"{_label(node)}: the stream reference reads Sources.items_stream only")
         substreams, k = self.objects[source["refs"]["partitions"]], source["params"]["items_per_batch"]
@@ -207,9 +243,45 @@ class _StreamRun(_Run):
         self.watermarks[node["id"]] = epoch_watermarks(read_ts, k, timestamps["allowed_lag_ms"])
         return out
 
+    def _dataframe_stream(self, node: dict[str, Any], source: dict[str, Any], timestamps: dict[str, Any]) -> list[Any]:
+        if self.epochs is None:
+            raise NotImplementedError(f"{_label(node)}: a streaming DataFrame's items come as explicit epochs")
+        column = source["params"].get("substream")
+        values: dict[Any, int] = {}  # substream value -> its number, in order of first appearance
+        stream = []
+        for b, items in enumerate(self.epochs):
+            offsets: dict[int, int] = {}
+            for item in items:
+                s = values.setdefault(None if column is None else getattr(item, column), len(values))
+                offsets[s] = offsets.get(s, -1) + 1
+                stream.append(((node["id"], b, s, offsets[s]), item))
+        self.unending.add(node["id"])
+        if timestamps["kind"] == "without_timestamps":
+            return stream
+        if timestamps["kind"] == "with_native_timestamps":
+            schema = self.objects[source["refs"]["df"]].schema
+            names = [f.name for f in schema.fields if f.name == "timestamp"] or [
+                f.name for f in schema.fields if f.dataType.typeName() in ("timestamp", "timestamp_ntz")]
+            if len(names) != 1:
+                raise NotImplementedError(f"{_label(node)}: no native timestamp column in {schema.simpleString()}")
+            read, lag = (lambda row: getattr(row, names[0])), timestamps["allowed_lag_ms"]
+        elif timestamps["kind"] == "with_timestamps":
+            read, lag = self.extractor(timestamps["ts"]), timestamps["allowed_lag_ms"]
+        else:
+            raise NotImplementedError(f"{_label(node)}: the stream reference has no {timestamps['kind']}")
+        out, read_ts = [], [[] for _ in self.epochs]
+        for seq, item in stream:
+            ok, ts = self.call(node, item, lambda x: _milliseconds(read(x)), item)
+            read_ts[seq[1]].append((seq[2], ts if ok else None))
+            if ok:
+                out.append((seq, item, ts))
+        self.watermarks[node["id"]] = unending_watermarks(read_ts, len(values), lag)
+        return out
+
     def require_carried(self, node_id: int) -> None:
         node = self.nodes[node_id]
-        if node["op"] == "source" and node["stream"] and node["args"]["timestamps"]["kind"] == "with_timestamps":
+        if node["op"] == "source" and node["stream"] and node["args"]["timestamps"]["kind"] in (
+                "with_timestamps", "with_native_timestamps"):
             return
         super().require_carried(node_id)
 
@@ -229,15 +301,17 @@ class _StreamRun(_Run):
         two-stage window (the planner's ``AggregationStageRule``: two stages unless the operation cannot
         combine, a session window, early results, a keyed window's rebalanced input, or preserved order
         reaching an order-sensitive operation) whose first stage sits next to the source, over local
-        edges only, so nothing between the source and the window is rebalanced. Otherwise the items
-        cross a shuffle, and the receiver coalesces the watermarks of every substream."""
+        edges only, so nothing between the source and the window is rebalanced, and that source is
+        not a streaming DataFrame (read in one task). Otherwise the stage coalesces the watermarks of
+        every substream."""
         window = path[-1]
         definition, op = window["args"]["window"], window["args"]["op"]
         single_stage = (not op["can_combine"] or definition["kind"] == "session"
                         or bool(definition["early_results_period_ms"])
                         or (window["keys"][0] is not None and window["rebalance"][0] is not None)
                         or (self.preserve_order and op["order_sensitive"]))
-        return not single_stage and all(node["rebalance"][0] is None for node in path[1:])
+        return (not single_stage and path[0]["id"] not in self.unending
+                and all(node["rebalance"][0] is None for node in path[1:]))
 
     def _window_aggregate(self, node: dict[str, Any], args: dict[str, Any], stream: list[Any]) -> list[Any]:
         if not node["stream"]:
@@ -261,4 +335,4 @@ class _StreamRun(_Run):
         results = super()._window_aggregate(node, args, kept)
         epochs = [emission_epoch(marks, args["window"], r.end) for _, r, _ in results]
         self.emitted[label] = [[r for (_, r, _), e in zip(results, epochs) if e == b] for b in range(marks.epochs)]
-        return results
+        return [result for result, e in zip(results, epochs) if e is not None]

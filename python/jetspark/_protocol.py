@@ -235,7 +235,8 @@ def python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], li
         udfs[f"extract:{e['vertex']}:{e['ordinal']}"] = udf_columns.extraction_udf_column(
             e["key"], e["values"], e["stage"], objects, e.get("timestamp"), rows, carried(e), e["dead_letter"])
     for f in work["dataframe_sources"]:
-        udfs[f"rows:{f['vertex']}"] = udf_columns.rows_to_items_udf_column(f["schema"])
+        udfs[f"rows:{f['vertex']}"] = udf_columns.rows_to_items_udf_column(
+            f["schema"], [(c["name"], c["type"]) for c in f.get("passed", [])])
     for m in work["stateful"]:
         udfs[f"stateful:{m['vertex']}"] = udf_columns.stateful_udf_column(
             ref(m["create_ref"]), ref(m["fn_ref"]), m["keyed"], m["stage"], m["dead_letter"], carried(m), m.get("kept", False))

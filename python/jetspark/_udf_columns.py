@@ -74,10 +74,12 @@ def _stateful_udf(run: Any, schema: str, columns: list[str], stage: str, kept: b
     return arrow_udf(kept_across_epochs(run, stage), f"{schema}, {STATE} binary", [*columns, STATE])
 
 
-def rows_to_items_udf_column(schema_json: str) -> Any:
-    """The Spark Column that turns the rows of a DataFrame with this schema into items."""
+def rows_to_items_udf_column(schema_json: str, passed: Sequence[tuple[str, str]] = ()) -> Any:
+    """The Spark Column that turns the rows of a DataFrame with this schema into items, followed by the
+    ``passed`` columns (name, DDL type) the JVM put after the rows' own, which each item keeps."""
     columns = [field["name"] for field in json.loads(schema_json)["fields"]]
-    return arrow_udf(rows_to_items_function(schema_json), OPAQUE_SCHEMA, columns)
+    schema = OPAQUE_SCHEMA + "".join(f", {name} {ddl}" for name, ddl in passed)
+    return arrow_udf(rows_to_items_function(schema_json), schema, columns + [name for name, _ in passed])
 
 
 def custom_aggregation_udf_column(specs: Sequence[Mapping[str, Any]], objects: Sequence[Any], mode: str, keyed: bool,

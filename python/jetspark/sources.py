@@ -47,14 +47,22 @@ class Sources:
                       objects={"items": values})
 
     @staticmethod
-    def dataframe(df: Any) -> Source:
-        """Any Spark DataFrame; a streaming DataFrame gives a stream stage."""
+    def dataframe(df: Any, substream: str | None = None) -> Source:
+        """Any Spark DataFrame; a streaming DataFrame gives a stream stage. A streaming DataFrame is one
+        substream, unless ``substream`` names a column: then each distinct value of that column is a
+        substream with a watermark of its own."""
         from pyspark.sql import DataFrame
 
         if not isinstance(df, DataFrame):
             raise TypeError(f"Sources.dataframe(df): df must be a pyspark DataFrame, not {type(df).__name__}")
-        return Source("dataframe", is_stream=bool(df.isStreaming), params={"columns": list(df.columns)},
-                      objects={"df": df})
+        params: dict[str, Any] = {"columns": list(df.columns)}
+        if substream is not None:
+            if not df.isStreaming:
+                raise ValueError("Sources.dataframe(substream=...): only a streaming DataFrame has substreams")
+            if substream not in df.columns:
+                raise ValueError(f"Sources.dataframe(substream={substream!r}): no such column in {list(df.columns)}")
+            params["substream"] = substream
+        return Source("dataframe", is_stream=bool(df.isStreaming), params=params, objects={"df": df})
 
     @staticmethod
     def files(path: str, format: str = "parquet", **options: Any) -> Source:

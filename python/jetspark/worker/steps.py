@@ -383,7 +383,8 @@ def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, An
 def rows_to_items_function(schema_json: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The Arrow map function that turns a DataFrame's rows into items: pickled PySpark ``Row``s, made by
     Spark's own Arrow-to-Row conversion, so that they equal what ``df.collect()`` gives (maps, nested
-    structs, timestamps and all)."""
+    structs, timestamps and all). Columns after the schema's (what a stream's source reads beside its
+    rows: their time, their substream) are passed on after the item as they are."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import json
@@ -393,9 +394,11 @@ def rows_to_items_function(schema_json: str) -> Callable[[Iterator[Any]], Iterat
         from pyspark.sql.types import StructType
 
         schema = StructType.fromJson(json.loads(schema_json))
+        width = len(schema.fields)
         for batch in batches:
-            rows = ArrowTableToRowsConversion.convert(pa.Table.from_batches([batch]), schema)
-            yield pa.RecordBatch.from_arrays(
-                [pa.array([pickle.dumps(r, protocol=PICKLE_PROTOCOL) for r in rows], pa.binary())], names=[ITEM])
+            own = pa.RecordBatch.from_arrays(batch.columns[:width], names=batch.schema.names[:width])
+            rows = ArrowTableToRowsConversion.convert(pa.Table.from_batches([own]), schema)
+            items = pa.array([pickle.dumps(r, protocol=PICKLE_PROTOCOL) for r in rows], pa.binary())
+            yield pa.RecordBatch.from_arrays([items, *batch.columns[width:]], names=[ITEM, *batch.schema.names[width:]])
 
     return run

@@ -3,11 +3,9 @@ package io.jetspark.connector
 import java.util.UUID
 import java.util.concurrent.ConcurrentHashMap
 
-import scala.jdk.CollectionConverters._
-
-import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability, TableProvider}
+import org.apache.spark.sql.connector.catalog.{Table, TableProvider}
 import org.apache.spark.sql.connector.expressions.Transform
-import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory, Scan, ScanBuilder}
+import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming.{MicroBatchStream, Offset, ReadLimit, SupportsTriggerAvailableNow}
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
@@ -99,19 +97,8 @@ final class ItemsStreamProvider extends TableProvider {
     if (id == null)
       throw new IllegalArgumentException(s"items stream: option '${ItemsStreamSource.IdOption}' is required " +
         "(the id ItemsStreamSource.register returned)")
-    new ItemsStreamTable(id, ItemsStreamSource.lookUp(id))
-  }
-}
-
-private[connector] final class ItemsStreamTable(id: String, items: RegisteredItems) extends Table with SupportsRead {
-  override def name(): String = s"ItemsStream($id)"
-  override def schema(): StructType = ItemsStreamSource.Schema
-  override def capabilities(): java.util.Set[TableCapability] = Set(TableCapability.MICRO_BATCH_READ).asJava
-
-  override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = () => new Scan {
-    override def readSchema(): StructType = ItemsStreamSource.Schema
-    override def description(): String = name()
-    override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = new ItemsMicroBatchStream(id, items)
+    val items = ItemsStreamSource.lookUp(id)
+    new MicroBatchTable(s"ItemsStream($id)", ItemsStreamSource.Schema, () => new ItemsMicroBatchStream(id, items))
   }
 }
 

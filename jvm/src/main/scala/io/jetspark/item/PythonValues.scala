@@ -27,6 +27,8 @@ object PythonValues {
     Array[AnyRef](r.fields.toSeq.asJava, r.values.map(toJava)))
   writeAsCall(classOf[WindowResult[Any]], "jetspark.window", "WindowResult")(w =>
     Array(Long.box(w.start), Long.box(w.end), toJava(w.result), Boolean.box(w.isEarly)))
+  writeAsCall(classOf[SimpleEvent], "jetspark.sources", "SimpleEvent")(e =>
+    Array[AnyRef](Long.box(e.timestamp), Long.box(e.sequence)))
   writeAsCall(classOf[KeyedWindowResult[Any, Any]], "jetspark.window", "KeyedWindowResult")(w =>
     Array(Long.box(w.start), Long.box(w.end), toJava(w.key), toJava(w.result), Boolean.box(w.isEarly)))
 

@@ -16,8 +16,13 @@ object Sources {
     */
   def dataframe(df: AnyRef): BatchSource = BatchSource("dataframe", Map("dataframe" -> df), None)
 
-  /** A streaming Spark DataFrame, held opaquely. */
-  def streamingDataframe(df: AnyRef): StreamSource = StreamSource("dataframe", Map("dataframe" -> df), None)
+  /** A streaming Spark DataFrame, held opaquely: one substream, or, with `substream`, one per distinct
+    * value of that column.
+    */
+  def streamingDataframe(df: AnyRef, substream: Option[String]): StreamSource =
+    StreamSource("dataframe", Map("dataframe" -> df) ++ substream.map("substream" -> _), None)
+  def streamingDataframe(df: AnyRef): StreamSource = streamingDataframe(df, None)
+  def streamingDataframe(df: AnyRef, substream: String): StreamSource = streamingDataframe(df, Some(substream))
 
   /** `spark.read.format(format)` with the options, from `path`. */
   def files(path: String, format: String, options: Map[String, String]): BatchSource =

@@ -44,7 +44,8 @@ final class PipelineSpecReader private (objects: java.util.List[AnyRef]) {
         // Python sends the items' pickles packed in one byte array (see jetspark._items.pack_frames).
         val items = Option(byRef("items")).map(packed => PythonValues.unpackFrames(packed.asInstanceOf[Array[Byte]]))
         Sources.items(items.getOrElse(Seq.fill(params.get("count").asInt)(null)))
-      case "dataframe" if spec.get("stream").asBoolean => Sources.streamingDataframe(byRef("df"))
+      case "dataframe" if spec.get("stream").asBoolean =>
+        Sources.streamingDataframe(byRef("df"), optional(params.get("substream")).map(_.asText))
       case "dataframe" => Sources.dataframe(byRef("df"))
       case "files" => Sources.files(params.get("path").asText, params.get("format").asText, stringMap(params.get("options")))
       case "items_stream" =>

@@ -2,8 +2,7 @@ package io.jetspark.python
 
 import com.fasterxml.jackson.databind.node.ArrayNode
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import io.jetspark.connector.ItemsStreamSource
-import io.jetspark.engine.spark.epoch.{EpochEngine, SourceExtraction, StreamingJob}
+import io.jetspark.engine.spark.epoch.{EpochEngine, EpochSources, SourceExtraction, StreamingJob}
 import io.jetspark.engine.spark.runner.CustomAggregations
 import io.jetspark.engine.spark.{PythonExtraction, PythonUdfName, PythonWork}
 import io.jetspark.item.PythonAggregations
@@ -11,7 +10,7 @@ import io.jetspark.pipeline.PythonAggregateSpec
 import io.jetspark.pipeline.definition.{Extractor, TimestampPolicy}
 import io.jetspark.plan.VertexDescription.{MapStateful, RollingAggregate, Source, WindowAggregate}
 import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
-import org.apache.spark.sql.{Column, SparkSession}
+import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 
 import scala.jdk.CollectionConverters._
 
@@ -35,10 +34,7 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
     }
     val extractions = work.putArray("extractions")
     // Where a window reads the source straight, one extraction reads the items' time and its key and values.
-    val sourceTime = sourceExtraction.source.description match {
-      case Source(_, Some(TimestampPolicy.FromItems(ts, _))) => Some(ts)
-      case _ => None
-    }
+    val sourceTime = sourceExtraction.timeInPython
     dag.vertices.foreach {
       case v @ Vertex(_, Source(_, _), _, _, _) if sourceTime.isDefined && sourceExtraction.windowAtSource.isEmpty =>
         PythonWorkJson.extraction(extractions, PythonExtraction(v, 0, None, Nil, sourceTime, timedInput = false, None,
@@ -63,7 +59,15 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
           "operations" -> w.operations.asJava, "keyed" -> w.keyed, "dead_letter" -> false, "window" -> null,
           "sequenced" -> false, "timed" -> true, "controlled" -> true, "kept" -> true).asJava
     }.asJava))
-    Seq("dataframe_sources", "joins", "typed_results").foreach(work.putArray)
+    val sources = work.putArray("dataframe_sources")
+    dag.vertices.filter(v => v.description.isInstanceOf[Source] && EpochSources.isDataFrame(v)).foreach { v =>
+      val Source(source, _) = v.description: @unchecked
+      val node = sources.addObject().put("vertex", v.name)
+        .put("schema", source.parameters("dataframe").asInstanceOf[DataFrame].schema.json)
+      val passed = node.putArray("passed")
+      EpochSources.PassedColumns.foreach(f => passed.addObject().put("name", f.name).put("type", f.dataType.sql))
+    }
+    Seq("joins", "typed_results").foreach(work.putArray)
     mapper.writeValueAsString(work)
   }
 
@@ -85,10 +89,7 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
       triggerIntervalMs: Long, idleTimeoutMs: Long): StreamingJob = {
     val engine = new EpochEngine(spark, dag, names.asScala.map(PythonUdfName.parse).zip(udfs.asScala).toMap,
       s"$checkpointDir/state", idleTimeoutMs, sourceExtraction)
-    val Source(source, _) = engine.source.description: @unchecked
-    val partitions = source.parameters("partitions").asInstanceOf[Seq[Seq[Any]]].map(_.map(_.asInstanceOf[Array[Byte]]))
-    val id = ItemsStreamSource.register(partitions, source.parameters("itemsPerBatch").asInstanceOf[Int])
-    val stream = spark.readStream.format(ItemsStreamSource.Format).option("id", id).load()
-    new StreamingJob(engine, stream, checkpointDir, triggerIntervalMs, name)
+    val (stream, release) = EpochSources.stream(spark, engine.source)
+    new StreamingJob(engine, stream, checkpointDir, triggerIntervalMs, name, release)
   }
 }

@@ -11,6 +11,7 @@ import io.jetspark.plan.VertexDescription._
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
 import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.types.{ArrayType, BinaryType, LongType, StructField, StructType}
@@ -35,10 +36,11 @@ final case class EpochOutcome(complete: Boolean, watermark: Long)
   * physical DAG, as ordinary Spark jobs, with the epoch's control rows in band ([[EpochControl]],
   * [[EpochEdges]]) and each stateful vertex's state kept from one epoch to the next ([[EpochStage]]).
   *
-  * The vertices it runs: an items-stream source (its substreams' watermarks from
-  * `with_timestamps`, or none), chains of Python steps, windows whose operations the JVM runs
-  * ([[EpochWindows]]), rolling aggregations ([[EpochRolling]], or Python's where the operation has a
-  * user-defined part) and `map_stateful` (Python's, [[PythonEpochStage]]), and list and noop sinks. Anything else fails before the query starts, naming the
+ * The vertices it runs: a stream source ([[EpochSources]]) with its substreams' watermarks, or none,
+  * chains of Python steps, windows whose operations the JVM runs ([[EpochWindows]]), rolling
+  * aggregations ([[EpochRolling]], or Python's where the operation has a user-defined part) and
+  * `map_stateful` (Python's, [[PythonEpochStage]]), and list and noop sinks. Anything else fails before
+  * the query starts, naming the
   * vertex.
   */
 final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[PythonUdfName, Column], stateRoot: String,
@@ -54,7 +56,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
   dag.vertices.foreach(requireSupported)
 
   private def requireSupported(v: Vertex): Unit = v.description match {
-    case Source(source, Some(TimestampPolicy.FromItems(_, _) | TimestampPolicy.NoTimestamps)) if source.name == "itemsStream" => ()
+    case Source(_, _) => EpochSources.requireSupported(v)
     case StatelessChain(_) if pythonUdfs.contains(PythonUdfName.Chain(v.name)) => ()
     case WindowAggregate(_, _, op: PythonAggregateSpec, _) if !PythonAggregations.runsInPython(op) => ()
     // In the JVM, or in Python with its state kept across epochs where the operation has a user-defined part.
@@ -69,7 +71,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
   /** The stream source's vertex: the one source of the job. */
   val source: Vertex = extraction.source
 
-  /** Runs epoch `epochId` over `batch`, the micro-batch of the items-stream source. */
+  /** Runs epoch `epochId` over `batch`, the micro-batch of the stream source. */
   def runEpoch(batch: DataFrame, epochId: Long): EpochOutcome = {
     val epoch = EpochRun(epochId, stateRoot, runId)
     val outputs = mutable.Map.empty[String, DataFrame]
@@ -135,33 +137,54 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     } finally kept.foreach(_.unpersist())
   }
 
-  /** The source's items of the epoch, one partition per substream, each ending with its control row; with
-    * timestamps, each substream's watermark from an [[InsertWatermarksProcessor]] kept across epochs, and
+  /** The source's items of the epoch, one partition per source task (EpochSources), each ending with its
+    * control row; with timestamps, each substream's watermark from a processor kept across epochs, and
     * where a window reads the source straight, its extraction's rows ([[SourceExtraction]]).
     */
-  private def sourceOutput(v: Vertex, batch: DataFrame, timestamps: Option[TimestampPolicy], epoch: EpochRun): DataFrame = {
-    val epochId = epoch.id
-    val marked = InPlaceRows.of(batch).mapPartitionsWithIndex { (partition, rows) =>
-      var done = false
-      rows.flatMap { r =>
-        if (r.getBoolean(3)) { done = true; None } else Some(InternalRow(r.getBinary(2), null))
-      } ++ Iterator.single(()).map(_ => InternalRow(null, EpochControl(partition, epochId, Long.MinValue, done).encode))
+  private def sourceOutput(v: Vertex, batch: DataFrame, timestamps: Option[TimestampPolicy], epoch: EpochRun): DataFrame =
+    if (EpochSources.isDataFrame(v)) dataFrameOutput(v, batch, timestamps, epoch)
+    else timestamps match {
+      case Some(policy @ (TimestampPolicy.Native(_) | TimestampPolicy.Ingestion)) =>
+        watermarked(v, EpochSources.marked(batch, epoch.id, EpochSources.jvmStamp(policy)), EpochSources.allowedLag(policy), epoch)
+      case _ => timedInPython(v, SqlBridge.internalCreateDataFrame(spark, EpochSources.marked(batch, epoch.id, None), SourceSchema),
+        timestamps, epoch)
     }
-    val items = SqlBridge.internalCreateDataFrame(spark, marked, SourceSchema)
+
+  /** The source's items (item, ctl) stamped by Python with their time, or without time. */
+  private def timedInPython(v: Vertex, items: DataFrame, timestamps: Option[TimestampPolicy], epoch: EpochRun): DataFrame =
     timestamps match {
       case Some(TimestampPolicy.FromItems(_, lagMs)) =>
         val reader = extraction.windowAtSource.getOrElse(v)
         val stamped = SqlBridge.mapInArrow(items, pythonUdfs(PythonUdfName.Extract(reader.name, 0)))
-        val policy = EventTimePolicy[(Long, InternalRow)](_._1, lagMs, idleTimeoutMs)
-        val stage = new EpochStage(v.name, () => new InsertWatermarksProcessor(policy, 1),
-          _.map(r => SubstreamItem(0, (r.getLong(TsAt), r.copy()))),
-          _.map(_.asInstanceOf[(Long, InternalRow)]._2), ExtractedSchema.length)
-        val out = stage.run(spark, InPlaceRows.of(stamped), ExtractedSchema.length - 1, 1, epoch, operatorIds(v.name),
-          metrics.stateOf(v.name), None)
-        val extracted = SqlBridge.internalCreateDataFrame(spark, out, ExtractedSchema)
-        if (extraction.windowAtSource.isDefined) extracted else extracted.select(ItemColumns.map(col): _*)
+        watermarked(v, InPlaceRows.of(stamped), lagMs, epoch)
       case _ => items.select(col("item"), org.apache.spark.sql.functions.lit(null).cast(LongType).as("ts"), col(EpochControl.Column))
     }
+
+  /** Stamped items (rows of [[ExtractedSchema]]) through each substream's [[InsertWatermarksProcessor]]: the
+    * items with their time, or where a window reads the source straight, the whole rows of its extraction.
+    */
+  private def watermarked(v: Vertex, stamped: RDD[InternalRow], lagMs: Long, epoch: EpochRun): DataFrame = {
+    val policy = EventTimePolicy[(Long, InternalRow)](_._1, lagMs, idleTimeoutMs)
+    val stage = new EpochStage(v.name, () => new InsertWatermarksProcessor(policy, 1), rows => {
+      val withoutControl = UnsafeProjection.create(ExtractedSchema.fields.init.map(_.dataType))
+      rows.map(r => SubstreamItem(0, (r.getLong(TsAt), withoutControl(r).copy())))
+    }, _.map(_.asInstanceOf[(Long, InternalRow)]._2), ExtractedSchema.length)
+    val out = stage.run(spark, stamped, ExtractedSchema.length - 1, 1, epoch, operatorIds(v.name), metrics.stateOf(v.name), None)
+    val extracted = SqlBridge.internalCreateDataFrame(spark, out, ExtractedSchema)
+    if (extraction.windowAtSource.isDefined) extracted else extracted.select(ItemColumns.map(col): _*)
+  }
+
+  /** A streaming DataFrame's micro-batch: its rows as items in one task, their time read beside them in
+    * the JVM and each substream value's watermark kept there, or their time read by Python.
+    */
+  private def dataFrameOutput(v: Vertex, batch: DataFrame, timestamps: Option[TimestampPolicy], epoch: EpochRun): DataFrame = {
+    val items = SqlBridge.mapInArrow(EpochSources.dataFrameRows(v, batch), pythonUdfs(PythonUdfName.Rows(v.name)))
+    val rows = EpochSources.dataFrameItems(items, epoch.id, ingestion = timestamps.contains(TimestampPolicy.Ingestion))
+    if (timestamps.exists(EpochSources.dataFrameTimeInJvm)) {
+      val out = EpochSources.dataFrameWatermarks(v).run(spark, rows, 3, 1, epoch, operatorIds(v.name), metrics.stateOf(v.name), None)
+      SqlBridge.internalCreateDataFrame(spark, out, ItemRowSchema)
+    } else timedInPython(v, SqlBridge.internalCreateDataFrame(spark, rows, EpochSources.DataFrameItemsSchema)
+      .select(col("item"), col(EpochControl.Column)), timestamps, epoch)
   }
 }
 

@@ -9,9 +9,11 @@ import scala.concurrent.Promise
 
 /** A stream pipeline running on Spark: Structured Streaming drives the micro-batches of `stream` (the
   * stream source's DataFrame) and each one is an epoch of `engine`. Its query keeps its offsets under
-  * `checkpointDir`; the query stops once an epoch finds the stream complete, or when cancelled.
+  * `checkpointDir`; the query stops once an epoch finds the stream complete, or when cancelled, and then
+  * `release` frees what the source holds for it.
   */
-final class StreamingJob(engine: EpochEngine, stream: DataFrame, checkpointDir: String, triggerIntervalMs: Long, name: String) {
+final class StreamingJob(engine: EpochEngine, stream: DataFrame, checkpointDir: String, triggerIntervalMs: Long, name: String,
+    release: () => Unit) {
   private val completed = Promise[Unit]()
   private val cancelled = new AtomicBoolean(false)
   private val epochs = new AtomicLong(0)
@@ -39,7 +41,7 @@ final class StreamingJob(engine: EpochEngine, stream: DataFrame, checkpointDir: 
       while (!completed.isCompleted && !cancelled.get && query.isActive) query.awaitTermination(20)
       query.exception.foreach(e => throw e)
       completed.isCompleted
-    } finally query.stop()
+    } finally { query.stop(); release() }
   }
 
   def cancel(): Unit = { cancelled.set(true); query.stop() }

@@ -1,0 +1,44 @@
+package io.jetspark.core.eventtime
+
+import io.jetspark.core.{ArrayDequeInbox, BufferedOutbox, ProcessorContext, Watermark}
+import io.jetspark.core.snapshot.SnapshotEntry
+import org.scalatest.funsuite.AnyFunSuite
+
+class SubstreamsByValueProcessorTest extends AnyFunSuite {
+  /** Events (substream value, timestamp). */
+  private def processor() = new SubstreamsByValueProcessor[(String, Long)](_._2, _._1, allowedLagMs = 5)
+
+  private def run(p: SubstreamsByValueProcessor[(String, Long)], outbox: BufferedOutbox, events: (String, Long)*): Seq[Any] = {
+    val inbox = new ArrayDequeInbox
+    events.foreach(inbox.add)
+    while (!inbox.isEmpty) { p.process(0, inbox); () }
+    while (!p.tryProcess()) ()
+    outbox.drainBucket(0)
+  }
+
+  test("the watermark is the least of the substream values' own, never goes back, and survives a snapshot") {
+    val p = processor()
+    val outbox = new BufferedOutbox(1, 100)
+    p.init(outbox, ProcessorContext("source", 0, 1))
+    // a runs to 100, b to 40: the least is b's, 40 - 5.
+    assert(run(p, outbox, "a" -> 100L, "b" -> 30L, "b" -> 40L, "a" -> 90L) ==
+      Seq("a" -> 100L, "b" -> 30L, "b" -> 40L, "a" -> 90L, Watermark(35)))
+    // c first appears behind: it lowers nothing; b moves past c, so c holds the watermark at 20 - 5.
+    assert(run(p, outbox, "c" -> 20L, "b" -> 60L) == Seq("c" -> 20L, "b" -> 60L))
+    assert(run(p, outbox, "c" -> 70L) == Seq("c" -> 70L, Watermark(55)))
+    // No event: nothing to say.
+    assert(run(p, outbox).isEmpty)
+    assert(p.saveToSnapshot())
+    val saved = outbox.drainSnapshot()
+    val restored = processor()
+    val after = new BufferedOutbox(1, 100)
+    restored.init(after, ProcessorContext("source", 0, 1))
+    val inbox = new ArrayDequeInbox
+    saved.foreach { case (k, v) => inbox.add(SnapshotEntry(k, v)) }
+    restored.restoreFromSnapshot(inbox)
+    // c (70) holds it back after the restore; then a null substream value is one of its own.
+    assert(run(restored, after, "b" -> 80L) == Seq("b" -> 80L, Watermark(65)))
+    assert(run(restored, after, (null, 200L), "a" -> 300L, "c" -> 300L, "b" -> 300L) ==
+      Seq((null, 200L), "a" -> 300L, "c" -> 300L, "b" -> 300L, Watermark(195)))
+  }
+}
