@@ -21,9 +21,10 @@ import org.apache.spark.util.LongAccumulator
 import scala.collection.mutable
 
 /** One run of a streaming job's epochs: where its state lives (`stateRoot`, under the job's checkpoint
-  * directory) and the run's id, which Spark's state store scopes its loaded state by.
+  * directory) and the run's id, which Spark's state store scopes its loaded state by; `timeMs` is the
+  * epoch's time, which idle timeouts and early-results periods are measured by ([[EpochClock]]).
   */
-final case class EpochRun(id: Long, stateRoot: String, runId: java.util.UUID)
+final case class EpochRun(id: Long, stateRoot: String, runId: java.util.UUID, timeMs: Long)
 
 /** What an epoch ended with: whether the stream is complete (every sink heard that all its senders are
   * done), and the watermark the sinks' inputs coalesced to.
@@ -45,6 +46,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
   import EpochEngine._
 
   private val runId = java.util.UUID.randomUUID()
+  private val clock = new EpochClock
   private val operatorIds: Map[String, Int] = dag.vertices.map(_.name).zipWithIndex.toMap
   /** Events each vertex dropped as late, over the run. */
   val lateEvents: Map[String, LongAccumulator] = dag.vertices.collect {
@@ -75,7 +77,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
 
   /** Runs epoch `epochId` over `batch`, the micro-batch of the items-stream source. */
   def runEpoch(batch: DataFrame, epochId: Long): EpochOutcome = {
-    val epoch = EpochRun(epochId, stateRoot, runId)
+    val epoch = EpochRun(epochId, stateRoot, runId, clock.nextEpoch())
     val outputs = mutable.Map.empty[String, DataFrame]
     val kept = mutable.ArrayBuffer.empty[DataFrame]
 
@@ -89,7 +91,8 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         val (rows, schema) =
           if (w.stage == AggregationStage.Combine) (upstream, FramesSchema)
           else (SqlBridge.mapInArrow(upstream, pythonUdfs(PythonUdfName.Extract(v.name, 0))), ExtractedSchema)
-        val stage = EpochWindows.stage(v.name, w, PythonAggregations.bindInputs(Seq(w.op.asInstanceOf[PythonAggregateSpec])))
+        val stage = EpochWindows.stage(v.name, w, PythonAggregations.bindInputs(Seq(w.op.asInstanceOf[PythonAggregateSpec])),
+          epoch.timeMs)
         val (received, senders) = EpochEdges.realize(InPlaceRows.of(rows), schema, schema.length - 1, edge.kind, v.localParallelism,
           Some(0))
         val out = stage.run(spark, received, schema.length - 1, senders, epoch, operatorIds(v.name), Some(lateEvents(v.name)))
@@ -111,7 +114,8 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         if (sink.name == "list") ListSinkRegistry.append(sink.parameters("name").toString, written.flatMap(_.items).toSeq)
         written.flatMap(_.controls).map(EpochControl.decode)
       }.flatten
-      EpochOutcome(sent.forall(_.done), sent.filterNot(_.done).map(_.watermark).minOption.getOrElse(Long.MaxValue))
+      val complete = sent.forall(_.done)
+      EpochOutcome(complete, if (complete) Long.MaxValue else EpochControl.coalesce(sent, Long.MinValue).watermark)
     } finally kept.foreach(_.unpersist())
   }
 
@@ -131,7 +135,9 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
       case Some(TimestampPolicy.FromItems(_, lagMs)) =>
         val stamped = SqlBridge.mapInArrow(items, pythonUdfs(PythonUdfName.Extract(v.name, 0)))
         val policy = EventTimePolicy[(Long, Array[Byte])](_._1, lagMs, idleTimeoutMs)
-        val stage = new EpochStage(v.name, () => new InsertWatermarksProcessor(policy, 1),
+        val now = epoch.timeMs
+        // An epoch's restore is no restart: the substream's idle timer runs on from the epoch before.
+        val stage = new EpochStage(v.name, () => new InsertWatermarksProcessor(policy, 1, () => now, idleTimersSurviveRestore = true),
           _.map(r => SubstreamItem(0, (r.getLong(3), r.getBinary(2)))),
           _.map { stamped => val (ts, item) = stamped.asInstanceOf[(Long, Array[Byte])]; InternalRow(item, ts) }, 3)
         val out = stage.run(spark, InPlaceRows.of(stamped), ExtractedSchema.length - 1, 1, epoch, operatorIds(v.name), None)

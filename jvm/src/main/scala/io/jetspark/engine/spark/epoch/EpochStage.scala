@@ -1,9 +1,8 @@
 package io.jetspark.engine.spark.epoch
 
-import io.jetspark.core.eventtime.{WatermarkCoalescer, WatermarkCoalescerState}
 import io.jetspark.core.execution.ProcessorTasklet
 import io.jetspark.core.snapshot.{SnapshotEntry, SnapshotFormat}
-import io.jetspark.core.{ControlItem, Processor, ProcessorContext, Watermark}
+import io.jetspark.core.{ControlItem, IdleMessage, Processor, ProcessorContext, Watermark}
 import io.jetspark.engine.spark.rows.StageFailedException
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
@@ -26,9 +25,11 @@ import scala.collection.mutable.ArrayBuffer
   * foreign control row fails the epoch, naming the vertex, before anything is committed.
   *
   * When every sender is done, the processor completes (Jet's `complete()`: what it holds is emitted); else
-  * it emits what it emits when no input waits (`tryProcess()`: a window's early results) and saves a
-  * snapshot. Either way the partition's output ends with its own control row: the highest
-  * watermark the processor has emitted, and whether it is done.
+  * it emits what it emits when no input waits (`tryProcess()`: a window's early results, a source's idle
+  * substream) and saves a snapshot. Either way the partition's output ends with its own control row: the
+  * highest watermark the processor has emitted, whether it is done, and whether it is idle: every sender
+  * not done is idle (their coalesced watermark leaves idle senders out, as Jet's coalescer does), or the
+  * processor's own output ends idle (a source whose substream delivered nothing for the idle timeout).
   *
   * @param toRows the processor's output items (watermarks taken out) as rows of `width` columns, the
   *               last one (`ctl`) left for the control row
@@ -61,9 +62,11 @@ final class EpochStage(
       }
       var last = false
       var coalesced = own.coalesced
+      var idle = false
       val closing = Iterator.single(()).flatMap { _ =>
-        val coalescer = closingCoalescer(name, partition, epochId, controls.toSeq, senders, own.coalesced)
-        coalesced = coalescer.lastEmitted
+        val fromSenders = closingCoalesced(name, partition, epochId, controls.toSeq, senders, own.coalesced)
+        coalesced = fromSenders.watermark
+        idle = fromSenders.idle
         last = controls.forall(_.done)
         if (coalesced > own.coalesced) Iterator.single(Watermark(coalesced)) else Iterator.empty
       }
@@ -76,17 +79,21 @@ final class EpochStage(
       }
       val lateBefore = lateOf(processor)
       var sent = own.sent
+      // What the processor itself says of its output (a source's substream gone idle, or active again);
+      // Jet's tasklet forwards the senders' idleness around the processor, as `idle` does here.
+      var idleOutput = false
       val output = emitted.filter {
-        case Watermark(wm) => sent = math.max(sent, wm); false
-        case _: ControlItem => false // an idle substream's message: idleness does not travel yet (docs/streaming.md)
-        case _ => true
+        case Watermark(wm) => sent = math.max(sent, wm); idleOutput = false; false
+        case IdleMessage => idleOutput = true; false
+        case _: ControlItem => false
+        case _ => idleOutput = false; true
       }
       val control = Iterator.single(()).flatMap { _ =>
         val entries = if (last) Nil else tasklet.snapshot
         state.commit(SnapshotFormat.encode(entries :+ SnapshotEntry(StateKey, Own(coalesced, sent))))
         late.foreach(_.add(lateOf(processor) - lateBefore))
         val ctl = new GenericInternalRow(columns)
-        ctl.update(columns - 1, EpochControl(partition, epochId, sent, last).encode)
+        ctl.update(columns - 1, EpochControl(partition, epochId, sent, last, idle = !last && (idle || idleOutput)).encode)
         Iterator.single(ctl: InternalRow)
       }
       rows(output).map(r => new JoinedRow(r, NullControl): InternalRow) ++ control
@@ -110,21 +117,15 @@ object EpochStage {
       (entries, own.head.value.asInstanceOf[Own])
   }
 
-  /** The coalescer over the senders' control rows of epoch `epoch`, never below `floor`: one row from each
+  /** What the senders' control rows of epoch `epoch` coalesce to, never below `floor`: one row from each
     * of `senders` distinct senders, or the epoch fails (a lost or repeated barrier).
     */
-  private def closingCoalescer(vertex: String, partition: Int, epoch: Long, controls: Seq[EpochControl], senders: Int,
-      floor: Long): WatermarkCoalescer = {
+  private def closingCoalesced(vertex: String, partition: Int, epoch: Long, controls: Seq[EpochControl], senders: Int,
+      floor: Long): EpochControl.Coalesced = {
     val fromSenders = controls.map(_.sender).distinct.sorted
     if (controls.size != senders || fromSenders.size != senders || controls.exists(_.epoch != epoch))
       throw new IllegalStateException(s"vertex '$vertex', partition $partition, epoch $epoch: expected one control row " +
         s"(the epoch's barrier) from each of $senders upstream tasks, got ${controls.map(c => s"${c.sender}@${c.epoch}").mkString("[", ", ", "]")}")
-    val coalescer = new WatermarkCoalescer(senders)
-    coalescer.restore(WatermarkCoalescerState(floor))
-    controls.foreach { c =>
-      val input = fromSenders.indexOf(c.sender)
-      if (c.done) coalescer.observeDone(input) else coalescer.observeWatermark(input, c.watermark)
-    }
-    coalescer
+    EpochControl.coalesce(controls, floor)
   }
 }
