@@ -35,7 +35,8 @@ stream adds when the watermark moves, so which items are late, and when each win
    when ``ts < w`` (``SessionWindowProcessor``). ``w`` is the watermark the window's first stage had
    after epoch ``b - 1``: ``W(b - 1)`` where the first stage reads every substream, or ``wm_s(b - 1)`` of
    the item's own substream ``s`` where it reads that substream alone (see
-   :meth:`_StreamRun.reads_one_substream`; frames of a first stage are never late in the second). A late
+   :meth:`_StreamRun.reads_one_substream`; frames of a first stage are never late in the second where no
+   substream is idle, and the reference refuses a two-stage window over idle substreams). A late
    item is dropped and counted (:attr:`StreamRun.late_dropped`); it is in no window. Its grouping key is
    still taken first (a failing key is the window stage's failure, not a late item), as the engine
    takes it before it looks at the frame.
@@ -47,7 +48,7 @@ stream adds when the watermark moves, so which items are late, and when each win
    1 ms: at the end of every epoch ``b`` with ``1 <= b < T - 1``, every window (or session) that the
    non-late items of epochs ``0..b`` make, and that is not emitted after ``b`` by rule 6, is emitted with
    ``is_early=True`` and the aggregate of those items (:attr:`StreamRun.early`); with ``p`` of 60 s or
-   more: none. (A closed session gains no later item: one at or after the watermark starts past its end.)
+   more: none; any other ``p``: not modelled (``None``). (A closed session gains no later item: one at or after the watermark starts past its end.)
 
 Order. An item's sequence id at the source is ``(source id, epoch, substream, offset in substream)``, so
 the stream runs epoch by epoch, substream after substream within one. A window emits epoch by epoch, in
@@ -88,7 +89,11 @@ class Watermarks:
 
     substreams: list[list[Mark]]
     coalesced: list[Mark]
-    idle: list[list[bool]]
+    idle: list[list[bool]] = None  # type: ignore[assignment]  # None: no substream is ever idle
+
+    def __post_init__(self) -> None:
+        if self.idle is None:
+            object.__setattr__(self, "idle", [[False] * len(marks) for marks in self.substreams])
 
     @property
     def epochs(self) -> int:
@@ -168,7 +173,7 @@ class StreamRun:
     late_dropped: dict[str, int]
     emitted: dict[str, list[list[Any]]]
     watermarks: dict[str, Watermarks]
-    early: dict[str, list[list[Any]]]
+    early: dict[str, list[list[Any]] | None]
 
 
 def run_stream_reference(pipeline: Pipeline, partition_idle_timeout_ms: int = NEVER_IN_A_TEST_MS) -> StreamRun:
@@ -197,7 +202,7 @@ class _StreamRun(_Run):
         self.watermarks: dict[int, Watermarks] = {}  # per stream source with timestamps, by node id
         self.late_dropped: dict[str, int] = {}
         self.emitted: dict[str, list[list[Any]]] = {}
-        self.early: dict[str, list[list[Any]]] = {}
+        self.early: dict[str, list[list[Any]] | None] = {}
 
     def require_supported(self, node: dict[str, Any]) -> None:
         if node["stream"] and node["op"] not in _STREAM_OPS:
@@ -291,10 +296,15 @@ class _StreamRun(_Run):
         self.early[label] = self.early_results(node, args, marks, kept)
         return results
 
-    def early_results(self, node: dict[str, Any], args: dict[str, Any], marks: Watermarks, kept: list[Any]) -> list[list[Any]]:
-        """Rule 7: the early results of a window stage after each epoch, from its non-late items ``kept``."""
+    def early_results(self, node: dict[str, Any], args: dict[str, Any], marks: Watermarks,
+                      kept: list[Any]) -> list[list[Any]] | None:
+        """Rule 7: the early results of a window stage after each epoch, from its non-late items ``kept``;
+        None where its period is neither modelled one."""
         window = args["window"]
-        if not window["early_results_period_ms"] or not _modelled("an early-results period", window["early_results_period_ms"]):
+        period = window["early_results_period_ms"]
+        if period and AT_EVERY_EPOCH_MS < period < NEVER_IN_A_TEST_MS:
+            return None  # wall-clock: not modelled
+        if not period or not _modelled("an early-results period", period):
             return [[] for _ in range(marks.epochs)]
         early: list[list[Any]] = [[]]
         for b in range(1, marks.epochs - 1):

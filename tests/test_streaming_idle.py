@@ -16,7 +16,7 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import as_multiset
-from stream_reference import AT_EVERY_EPOCH_MS, NEVER_IN_A_TEST_MS, StreamRun, run_stream_reference
+from stream_reference import AT_EVERY_EPOCH_MS, NEVER_IN_A_TEST_MS, StreamRun, epoch_watermarks, run_stream_reference
 from stream_strategies import StreamInput, paused_stream_inputs
 
 from jetspark import AggregateOperations, JobConfig, JobStatus, Pipeline, Sinks, Sources, WindowDefinition
@@ -71,6 +71,16 @@ def test_random_streams_with_idle_substreams_match_the_reference(jet: Any, strea
     gives none in a test): the reference has no two-stage window over idle substreams."""
     p = windowed(stream, WINDOWS[window]().set_early_results_period(early_ms), keyed)
     run_and_compare(jet, p, AT_EVERY_EPOCH_MS)
+
+
+def test_the_reference_leaves_idle_substreams_out_by_hand() -> None:
+    """Rule 3 of the reference, worked out by hand (lag 0, one place per epoch, 1 ms timeout): substream 1
+    is idle after epochs 1 and 2, substream 0 after epoch 2; with both idle the watermark is the higher of
+    theirs; when they deliver again it does not go back."""
+    marks = epoch_watermarks([[5, 6, P, 8, 9, 10], [1, P, P, 2, 3, 4]], 1, 0, quiet_epochs_idle=True)
+    assert marks.idle == [[False, False], [False, True], [True, True], [False, False], [False, False], [False, False]]
+    assert marks.coalesced == [1, 6, 6, 6, 6, float("inf")]
+    assert epoch_watermarks([[5, 6, P, 8, 9, 10], [1, P, P, 2, 3, 4]], 1, 0).coalesced == [1, 1, 1, 2, 3, float("inf")]
 
 
 def item(s: int, t: int) -> dict[str, int]:
