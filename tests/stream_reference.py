@@ -12,14 +12,21 @@ stream adds when the watermark moves, so which items are late, and when each win
 1. Epochs. Epoch ``b`` (``b = 0, 1, ...``) holds, for every substream ``s`` (the ``s``-th list given to
    ``items_stream``), its items ``[b*k, (b+1)*k)``. There are ``T = max(1, ceil(longest / k))`` epochs.
    Substream ``s`` is done after the epoch that holds its last item (an empty substream: after epoch 0).
+   A ``Sources.PAUSE`` holds an item's place and delivers nothing: ``s`` delivers in epoch ``b`` when
+   one of its places there is an item.
 2. Source watermark per substream: ``wm_s(b)`` = (highest timestamp among ``s``'s items in epochs
    ``0..b``) - ``L``; minus infinity while it has none. It never goes back. The timestamp is read from the
    item at the source, before any map or filter, so an item filtered out still raises its substream's
    watermark.
-3. Coalesced watermark after epoch ``b``: ``W(b)`` = the minimum over the substreams NOT done after epoch
-   ``b`` of ``wm_s(b)``; +infinity when every substream is done (so after the last epoch everything is
-   emitted). ``W(-1)`` = minus infinity. Idleness (``partition_idle_timeout_ms``, wall-clock) is not
-   modelled: tests keep the default 60 s, far above their run time.
+3. Coalesced watermark after epoch ``b``: ``W(b)`` = +infinity when every substream is done after epoch
+   ``b`` (so after the last epoch everything is emitted); else the minimum of ``wm_s(b)`` over the live
+   (not done) substreams that are not idle after ``b``; when all live ones are idle, the maximum of their
+   ``wm_s(b)`` (Jet's coalescer); and never below ``W(b - 1)``. ``W(-1)`` = minus infinity.
+   Idleness (docs/streaming.md, rule 8) is wall-clock, measured on the epochs' times, which are at least
+   1 ms apart. Two timeouts are modelled (``partition_idle_timeout_ms`` of :func:`run_stream_reference`):
+   1 ms, where a live substream is idle after every epoch ``b >= 1`` in which it delivered nothing (its
+   quiet time counts from epoch 0's time), and 60 s or more, where no substream is ever idle (the tests'
+   jobs end sooner).
 4. Watermarks act only at epoch ends: every item of epoch ``b`` reaches a window before the watermark of
    epoch ``b`` does.
 5. Lateness at a window. An item that reaches a window in epoch ``b`` is late, for a sliding or tumbling
@@ -29,15 +36,20 @@ stream adds when the watermark moves, so which items are late, and when each win
    when ``ts < w`` (``SessionWindowProcessor``). ``w`` is the watermark the window's first stage had
    after epoch ``b - 1``: ``W(b - 1)`` where the first stage reads every substream, or ``wm_s(b - 1)`` of
    the item's own substream ``s`` where it reads that substream alone (see
-   :meth:`_StreamRun.reads_one_substream`; frames of a first stage are never late in the second). A late
+   :meth:`_StreamRun.reads_one_substream`; frames of a first stage are never late in the second where no
+   substream is idle, and the reference refuses a two-stage window over idle substreams). A late
    item is dropped and counted (:attr:`StreamRun.late_dropped`); it is in no window. Its grouping key is
    still taken first (a failing key is the window stage's failure, not a late item), as the engine
    takes it before it looks at the frame.
 6. Output: the windows of the non-late items, exactly as the batch reference computes them (the same
    result objects, each with time ``end - 1``). A sliding or tumbling window ``[start, end)`` is emitted
    after the first epoch ``b`` with ``end <= W(b)``, a session after the first with ``end < W(b)``
-   (``SlidingWindowProcessor.closeUpTo``, ``SessionWindowProcessor.closeBefore``). Early results are not
-   modelled: compare an engine's results with ``is_early=False`` only.
+   (``SlidingWindowProcessor.closeUpTo``, ``SessionWindowProcessor.closeBefore``).
+7. Early results (windows with an early-results period ``p``; docs/streaming.md, rule 6), with ``p`` of
+   1 ms: at the end of every epoch ``b`` with ``1 <= b < T - 1``, every window (or session) that the
+   non-late items of epochs ``0..b`` make, and that is not emitted after ``b`` by rule 6, is emitted with
+   ``is_early=True`` and the aggregate of those items (:attr:`StreamRun.early`); with ``p`` of 60 s or
+   more: none; any other ``p``: not modelled (``None``). (A closed session gains no later item: one at or after the watermark starts past its end.)
 
 7. State across epochs. ``map_stateful`` and ``rolling_aggregate`` (keyed or global) keep their state
    from one epoch to the next: each output is what the batch reference gives for the item after every
@@ -69,16 +81,22 @@ with :func:`reference.as_multiset`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from reference import _label, _milliseconds, _Run
 
-from jetspark import Pipeline
+from jetspark import Pipeline, Sources
 
 __all__ = ["StreamRun", "Watermarks", "emission_epoch", "epoch_count", "epoch_watermarks", "is_late", "order_allowed",
            "run_stream_reference"]
+
+#: The idle timeouts and early-results periods the reference models (module docstring, rules 3 and 7): at
+#: most the 1 ms between two epochs' times, or at least the run time of any test's job.
+AT_EVERY_EPOCH_MS = 1
+NEVER_IN_A_TEST_MS = 60_000
 
 Mark = float | int  # a watermark: an int timestamp, or minus or plus infinity
 
@@ -91,10 +109,15 @@ _STREAM_OPS = _STATELESS | {"source", "window_aggregate", "sink", "map_stateful"
 @dataclass(frozen=True)
 class Watermarks:
     """One stream source's watermarks after each epoch (rules 1 to 3): ``substreams[b][s]`` is
-    ``wm_s(b)``, ``coalesced[b]`` is ``W(b)``."""
+    ``wm_s(b)``, ``idle[b][s]`` whether ``s`` is idle after ``b``, ``coalesced[b]`` is ``W(b)``."""
 
     substreams: list[list[Mark]]
     coalesced: list[Mark]
+    idle: list[list[bool]] = None  # type: ignore[assignment]  # None: no substream is ever idle
+
+    def __post_init__(self) -> None:
+        if self.idle is None:
+            object.__setattr__(self, "idle", [[False] * len(marks) for marks in self.substreams])
 
     @property
     def epochs(self) -> int:
@@ -114,19 +137,35 @@ def epoch_count(lengths: list[int], items_per_batch: int) -> int:
     return max(1, *(math.ceil(n / items_per_batch) for n in lengths))
 
 
-def epoch_watermarks(timestamps: list[list[int | None]], items_per_batch: int, allowed_lag_ms: int) -> Watermarks:
+def epoch_watermarks(timestamps: list[list[Any]], items_per_batch: int, allowed_lag_ms: int,
+                     quiet_epochs_idle: bool = False) -> Watermarks:
     """The watermarks of a source whose substream ``s`` has items with ``timestamps[s]`` (``None``: an
-    item whose timestamp could not be read, which raises nothing), cut ``items_per_batch`` per epoch."""
+    item whose timestamp could not be read, which raises nothing; ``Sources.PAUSE``: a pause), cut
+    ``items_per_batch`` per epoch; with ``quiet_epochs_idle``, a substream is idle after each epoch but
+    the first in which it delivered nothing (rule 3, a timeout of 1 ms)."""
     k = items_per_batch
     epochs = epoch_count([len(ts) for ts in timestamps], k)
     last_epoch = [max(0, math.ceil(len(ts) / k) - 1) for ts in timestamps]  # done after it
-    substreams, coalesced = [], []
+    substreams, coalesced, idle = [], [], []
+    previous: Mark = -math.inf
     for b in range(epochs):
-        marks = [max((t for t in ts[:(b + 1) * k] if t is not None), default=-math.inf) - allowed_lag_ms
+        marks = [max((t for t in ts[:(b + 1) * k] if t is not None and t is not Sources.PAUSE), default=-math.inf)
+                 - allowed_lag_ms for ts in timestamps]
+        live = [b < last for last in last_epoch]
+        quiet = [b >= 1 and quiet_epochs_idle and all(t is Sources.PAUSE for t in ts[b * k:(b + 1) * k])
                  for ts in timestamps]
+        idle.append([is_live and is_quiet for is_live, is_quiet in zip(live, quiet)])
+        active = [m for m, is_live, is_idle in zip(marks, live, idle[-1]) if is_live and not is_idle]
+        if not any(live):
+            candidate: Mark = math.inf
+        elif active:
+            candidate = min(active)
+        else:
+            candidate = max(m for m, is_live in zip(marks, live) if is_live)
+        previous = max(previous, candidate)
         substreams.append(marks)
-        coalesced.append(min((m for m, last in zip(marks, last_epoch) if b < last), default=math.inf))
-    return Watermarks(substreams, coalesced)
+        coalesced.append(previous)
+    return Watermarks(substreams, coalesced, idle)
 
 
 def is_late(window: dict[str, Any], ts: int, watermark: Mark) -> bool:
@@ -181,34 +220,49 @@ def order_allowed(seen: list[tuple[int, int, int]]) -> bool:
 class StreamRun:
     """What :func:`run_stream_reference` computes: ``outputs`` as :func:`reference.run_reference` gives
     them (per list sink, and per dead letter); per window stage (by name), ``late_dropped`` its late
-    items and ``emitted[b]`` the results it emits after epoch ``b``; per stream source with timestamps
-    (by name), its ``watermarks``."""
+    items, ``emitted[b]`` the results it emits after epoch ``b`` and ``early[b]`` the early results it
+    emits then (rule 7); per stream source with timestamps (by name), its ``watermarks``."""
 
     outputs: dict[str, list[Any]]
     late_dropped: dict[str, int]
     emitted: dict[str, list[list[Any]]]
     watermarks: dict[str, Watermarks]
+    early: dict[str, list[list[Any]] | None]
 
 
-def run_stream_reference(pipeline: Pipeline, epochs: list[list[Any]] | None = None) -> StreamRun:
-    """Evaluates a stream ``pipeline`` by the rules of this module's docstring; ``epochs``: the items of
-    its streaming DataFrame source, epoch by epoch ("Explicit epochs")."""
+def run_stream_reference(pipeline: Pipeline, epochs: list[list[Any]] | None = None,
+                         partition_idle_timeout_ms: int = NEVER_IN_A_TEST_MS) -> StreamRun:
+    """Evaluates a stream ``pipeline`` by the rules of this module's docstring, for a job whose
+    ``JobConfig.partition_idle_timeout_ms`` is ``partition_idle_timeout_ms`` (rule 3); ``epochs``: the
+    items of its streaming DataFrame source, epoch by epoch ("Explicit epochs")."""
     spec, objects = pipeline.to_spec()
-    run = _StreamRun(objects, spec["preserve_order"], epochs)
+    run = _StreamRun(objects, spec["preserve_order"], _modelled("partition_idle_timeout_ms", partition_idle_timeout_ms),
+                     epochs)
     run.evaluate_all(spec)
     return StreamRun(run.results, run.late_dropped, run.emitted,
-                     {_label(run.nodes[i]): marks for i, marks in run.watermarks.items()})
+                     {_label(run.nodes[i]): marks for i, marks in run.watermarks.items()}, run.early)
+
+
+def _modelled(what: str, ms: int) -> bool:
+    """Whether a timeout or period of ``ms`` is due at every epoch end (True) or never in a test (False)."""
+    if ms > AT_EVERY_EPOCH_MS and ms < NEVER_IN_A_TEST_MS:
+        raise NotImplementedError(f"the stream reference models {what} of at most {AT_EVERY_EPOCH_MS} ms or at "
+                                  f"least {NEVER_IN_A_TEST_MS} ms, not {ms}: in between it depends on the wall clock")
+    return ms <= AT_EVERY_EPOCH_MS
 
 
 class _StreamRun(_Run):
-    def __init__(self, objects: list[Any], preserve_order: bool, epochs: list[list[Any]] | None = None) -> None:
+    def __init__(self, objects: list[Any], preserve_order: bool, quiet_epochs_idle: bool,
+                 epochs: list[list[Any]] | None = None) -> None:
         super().__init__(objects)
         self.preserve_order = preserve_order
+        self.quiet_epochs_idle = quiet_epochs_idle
         self.epochs = epochs
         self.unending: set[int] = set()  # the stream sources, by node id, that never end
         self.watermarks: dict[int, Watermarks] = {}  # per stream source with timestamps, by node id
         self.late_dropped: dict[str, int] = {}
         self.emitted: dict[str, list[list[Any]]] = {}
+        self.early: dict[str, list[list[Any]] | None] = {}
 
     def require_supported(self, node: dict[str, Any]) -> None:
         if node["stream"] and node["op"] not in _STREAM_OPS:
@@ -229,18 +283,18 @@ class _StreamRun(_Run):
                                       f"without_timestamps, not {timestamps['kind']}")
         epochs = epoch_count([len(items) for items in substreams], k)
         stream = [((node["id"], b, s, i), items[i]) for b in range(epochs) for s, items in enumerate(substreams)
-                  for i in range(b * k, min((b + 1) * k, len(items)))]
+                  for i in range(b * k, min((b + 1) * k, len(items))) if items[i] is not Sources.PAUSE]
         if timestamps["kind"] == "without_timestamps":
             return stream
         read = self.extractor(timestamps["ts"])
-        read_ts: list[list[int | None]] = [[None] * len(items) for items in substreams]
+        read_ts: list[list[Any]] = [[Sources.PAUSE if x is Sources.PAUSE else None for x in items] for items in substreams]
         out = []
         for seq, item in stream:
             ok, ts = self.call(node, item, lambda x: _milliseconds(read(x)), item)
             if ok:
                 read_ts[seq[2]][seq[3]] = ts
                 out.append((seq, item, ts))
-        self.watermarks[node["id"]] = epoch_watermarks(read_ts, k, timestamps["allowed_lag_ms"])
+        self.watermarks[node["id"]] = epoch_watermarks(read_ts, k, timestamps["allowed_lag_ms"], self.quiet_epochs_idle)
         return out
 
     def _dataframe_stream(self, node: dict[str, Any], source: dict[str, Any], timestamps: dict[str, Any]) -> list[Any]:
@@ -319,6 +373,10 @@ class _StreamRun(_Run):
         self.require_carried(node["inputs"][0])
         path = self.path_from_source(node)
         marks, own_substream = self.watermarks[path[0]["id"]], self.reads_one_substream(path)
+        if own_substream and any(any(idle) for idle in marks.idle):
+            # The second stage coalesces without the idle ones, so a resumed substream's frames may be late
+            # there, in the epoch the first stage emits them: not modelled.
+            raise NotImplementedError(f"{_label(node)}: the stream reference has no two-stage window over idle substreams")
         key_of = None if node["keys"][0] is None else self.extractor(node["keys"][0])
         kept, late = [], 0
         for seq, item, ts in stream:
@@ -335,4 +393,22 @@ class _StreamRun(_Run):
         results = super()._window_aggregate(node, args, kept)
         epochs = [emission_epoch(marks, args["window"], r.end) for _, r, _ in results]
         self.emitted[label] = [[r for (_, r, _), e in zip(results, epochs) if e == b] for b in range(marks.epochs)]
+        self.early[label] = self.early_results(node, args, marks, kept)
         return [result for result, e in zip(results, epochs) if e is not None]
+
+    def early_results(self, node: dict[str, Any], args: dict[str, Any], marks: Watermarks,
+                      kept: list[Any]) -> list[list[Any]] | None:
+        """Rule 7: the early results of a window stage after each epoch, from its non-late items ``kept``;
+        None where its period is neither modelled one."""
+        window = args["window"]
+        period = window["early_results_period_ms"]
+        if period and AT_EVERY_EPOCH_MS < period < NEVER_IN_A_TEST_MS:
+            return None  # wall-clock: not modelled
+        if not period or not _modelled("an early-results period", period):
+            return [[] for _ in range(marks.epochs)]
+        early: list[list[Any]] = [[]]
+        for b in range(1, marks.epochs - 1):
+            so_far = super()._window_aggregate(node, args, [(seq, item, ts) for seq, item, ts in kept if seq[1] <= b])
+            early.append([dataclasses.replace(r, is_early=True) for _, r, _ in so_far
+                          if (e := emission_epoch(marks, window, r.end)) is None or e > b])
+        return early + [[]] * (marks.epochs - len(early))

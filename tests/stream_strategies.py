@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from jetspark import Pipeline, Sources
 
-__all__ = ["StreamInput", "stream_inputs"]
+__all__ = ["StreamInput", "paused_stream_inputs", "stream_inputs"]
 
 
 @dataclass(frozen=True)
@@ -53,3 +53,20 @@ def stream_inputs(draw: Callable[[Any], Any], max_substreams: int = 3, max_items
             items.append({"s": s, "k": draw(st.integers(0, 2)), "v": draw(st.integers(-5, 20)), "t": ts})
         substreams.append(items)
     return StreamInput(substreams, draw(st.sampled_from([1, 2, 3, 7, 100])), draw(st.sampled_from([0, 5, 30, 100])))
+
+
+@st.composite
+def paused_stream_inputs(draw: Callable[[Any], Any], max_substreams: int = 3, max_items: int = 8) -> StreamInput:
+    """:func:`stream_inputs` with stalls: in some substreams, runs of ``Sources.PAUSE`` of one to three
+    epochs' worth of places (``items_per_batch`` each, so a substream delivers nothing in those epochs, when
+    the run starts at an epoch's first place), at a random place, sometimes at the end (a substream that
+    stalls, then is done). Hypothesis simplifies towards no pause."""
+    stream = draw(stream_inputs(max_substreams=max_substreams, max_items=max_items))
+    substreams = []
+    for items in stream.substreams:
+        items = list(items)
+        for _ in range(draw(st.integers(0, 2))):
+            at = draw(st.integers(0, len(items)))
+            items[at:at] = [Sources.PAUSE] * (stream.items_per_batch * draw(st.integers(1, 3)))
+        substreams.append(items)
+    return StreamInput(substreams, stream.items_per_batch, stream.allowed_lag_ms)

@@ -18,6 +18,7 @@ from jetspark._failures import jvm_throwable
 from jetspark._items import pack_frames, unpack_frames
 from jetspark._jar import jar_path_or_hint, package_version
 from jetspark.errors import JarNotFoundError, PipelineDefinitionError
+from jetspark.sources import PAUSE
 from jetspark.worker.carried import carried_columns
 from jetspark.worker.steps import Step
 
@@ -115,7 +116,7 @@ def plan(form: str, spec_json: str, parallelism: int | None) -> str:
 
 def jvm_objects(spec: dict[str, Any], objects: list[Any]) -> list[Any]:
     """What the JVM gets for the spec's refs: item pickles for `Sources.items` (per substream for
-    `Sources.items_stream`), the JVM DataFrame for
+    `Sources.items_stream`, an empty one for `Sources.PAUSE`), the JVM DataFrame for
     `Sources.dataframe`, the JVM Column of a Column extractor, and None for what stays in Python (callables)."""
     out: list[Any] = [None] * len(objects)
     _set_jvm_columns(spec, objects, out)
@@ -127,7 +128,7 @@ def jvm_objects(spec: dict[str, Any], objects: list[Any]) -> list[Any]:
         if "items" in refs:
             out[refs["items"]] = pack_frames([pickle.dumps(x, protocol=5) for x in objects[refs["items"]]])
         if "partitions" in refs:  # an items stream: each substream's pickles packed apart
-            out[refs["partitions"]] = [pack_frames([pickle.dumps(x, protocol=5) for x in part])
+            out[refs["partitions"]] = [pack_frames([b"" if x is PAUSE else pickle.dumps(x, protocol=5) for x in part])
                                        for part in objects[refs["partitions"]]]
         if "df" in refs:
             out[refs["df"]] = objects[refs["df"]]._jdf

@@ -28,6 +28,20 @@ class Source(Definition):
         return {**super().to_spec(objects), "stream": self.is_stream}
 
 
+class _Pause:
+    """The one :data:`Sources.PAUSE`: pickled as a reference to it, so it stays the one after a round trip."""
+
+    def __repr__(self) -> str:
+        return "Sources.PAUSE"
+
+    def __reduce__(self) -> str:
+        return "PAUSE"
+
+
+#: In a substream of :meth:`Sources.items_stream`: takes an item's place in the cut and delivers nothing.
+PAUSE = _Pause()
+
+
 class Sources:
     """Factories of sources (Jet's ``Sources``).
 
@@ -38,6 +52,10 @@ class Sources:
     >>> Sources.items_stream([1, 2], [3], items_per_batch=2).params["partitions"]
     2
     """
+
+    #: In a substream of :meth:`items_stream`: takes an item's place in the cut and delivers nothing, so
+    #: the substream is silent in that micro-batch (docs/streaming.md, idle substreams).
+    PAUSE = PAUSE
 
     @staticmethod
     def items(items: Iterable[Any]) -> Source:
@@ -74,7 +92,12 @@ class Sources:
     @staticmethod
     def items_stream(*partitions: Iterable[Any], items_per_batch: int = 1) -> Source:
         """A finite stream: each positional list is one substream, delivered in order,
-        ``items_per_batch`` items of each per micro-batch; the job completes when all are exhausted."""
+        ``items_per_batch`` items of each per micro-batch; the job completes when all are exhausted.
+        :data:`Sources.PAUSE` in a substream holds an item's place in the cut and delivers nothing.
+
+        >>> Sources.items_stream([1, Sources.PAUSE, 2]).params["partitions"]
+        1
+        """
         if not partitions:
             raise ValueError("Sources.items_stream needs at least one partition (a list of items)")
         if not isinstance(items_per_batch, int) or items_per_batch <= 0:

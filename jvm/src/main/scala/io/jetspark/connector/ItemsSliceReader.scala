@@ -15,12 +15,18 @@ private[connector] object ItemsSliceReaderFactory extends PartitionReaderFactory
     new ItemsSliceReader(partition.asInstanceOf[ItemsSlice])
 }
 
-/** The slice's rows in order (schema [[ItemsStreamSource.Schema]]), then the done marker if it has one. */
+/** The slice's rows in order (schema [[ItemsStreamSource.Schema]]), pauses left out, then the done marker
+  * if it has one.
+  */
 private[connector] final class ItemsSliceReader(slice: ItemsSlice) extends PartitionReader[InternalRow] {
   private val rows = slice.items.length + (if (slice.done) 1 else 0)
   private var index = -1
 
-  override def next(): Boolean = { index += 1; index < rows }
+  override def next(): Boolean = {
+    index += 1
+    while (index < slice.items.length && ItemsStreamSource.isPause(slice.items(index))) index += 1
+    index < rows
+  }
 
   override def get(): InternalRow =
     if (index < slice.items.length) InternalRow(slice.substream, slice.first + index, slice.items(index), false)

@@ -17,6 +17,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
   * empty substream: in every batch), partition s ends with the marker (s, len(s), null, true), so a reader
   * knows a substream is done from the batch alone. There are max(1, ceil(longest / k)) batches.
   *
+  * A pause (Python's `Sources.PAUSE`, an empty pickle: no pickle is empty) takes an item's place in the
+  * cut and delivers nothing, so a substream can be silent in some batches and deliver again later.
+  *
   * The items stay in a driver-side registry under an id; each input partition carries its own slice of
   * them, so executors never need the registry.
   */
@@ -44,6 +47,9 @@ object ItemsStreamSource {
     registry.put(id, RegisteredItems(partitions.map(_.toVector).toVector, itemsPerBatch))
     id
   }
+
+  /** Whether an item's pickle is a pause, which holds its place in the cut but is no item. */
+  def isPause(pickle: Array[Byte]): Boolean = pickle.isEmpty
 
   /** Forgets the items; a query already started keeps reading the ones it was given. */
   def unregister(id: String): Unit = registry.remove(id)

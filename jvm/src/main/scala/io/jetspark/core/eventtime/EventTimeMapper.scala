@@ -18,11 +18,15 @@ import io.jetspark.core.{IdleMessage, Watermark}
   * Lateness is not decided here: an event behind its substream's watermark is passed on unchanged, and
   * the window downstream decides.
   *
-  * Snapshot: [[state]] holds each substream's highest timestamp and the last emitted watermark. After
-  * [[restore]] every substream is active (its idle timer restarts) and no watermark at or below the
-  * restored one is emitted again.
+  * Snapshot: [[state]] holds each substream's highest timestamp, the last emitted watermark and when each
+  * substream last delivered. After [[restore]] every substream is active and no watermark at or below the
+  * restored one is emitted again. Its idle timer restarts, as in Jet after a job restarts, unless
+  * `idleTimersSurviveRestore`: then it runs on from the saved time of its last event. An engine that
+  * restores the same mapper's state at every step (the Spark epoch engine, every epoch) asks for that,
+  * or no substream could ever stay quiet long enough to be idle.
   */
-final class EventTimeMapper[T](policy: EventTimePolicy[T], substreamCount: Int, clock: () => Long) {
+final class EventTimeMapper[T](policy: EventTimePolicy[T], substreamCount: Int, clock: () => Long,
+    idleTimersSurviveRestore: Boolean = false) {
   require(substreamCount >= 1, s"substreamCount must be >= 1, got $substreamCount")
 
   private val topTimestamps = Array.fill(substreamCount)(Long.MinValue)
@@ -56,7 +60,7 @@ final class EventTimeMapper[T](policy: EventTimePolicy[T], substreamCount: Int, 
   /** The highest watermark emitted so far (`Long.MinValue` before the first). */
   def lastEmitted: Long = lastEmittedWm
 
-  def state: EventTimeMapperState = EventTimeMapperState(topTimestamps.toVector, lastEmittedWm)
+  def state: EventTimeMapperState = EventTimeMapperState(topTimestamps.toVector, lastEmittedWm, lastEventAt.toVector)
 
   def restore(saved: EventTimeMapperState): Unit = {
     require(
@@ -66,7 +70,7 @@ final class EventTimeMapper[T](policy: EventTimePolicy[T], substreamCount: Int, 
     coalescer = new WatermarkCoalescer(substreamCount)
     for (s <- 0 until substreamCount) {
       topTimestamps(s) = saved.topTimestamps(s)
-      lastEventAt(s) = now
+      lastEventAt(s) = if (idleTimersSurviveRestore && saved.lastEventAt.nonEmpty) saved.lastEventAt(s) else now
       // Dropping what this yields loses nothing: the minimum over all substreams never exceeds the last
       // coalesced watermark before the snapshot, so its throttled value is at most the restored one.
       coalescer.observeWatermark(s, policy.watermarkFor(topTimestamps(s)))
@@ -96,6 +100,8 @@ final class EventTimeMapper[T](policy: EventTimePolicy[T], substreamCount: Int, 
 }
 
 /** What an [[EventTimeMapper]] saves: the highest timestamp seen on each substream (`Long.MinValue` for
-  * none) and the last watermark it emitted.
+  * none), the last watermark it emitted, and by its clock when each substream last delivered (or the
+  * mapper started, for one that never did; empty in a state saved before this was kept).
   */
-final case class EventTimeMapperState(topTimestamps: Vector[Long], lastEmittedWm: Long)
+final case class EventTimeMapperState(topTimestamps: Vector[Long], lastEmittedWm: Long,
+    lastEventAt: Vector[Long] = Vector.empty)

@@ -8,8 +8,8 @@ final case class SubstreamItem(substream: Int, item: Any)
 
 /** The processor of a source vertex that assigns event time: it takes [[SubstreamItem]]s, emits the bare
   * items and inserts watermarks and [[io.jetspark.core.IdleMessage]] as decided by an [[EventTimeMapper]]
-  * (see there for the rules). `tryProcess` checks idleness when no item arrives, so the engine must call
-  * it while the source is quiet.
+  * (see there for the rules, and for `idleTimersSurviveRestore`). `tryProcess` checks idleness when no
+  * item arrives, so the engine must call it while the source is quiet.
   *
   * A source has no upstream watermarks: one given to `tryProcessWatermark` is a planning error.
   *
@@ -21,12 +21,13 @@ final class InsertWatermarksProcessor[T](
     policy: EventTimePolicy[T],
     substreamCount: Int,
     clock: () => Long = () => System.currentTimeMillis(),
+    idleTimersSurviveRestore: Boolean = false,
 ) extends AbstractProcessor {
   private var mapper: EventTimeMapper[T] = _
   private var emission = Emission.Done
   private var restored = false
 
-  override protected def initState(): Unit = mapper = new EventTimeMapper(policy, substreamCount, clock)
+  override protected def initState(): Unit = mapper = new EventTimeMapper(policy, substreamCount, clock, idleTimersSurviveRestore)
 
   override def process(ordinal: Int, inbox: Inbox): Unit =
     while (!inbox.isEmpty) {

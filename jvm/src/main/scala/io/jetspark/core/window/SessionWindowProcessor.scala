@@ -21,15 +21,22 @@ import scala.jdk.CollectionConverters._
   *
   * '''Lateness.''' An event with `ts < wm` is late: dropped and counted in [[lateEventsDropped]].
   *
+  * '''Early results.''' With `earlyResultsPeriodMs > 0`, `tryProcess()` emits, at most once per period by
+  * `clock` ([[EarlyResultsTimer]]), every open session as it is so far, marked `isEarly = true`, in
+  * increasing `end` order. A later event may extend or merge it, so its final result can have another
+  * start, end or value.
+  *
   * '''Snapshot.''' Per key, a [[SessionWindowSnapshot.KeySessions]] under the grouping key; the watermark as
   * a [[SessionWindowSnapshot.Progress]] under a [[BroadcastKey]] (restore takes the least); the late-event
-  * count under a [[LateEventsKey]] of its own instance.
+  * count and the next early-results time under keys of its own instance.
   */
 final class SessionWindowProcessor[T, K, A, R](
     timeout: Long,
     keyFn: T => K,
     tsFn: T => Long,
     op: AggregateOperation[T, A, R],
+    earlyResultsPeriodMs: Long = 0,
+    clock: () => Long = () => System.currentTimeMillis(),
 ) extends AbstractProcessor {
   import SessionWindowProcessor._
 
@@ -42,8 +49,11 @@ final class SessionWindowProcessor[T, K, A, R](
   private var emission = Emission.Done
   private var snapshotEmission = Emission.Done
   private var restoredWatermark: Option[Long] = None
+  private val earlyResults = new EarlyResultsTimer(earlyResultsPeriodMs, clock)
 
   def lateEventsDropped: Long = lateCount
+
+  override protected def initState(): Unit = earlyResults.start()
 
   private[window] def keysWithState: Int = keys.size
 
@@ -96,6 +106,17 @@ final class SessionWindowProcessor[T, K, A, R](
     emission.emitTo(outbox)
   }
 
+  override def tryProcess(): Boolean = {
+    if (emission.isDone) {
+      if (!earlyResults.due()) return true
+      val open = keys.entrySet().iterator().asScala.flatMap { e =>
+        e.getValue.values().asScala.map(s => KeyedWindowResult(s.start, s.end, e.getKey, op.exportResult(s.acc), isEarly = true))
+      }
+      emission = Emission(open.toSeq.sortBy(_.end))
+    }
+    emission.emitTo(outbox)
+  }
+
   /** Removes and returns the results of the sessions ending before `limit`, in increasing end order;
     * `Long.MaxValue` stands for +infinity (the input's end), which a session ending there is before.
     */
@@ -124,7 +145,7 @@ final class SessionWindowProcessor[T, K, A, R](
         perKey ++ Iterator(
           (BroadcastKey(ProgressKeyName), SessionWindowSnapshot.Progress(watermark)),
           (LateEventsKey(context.globalProcessorIndex), lateCount),
-        ))
+        ) ++ earlyResults.snapshotEntries(context.globalProcessorIndex))
     }
     snapshotEmission.emitTo(outbox)
   }
@@ -136,6 +157,7 @@ final class SessionWindowProcessor[T, K, A, R](
         case SnapshotEntry(BroadcastKey(ProgressKeyName), SessionWindowSnapshot.Progress(wm)) =>
           restoredWatermark = Some(restoredWatermark.fold(wm)(math.min(_, wm)))
         case SnapshotEntry(_: LateEventsKey, count: Long) => lateCount += count
+        case SnapshotEntry(_: EarlyResultsKey, nextAt: Long) => earlyResults.restore(nextAt)
         case SnapshotEntry(key, saved: SessionWindowSnapshot.KeySessions[A @unchecked]) =>
           val sessions = new JTreeMap[java.lang.Long, Session[A]]()
           saved.sessions.foreach { case (start, end, acc) => sessions.put(start, Session(start, end, acc)) }

@@ -35,13 +35,13 @@ import scala.jdk.CollectionConverters._
   *
   * '''Early results.''' With `earlyResultsPeriodMs > 0`, `tryProcess()` emits, at most once per period by
   * `clock`, the current partial result of every window that has data but is not complete yet, marked
-  * `isEarly = true`. These partial results are not part of the snapshot. A second stage sees a frame only
-  * once the first stage completed it, so its early results hold the complete frames only.
+  * `isEarly = true` ([[EarlyResultsTimer]]). These partial results are not part of the snapshot. A second
+  * stage sees a frame only once the first stage completed it, so its early results hold the complete frames only.
   *
   * '''Snapshot.''' Per key, a [[SlidingWindowSnapshot.KeyFrames]] under the grouping key itself (every frame
   * still needed, complete or not); the watermark and `closedEnd` as a [[SlidingWindowSnapshot.Progress]]
-  * under a [[BroadcastKey]] (restore takes the least over the instances); the late-event count under a key
-  * of its own instance. The sliding state (running accumulator or two stacks) is rebuilt from the frames.
+  * under a [[BroadcastKey]] (restore takes the least over the instances); the late-event count and the
+  * next early-results time under keys of its own instance. The sliding state (running accumulator or two stacks) is rebuilt from the frames.
   * Accumulators are offered live: the outbox must serialize them when it accepts them.
   *
   * Aggregate operations need a `combineFn`, except in a single-stage tumbling window (Jet's rule): each
@@ -60,8 +60,7 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
 ) extends AbstractProcessor {
   import SlidingWindowProcessor._
 
-  if (earlyResultsPeriodMs < 0)
-    throw new IllegalArgumentException(s"earlyResultsPeriodMs ($earlyResultsPeriodMs) must not be negative")
+  private val earlyResults = new EarlyResultsTimer(earlyResultsPeriodMs, clock)
   if (emitsFrames && earlyResultsPeriodMs > 0)
     throw new IllegalArgumentException("the frame-accumulating first stage emits no window results, early or not")
 
@@ -80,7 +79,6 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
   private var lateCount = 0L
   private var emission = Emission.Done
   private var snapshotEmission = Emission.Done
-  private var nextEarlyResultsAt = Long.MaxValue
   private val restoredFrames = ArrayBuffer.empty[(Any, SlidingWindowSnapshot.KeyFrames[A])]
   private var restoredProgress: Option[SlidingWindowSnapshot.Progress] = None
 
@@ -90,8 +88,7 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
   /** Number of keys that hold state; zero once everything was emitted. */
   private[window] def keysWithState: Int = keys.size
 
-  override protected def initState(): Unit =
-    if (earlyResultsPeriodMs > 0) nextEarlyResultsAt = clock() + earlyResultsPeriodMs
+  override protected def initState(): Unit = earlyResults.start()
 
   override def process(ordinal: Int, inbox: Inbox): Unit = {
     var item = inbox.poll()
@@ -144,11 +141,8 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
 
   override def tryProcess(): Boolean = {
     if (emission.isDone) {
-      if (earlyResultsPeriodMs == 0) return true
-      val now = clock()
-      if (now < nextEarlyResultsAt) return true
-      nextEarlyResultsAt = now + earlyResultsPeriodMs
-      emission = Emission(earlyResults())
+      if (!earlyResults.due()) return true
+      emission = Emission(openWindows())
     }
     emission.emitTo(outbox)
   }
@@ -219,7 +213,7 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
   /** The partial result of every window after `closedEnd` that holds a frame. Runs once per period, so it
     * simply recombines the frames of each window.
     */
-  private def earlyResults(): Seq[Any] = {
+  private def openWindows(): Seq[Any] = {
     val out = ArrayBuffer.empty[Timed]
     keys.forEach { (key, w) =>
       val frames = framesOf(w)
@@ -260,7 +254,7 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
         perKey ++ Iterator(
           (BroadcastKey(ProgressKeyName), SlidingWindowSnapshot.Progress(watermark, closedEnd)),
           (LateEventsKey(context.globalProcessorIndex), lateCount),
-        ))
+        ) ++ earlyResults.snapshotEntries(context.globalProcessorIndex))
     }
     snapshotEmission.emitTo(outbox)
   }
@@ -273,6 +267,7 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
           restoredProgress = Some(restoredProgress.fold(p)(q =>
             SlidingWindowSnapshot.Progress(math.min(p.watermark, q.watermark), math.min(p.closedEnd, q.closedEnd))))
         case SnapshotEntry(_: LateEventsKey, count: Long) => lateCount += count
+        case SnapshotEntry(_: EarlyResultsKey, nextAt: Long) => earlyResults.restore(nextAt)
         case SnapshotEntry(key, frames: SlidingWindowSnapshot.KeyFrames[A @unchecked]) => restoredFrames += ((key, frames))
         case other => throw new IllegalStateException(s"SlidingWindowProcessor cannot restore $other")
       }

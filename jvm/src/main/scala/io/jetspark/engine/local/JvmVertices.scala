@@ -169,7 +169,7 @@ object JvmVertices {
           _ => SlidingWindowProcessor.accumulateFrames(SlidingWindowPolicy(s.sizeMs, s.slideMs), keyFn, tsFn, payloadOp)
         case (s: SlidingWindowDefinition, AggregationStage.Combine) =>
           _ => SlidingWindowProcessor.combineFrames(SlidingWindowPolicy(s.sizeMs, s.slideMs), op, key.isDefined, s.earlyResultsPeriodMs)
-        case (s: SessionWindowDefinition, _) => _ => new SessionWindowProcessor(s.timeoutMs, keyFn, tsFn, payloadOp)
+        case (s: SessionWindowDefinition, _) => _ => new SessionWindowProcessor(s.timeoutMs, keyFn, tsFn, payloadOp, s.earlyResultsPeriodMs)
       }
       if (stage == AggregationStage.Accumulate) (vertex(newProcessor), false)
       else (vertex(newProcessor, output = windowResultAsEvent), true)

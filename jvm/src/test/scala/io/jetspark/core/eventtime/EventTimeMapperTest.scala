@@ -107,6 +107,27 @@ class EventTimeMapperTest extends AnyFunSuite {
     assert(after.flatMapEvent(0, 22L) == List[Any](Watermark(22), 22L))
   }
 
+  test("idle timers restart after restore, or run on from the saved events where they survive restore") {
+    //   time:  0          50     | snapshot, restore at 120 | quiet call at 120
+    //   p0:   e10 ................................................ (quiet 120 >= 100: idle, if the timer ran on)
+    //   p1:   e20         e25 ........................................ (quiet 70)
+    def history(clock: ManualClock, survive: Boolean): EventTimeMapper[Long] = {
+      val before = new EventTimeMapper(policy(lag = 0, idleTimeout = 100), 2, clock, survive)
+      assert(before.flatMapEvent(0, 10L) == List[Any](10L))
+      assert(before.flatMapEvent(1, 20L) == List[Any](Watermark(10), 20L))
+      clock.now = 50
+      assert(before.flatMapEvent(1, 25L) == List[Any](25L))
+      clock.now = 120
+      val after = new EventTimeMapper(policy(lag = 0, idleTimeout = 100), 2, clock, survive)
+      after.restore(before.state)
+      after
+    }
+    assert(history(new ManualClock, survive = false).flatMapIdle() == Nil) // Jet: the timers restart at 120
+    val survived = history(new ManualClock, survive = true)
+    assert(survived.flatMapIdle() == List[Any](Watermark(25)))
+    assert(survived.flatMapEvent(0, 11L) == List[Any](11L)) // p0 delivers again: active, at 10, below what was emitted
+  }
+
   test("after restore each substream continues from its saved top timestamp") {
     //   p0: e10 | restore | e30
     //   p1: e20 |         |          (p1 still holds the watermark at 20)

@@ -89,6 +89,47 @@ class SessionWindowProcessorTest extends AnyFunSuite {
       ex.getMessage.contains("window-in-64-bit-range"))
   }
 
+  /*  timeout 10, counting, earlyResultsPeriodMs = 100, clock under test control, outbox capacity 1
+   *  events a@1 a@6 b@3 a@30        open: a [1,16)=2, b [3,13)=1, a [30,40)=1
+   *  t=99   tryProcess: nothing (the period has not passed)
+   *  t=100  tryProcess: early b [3,13)=1, a [1,16)=2, a [30,40)=1, in end order
+   *  t=150  tryProcess: nothing (once per period)
+   *  a@12 extends a's first session to [1,22)=3; wm(20) closes b [3,13)
+   *  snapshot, restore into a fresh instance (whose own period would start at 150)
+   *  t=200  tryProcess: early a [1,22)=3, a [30,40)=1
+   *  complete: a [1,22)=3, a [30,40)=1, final
+   */
+  test("early results: every open session so far, at most once per period, marked early; the period survives a snapshot") {
+    var now = 0L
+    def instance() = new Driver(new SessionWindowProcessor(10, (e: Ev) => e.key, (e: Ev) => e.ts, counting,
+      earlyResultsPeriodMs = 100, clock = () => now), outboxCapacity = 1)
+    def early(start: Long, end: Long, count: Long, key: String = "a") = KeyedWindowResult(start, end, key, count, isEarly = true)
+    var d = instance()
+    d.process(e(1), e(6), Ev(3, "b"), e(30))
+    now = 99
+    assert(d.run(_.tryProcess()) == Nil)
+    now = 100
+    assert(d.run(_.tryProcess()) == Seq(early(3, 13, 1, "b"), early(1, 16, 2), early(30, 40, 1)))
+    now = 150
+    assert(d.run(_.tryProcess()) == Nil)
+    d.process(e(12))
+    assert(d.run(_.tryProcessWatermark(wm(20))) == Seq(s(3, 13, 1, "b"), wm(20)))
+    val saved = d.snapshot()
+    d = instance()
+    d.restore(saved)
+    now = 200
+    assert(d.run(_.tryProcess()) == Seq(early(1, 22, 3), early(30, 40, 1)))
+    assert(d.run(_.complete()) == Seq(s(1, 22, 3), s(30, 40, 1)))
+  }
+
+  test("early results off or not yet due change nothing in any delivery variant, with snapshots") {
+    ProcessorVerifier(() => new SessionWindowProcessor(10, (e: Ev) => e.key, (e: Ev) => e.ts, counting,
+      earlyResultsPeriodMs = 1000, clock = () => 0L))
+      .input(Seq(e(1), e(6), e(12), wm(30), e(35)))
+      .expectOutput(Seq(s(1, 22, 3), wm(30), s(35, 45, 1))).checkOutputWith(sameSegments(asIs))
+      .verify()
+  }
+
   test("an operation without combineFn is refused: bridging events must merge accumulators") {
     val noCombine = TestOps.withoutCombine[Ev]
     val ex = intercept[IllegalArgumentException](new SessionWindowProcessor(10, (e: Ev) => e.key, (e: Ev) => e.ts, noCombine))

@@ -261,6 +261,26 @@ class SlidingWindowProcessorTest extends AnyFunSuite {
     assert(d.run(_.tryProcess()) == Seq(early(-1, 3, 2), early(0, 4, 3), early(1, 5, 2), early(2, 6, 1), early(3, 7, 1)))
   }
 
+  test("early results: when they are next due is part of the snapshot, so a processor restored at every step " +
+    "still emits them once per period") {
+    var now = 0L
+    def instance() = new Driver(SlidingWindowProcessor.singleStageNonKeyed(SlidingWindowPolicy(4, 1), (e: Ev) => e.ts,
+      TestOps.counting[Ev](true), earlyResultsPeriodMs = 100, clock = () => now))
+    var d = instance() // due at 100
+    d.process(e(0))
+    def step(at: Long): Seq[Any] = {
+      now = at
+      val saved = d.snapshot()
+      d = instance() // would be due one period after `at`, without the saved time
+      d.restore(saved)
+      d.run(_.tryProcess())
+    }
+    assert(step(60) == Nil)
+    assert(step(100).nonEmpty) // due at 100 as the first instance said; next due at 200
+    assert(step(150) == Nil)
+    assert(step(200).map(_.asInstanceOf[WindowResult[_]].isEarly) == Seq(true, true, true, true))
+  }
+
   /*  sliding(4, 2), keyed counting, two instances before a restart
    *  instance 0: a@1 a@3 | wm(3) | a@1 late          instance 1: b@2 | wm(3) | b@0 late, b@5
    *  snapshot both -> restore every entry into one fresh instance -> complete

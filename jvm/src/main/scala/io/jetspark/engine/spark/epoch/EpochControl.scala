@@ -1,30 +1,56 @@
 package io.jetspark.engine.spark.epoch
 
+import io.jetspark.core.IdleMessage
+import io.jetspark.core.eventtime.{WatermarkCoalescer, WatermarkCoalescerState}
+
 import java.nio.ByteBuffer
 
 /** What a sender tells each of its receivers at the end of its output for an epoch, in band: a row whose
   * item is null and whose `ctl` column holds this (DESIGN.md, "Streaming on Spark: the epoch engine").
   * It is the epoch's barrier (a receiver counts one from each of its senders before it commits state)
-  * and carries the sender's watermark, or that the sender is done for good.
+  * and carries the sender's watermark, whether the sender is idle, or that it is done for good.
   *
   * @param sender    the sending task's partition
   * @param epoch     the epoch it ends
   * @param watermark the highest watermark the sender has emitted (`Long.MinValue`: none yet)
   * @param done      the sender's input is exhausted: nothing follows, in this epoch or any other
+  * @param idle      the sender is idle at the epoch's end (Jet's `IDLE_MESSAGE`): its substream delivered
+  *                  nothing for the idle timeout, or every live sender of its own is idle; receivers leave
+  *                  it out of their watermark until it is active again
   */
-final case class EpochControl(sender: Int, epoch: Long, watermark: Long, done: Boolean) {
+final case class EpochControl(sender: Int, epoch: Long, watermark: Long, done: Boolean, idle: Boolean = false) {
   def encode: Array[Byte] = ByteBuffer.allocate(EpochControl.Size).putInt(sender).putLong(epoch).putLong(watermark)
-    .put((if (done) 1 else 0).toByte).array()
+    .put(((if (done) EpochControl.DoneBit else 0) | (if (idle) EpochControl.IdleBit else 0)).toByte).array()
 }
 
 object EpochControl {
   /** The column that holds a control row's bytes; null on data rows. */
   val Column = "ctl"
   private val Size = 4 + 8 + 8 + 1
+  private val DoneBit = 1
+  private val IdleBit = 2
 
   def decode(bytes: Array[Byte]): EpochControl = {
     if (bytes.length != Size) throw new IllegalStateException(s"a control row of ${bytes.length} bytes, not $Size")
     val b = ByteBuffer.wrap(bytes)
-    EpochControl(b.getInt, b.getLong, b.getLong, b.get() == 1)
+    val (sender, epoch, watermark, flags) = (b.getInt, b.getLong, b.getLong, b.get())
+    EpochControl(sender, epoch, watermark, (flags & DoneBit) != 0, (flags & IdleBit) != 0)
+  }
+
+  /** What a receiver's senders' control rows coalesce to ([[WatermarkCoalescer]], one input per row, never
+    * below `floor`): the watermark, and whether the receiver is idle itself (every sender not done is idle).
+    */
+  final case class Coalesced(watermark: Long, idle: Boolean)
+
+  def coalesce(controls: Seq[EpochControl], floor: Long): Coalesced = {
+    val coalescer = new WatermarkCoalescer(math.max(1, controls.size))
+    coalescer.restore(WatermarkCoalescerState(floor))
+    // A fresh coalescer starts every input active, so IdleMessage comes out only once the last one fed is
+    // idle too: it says the final state.
+    val forwarded = controls.zipWithIndex.flatMap { case (c, input) =>
+      if (c.done) coalescer.observeDone(input)
+      else coalescer.observeWatermark(input, c.watermark) ++ (if (c.idle) coalescer.observeIdle(input) else Nil)
+    }
+    Coalesced(coalescer.lastEmitted, forwarded.contains(IdleMessage))
   }
 }

@@ -22,9 +22,10 @@ import org.apache.spark.util.LongAccumulator
 import scala.collection.mutable
 
 /** One run of a streaming job's epochs: where its state lives (`stateRoot`, under the job's checkpoint
-  * directory) and the run's id, which Spark's state store scopes its loaded state by.
+  * directory) and the run's id, which Spark's state store scopes its loaded state by; `timeMs` is the
+  * epoch's time, which idle timeouts and early-results periods are measured by ([[EpochClock]]).
   */
-final case class EpochRun(id: Long, stateRoot: String, runId: java.util.UUID)
+final case class EpochRun(id: Long, stateRoot: String, runId: java.util.UUID, timeMs: Long)
 
 /** What an epoch ended with: whether the stream is complete (every sink heard that all its senders are
   * done), and the watermark the sinks' inputs coalesced to.
@@ -48,6 +49,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
   import EpochEngine._
 
   private val runId = java.util.UUID.randomUUID()
+  private val clock = new EpochClock
   private val operatorIds: Map[String, Int] = dag.vertices.map(_.name).zipWithIndex.toMap
   /** The run's figures per vertex. */
   val metrics = new EpochMetrics(spark.sparkContext, dag,
@@ -73,7 +75,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
 
   /** Runs epoch `epochId` over `batch`, the micro-batch of the stream source. */
   def runEpoch(batch: DataFrame, epochId: Long): EpochOutcome = {
-    val epoch = EpochRun(epochId, stateRoot, runId)
+    val epoch = EpochRun(epochId, stateRoot, runId, clock.nextEpoch())
     val outputs = mutable.Map.empty[String, DataFrame]
     val kept = mutable.ArrayBuffer.empty[DataFrame]
 
@@ -85,7 +87,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         val schema = if (w.stage == AggregationStage.Combine) FramesSchema else ExtractedSchema
         val (rows, senders) = received(v, schema)
         val stage = EpochWindows.stage(v.name, w, PythonAggregations.bindInputs(Seq(w.op.asInstanceOf[PythonAggregateSpec])),
-          dag.onlyNoopSinksRead(v.name))
+          dag.onlyNoopSinksRead(v.name), epoch.timeMs)
         val out = stage.run(spark, rows, schema.length - 1, senders, epoch, operatorIds(v.name), metrics.stateOf(v.name),
           Some(metrics.lateEvents(v.name)))
         SqlBridge.internalCreateDataFrame(spark, out, if (w.stage == AggregationStage.Accumulate) FramesSchema else ItemRowSchema)
@@ -133,7 +135,8 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         if (sink.name == "list") ListSinkRegistry.append(sink.parameters("name").toString, written.flatMap(_.items).toSeq)
         written.flatMap(_.controls).map(EpochControl.decode)
       }.flatten
-      EpochOutcome(sent.forall(_.done), sent.filterNot(_.done).map(_.watermark).minOption.getOrElse(Long.MaxValue))
+      val complete = sent.forall(_.done)
+      EpochOutcome(complete, if (complete) Long.MaxValue else EpochControl.coalesce(sent, Long.MinValue).watermark)
     } finally kept.foreach(_.unpersist())
   }
 
@@ -165,7 +168,9 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     */
   private def watermarked(v: Vertex, stamped: RDD[InternalRow], lagMs: Long, epoch: EpochRun): DataFrame = {
     val policy = EventTimePolicy[(Long, InternalRow)](_._1, lagMs, idleTimeoutMs)
-    val stage = new EpochStage(v.name, () => new InsertWatermarksProcessor(policy, 1), rows => {
+    val now = epoch.timeMs
+    // An epoch's restore is no restart: the substream's idle timer runs on from the epoch before.
+    val stage = new EpochStage(v.name, () => new InsertWatermarksProcessor(policy, 1, () => now, idleTimersSurviveRestore = true), rows => {
       val withoutControl = UnsafeProjection.create(ExtractedSchema.fields.init.map(_.dataType))
       rows.map(r => SubstreamItem(0, (r.getLong(TsAt), withoutControl(r).copy())))
     }, _.map(_.asInstanceOf[(Long, InternalRow)]._2), ExtractedSchema.length)

@@ -1,6 +1,5 @@
 package io.jetspark.engine.spark.epoch
 
-import io.jetspark.core.eventtime.{WatermarkCoalescer, WatermarkCoalescerState}
 import io.jetspark.core.snapshot.{SnapshotEntry, SnapshotFormat}
 import io.jetspark.engine.spark.rows.EncounterPositions
 import org.apache.spark.sql.catalyst.InternalRow
@@ -28,6 +27,7 @@ private[epoch] final class EpochPartition(vertex: String, val partition: Int, ep
   private val controls = ArrayBuffer.empty[EpochControl]
   private var coalescedTo = own.coalesced
   private var closed = false
+  private var sendersIdle = false
 
   /** The entries of the work's state that the epoch before committed (none in the first epoch). */
   def restored: Seq[SnapshotEntry] = entries
@@ -45,11 +45,15 @@ private[epoch] final class EpochPartition(vertex: String, val partition: Int, ep
     * vertex, unless exactly one control row of this epoch came from each sender.
     */
   def close(): Option[Long] = {
-    val coalescer = closingCoalescer(vertex, partition, epoch, controls.toSeq, senders, own.coalesced)
-    coalescedTo = coalescer.lastEmitted
+    val coalesced = closingCoalesced(vertex, partition, epoch, controls.toSeq, senders, own.coalesced)
+    coalescedTo = coalesced.watermark
+    sendersIdle = coalesced.idle
     closed = true
     if (coalescedTo > own.coalesced) Some(coalescedTo) else None
   }
+
+  /** Every sender not done is idle (known once [[close]]d): the partition is idle downstream too. */
+  def idle: Boolean = { require(closed, "the barrier is not closed yet"); sendersIdle }
 
   /** The watermark the senders coalesce to (known once [[close]]d), never below the epoch before's. */
   def coalesced: Long = { require(closed, "the barrier is not closed yet"); coalescedTo }
@@ -59,15 +63,16 @@ private[epoch] final class EpochPartition(vertex: String, val partition: Int, ep
 
   /** Commits `work` (the work's state entries) and the partition's own as the next version; the control
     * row (of `width` columns, `ctl` last) that ends the partition's output, with `sent`, the highest
-    * watermark it has sent on.
+    * watermark it has sent on, and whether it is idle: its senders are ([[idle]]), or its work said it
+    * is (`idleWork`: a source's substream that delivered nothing for the idle timeout).
     */
-  def commit(work: Seq[SnapshotEntry], sent: Long, width: Int): InternalRow = {
+  def commit(work: Seq[SnapshotEntry], sent: Long, width: Int, idleWork: Boolean = false): InternalRow = {
     require(closed, "committed before the barrier closed")
     val snapshot = SnapshotFormat.encode(work :+ SnapshotEntry(StateKey, Own(coalescedTo, sent, EncounterPositions.upcoming())))
     state.commit(snapshot)
     stateSize.add((partition, epoch, snapshot.length.toLong))
     val ctl = new GenericInternalRow(width)
-    ctl.update(width - 1, EpochControl(partition, epoch, sent, done).encode)
+    ctl.update(width - 1, EpochControl(partition, epoch, sent, done, idle = !done && (sendersIdle || idleWork)).encode)
     ctl
   }
 }
@@ -87,21 +92,15 @@ private[epoch] object EpochPartition {
       (entries, own.head.value.asInstanceOf[Own])
   }
 
-  /** The coalescer over the senders' control rows of epoch `epoch`, never below `floor`: one row from each
+  /** What the senders' control rows of epoch `epoch` coalesce to, never below `floor`: one row from each
     * of `senders` distinct senders, or the epoch fails (a lost or repeated barrier).
     */
-  private def closingCoalescer(vertex: String, partition: Int, epoch: Long, controls: Seq[EpochControl], senders: Int,
-      floor: Long): WatermarkCoalescer = {
+  private def closingCoalesced(vertex: String, partition: Int, epoch: Long, controls: Seq[EpochControl], senders: Int,
+      floor: Long): EpochControl.Coalesced = {
     val fromSenders = controls.map(_.sender).distinct.sorted
     if (controls.size != senders || fromSenders.size != senders || controls.exists(_.epoch != epoch))
       throw new IllegalStateException(s"vertex '$vertex', partition $partition, epoch $epoch: expected one control row " +
         s"(the epoch's barrier) from each of $senders upstream tasks, got ${controls.map(c => s"${c.sender}@${c.epoch}").mkString("[", ", ", "]")}")
-    val coalescer = new WatermarkCoalescer(senders)
-    coalescer.restore(WatermarkCoalescerState(floor))
-    controls.foreach { c =>
-      val input = fromSenders.indexOf(c.sender)
-      if (c.done) coalescer.observeDone(input) else coalescer.observeWatermark(input, c.watermark)
-    }
-    coalescer
+    EpochControl.coalesce(controls, floor)
   }
 }

@@ -1,7 +1,7 @@
 package io.jetspark.engine.spark.epoch
 
 import io.jetspark.core.execution.ProcessorTasklet
-import io.jetspark.core.{ControlItem, Processor, ProcessorContext, Watermark}
+import io.jetspark.core.{ControlItem, IdleMessage, Processor, ProcessorContext, Watermark}
 import io.jetspark.engine.spark.rows.StageFailedException
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
@@ -22,9 +22,11 @@ import org.apache.spark.util.LongAccumulator
   * foreign control row fails the epoch, naming the vertex, before anything is committed.
   *
   * When every sender is done, the processor completes (Jet's `complete()`: what it holds is emitted); else
-  * it emits what it emits when no input waits (`tryProcess()`: a window's early results) and saves a
-  * snapshot. Either way the partition's output ends with its own control row: the highest
-  * watermark the processor has emitted, and whether it is done.
+  * it emits what it emits when no input waits (`tryProcess()`: a window's early results, a source's idle
+  * substream) and saves a snapshot. Either way the partition's output ends with its own control row: the
+  * highest watermark the processor has emitted, whether it is done, and whether it is idle: every sender
+  * not done is idle (their coalesced watermark leaves idle senders out, as Jet's coalescer does), or the
+  * processor's own output ends idle (a source whose substream delivered nothing for the idle timeout).
   *
   * @param toRows the processor's output items (watermarks taken out) as rows of `width` columns, the
   *               last one (`ctl`) left for the control row
@@ -60,13 +62,17 @@ final class EpochStage(
       }
       val lateBefore = lateOf(processor)
       var sent = partition.sentBefore
+      // What the processor itself says of its output (a source's substream gone idle, or active again);
+      // Jet's tasklet forwards the senders' idleness around the processor, as the partition does here.
+      var idleOutput = false
       val output = emitted.filter {
-        case Watermark(wm) => sent = math.max(sent, wm); false
-        case _: ControlItem => false // an idle substream's message: idleness does not travel yet (docs/streaming.md)
-        case _ => true
+        case Watermark(wm) => sent = math.max(sent, wm); idleOutput = false; false
+        case IdleMessage => idleOutput = true; false
+        case _: ControlItem => false
+        case _ => idleOutput = false; true
       }
       val control = Iterator.single(()).map { _ =>
-        val ctl = partition.commit(if (partition.done) Nil else tasklet.snapshot, sent, columns)
+        val ctl = partition.commit(if (partition.done) Nil else tasklet.snapshot, sent, columns, idleOutput)
         late.foreach(_.add(lateOf(processor) - lateBefore))
         ctl
       }

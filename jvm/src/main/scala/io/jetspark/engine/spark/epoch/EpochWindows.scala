@@ -16,16 +16,18 @@ import org.apache.spark.sql.catalyst.InternalRow
   *
   * Rows: where events enter (the single stage, or stage 1 of two) an extraction (key, values, item, ts,
   * ctl); between the stages one row per key of its frames (key, frame ends, accumulators, ctl); out of the
-  * window each result's pickle with its time, `end - 1` (item, ts, ctl). A single-stage sliding window
-  * with early results emits them at the end of every epoch but the last ([[EpochEndClock]]).
+  * window each result's pickle with its time, `end - 1` (item, ts, ctl). A single-stage window (sliding,
+  * tumbling or session) with early results emits them at an epoch's end at most once per period of the epochs' time
+  * ([[EpochClock]]); the processor's snapshot keeps when they are next due.
   */
 object EpochWindows {
 
-  /** The stage of window vertex `vertex`, whose operation the JVM runs as `op`. Where no reader takes its
-    * results (`unread`: noop sinks only), each leaves as an empty item, counted and dropped, as
-    * [[WindowRunner]] leaves them.
+  /** The stage of window vertex `vertex`, whose operation the JVM runs as `op`, in the epoch of time
+    * `epochTimeMs`. Where no reader takes its results (`unread`: noop sinks only), each leaves as an empty
+    * item, counted and dropped, as [[WindowRunner]] leaves them.
     */
-  def stage(vertex: String, w: WindowAggregate, op: AggregateOperation[Extracted, Any, Any], unread: Boolean): EpochStage = {
+  def stage(vertex: String, w: WindowAggregate, op: AggregateOperation[Extracted, Any, Any], unread: Boolean,
+      epochTimeMs: Long): EpochStage = {
     val keyed = w.key.isDefined
     val events = AggregateOperations.mapping((e: TimedEvent) => e.event)(op)
     val keyOf: TimedEvent => Any = if (keyed) _.event.key else _ => NonKeyed
@@ -43,11 +45,11 @@ object EpochWindows {
     (w.window, w.stage) match {
       case (s: SlidingWindowDefinition, AggregationStage.SingleStage) =>
         val (policy, early) = (SlidingWindowPolicy(s.sizeMs, s.slideMs), s.earlyResultsPeriodMs)
-        new EpochStage(vertex, () => {
-          val clock = new EpochEndClock
+        val clock = () => epochTimeMs
+        new EpochStage(vertex, () =>
           if (keyed) SlidingWindowProcessor.singleStage(policy, keyOf, tsOf, events, early, clock)
-          else SlidingWindowProcessor.singleStageNonKeyed(policy, tsOf, events, early, clock)
-        }, timedEvents, results, 3, slidingLate)
+          else SlidingWindowProcessor.singleStageNonKeyed(policy, tsOf, events, early, clock),
+          timedEvents, results, 3, slidingLate)
       case (s: SlidingWindowDefinition, AggregationStage.Accumulate) =>
         val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
         new EpochStage(vertex, () => SlidingWindowProcessor.accumulateFrames(policy, keyOf, tsOf, events), timedEvents,
@@ -59,19 +61,11 @@ object EpochWindows {
         new EpochStage(vertex, () => SlidingWindowProcessor.combineFrames(policy, frames, keyed), _.flatMap(unpack), results, 3,
           slidingLate)
       case (s: SessionWindowDefinition, AggregationStage.SingleStage) =>
-        new EpochStage(vertex, () => new SessionWindowProcessor(s.timeoutMs, keyOf, tsOf, events), timedEvents, results, 3,
+        val clock = () => epochTimeMs
+        new EpochStage(vertex, () => new SessionWindowProcessor(s.timeoutMs, keyOf, tsOf, events, s.earlyResultsPeriodMs, clock),
+          timedEvents, results, 3,
           p => p.asInstanceOf[SessionWindowProcessor[_, _, _, _]].lateEventsDropped)
       case (other, stage) => throw new IllegalStateException(s"vertex '$vertex': no ${stage.describe} for ${other.describe}")
     }
   }
-}
-
-/** The time a window processor of an epoch reads for its early results: it starts at 0 (when the processor
-  * is made), and every later reading comes at the epoch's end (`tryProcess` before the snapshot), more
-  * than any period later. So a window with early results emits them at the end of every epoch but the
-  * last, whose end emits every window complete.
-  */
-private final class EpochEndClock extends (() => Long) with Serializable {
-  private var started = false
-  override def apply(): Long = if (started) Long.MaxValue / 2 else { started = true; 0L }
 }

@@ -28,12 +28,37 @@ class EpochStageTest extends AnyFunSuite {
     InternalRow(null, null, EpochControl(sender, epoch, wm, done).encode)
 
   test("a control row survives its encoding") {
-    val c = EpochControl(3, 42L, -7L, done = true)
-    assert(EpochControl.decode(c.encode) == c)
+    for (done <- Seq(false, true); idle <- Seq(false, true)) {
+      val c = EpochControl(3, 42L, -7L, done, idle)
+      assert(EpochControl.decode(c.encode) == c)
+    }
+  }
+
+  test("senders' control rows coalesce without the idle ones; all of them idle make the receiver idle") {
+    def ctl(sender: Int, wm: Long, done: Boolean = false, idle: Boolean = false) = EpochControl(sender, 0, wm, done, idle)
+    import EpochControl.{Coalesced, coalesce}
+    assert(coalesce(Seq(ctl(0, 10), ctl(1, 50)), Long.MinValue) == Coalesced(10, idle = false))
+    assert(coalesce(Seq(ctl(0, 10, idle = true), ctl(1, 50)), Long.MinValue) == Coalesced(50, idle = false))
+    assert(coalesce(Seq(ctl(0, 10, idle = true), ctl(1, 50, idle = true)), Long.MinValue) == Coalesced(50, idle = true))
+    assert(coalesce(Seq(ctl(0, 10, idle = true), ctl(1, 50, done = true)), Long.MinValue) == Coalesced(10, idle = true))
+    assert(coalesce(Seq(ctl(0, 10, done = true), ctl(1, 50, done = true)), Long.MinValue) == Coalesced(Long.MinValue, idle = false))
+    // never below the floor: a sender active again at its own, older watermark holds it where it was
+    assert(coalesce(Seq(ctl(0, 10), ctl(1, 50)), 40) == Coalesced(40, idle = false))
+  }
+
+  test("the epochs' time moves at least 1 ms from one epoch to the next") {
+    var wall = 1000L
+    val clock = new EpochClock(() => wall)
+    assert(clock.nextEpoch() == 1000)
+    assert(clock.nextEpoch() == 1001) // the wall clock did not move
+    wall = 900 // nor back
+    assert(clock.nextEpoch() == 1002)
+    wall = 5000
+    assert(clock.nextEpoch() == 5000)
   }
 
   test("state carries from one epoch to the next, and a replayed epoch gives the same output") {
-    val run = EpochRun(0, Files.createTempDirectory("epochs").toString, java.util.UUID.randomUUID())
+    val run = EpochRun(0, Files.createTempDirectory("epochs").toString, java.util.UUID.randomUUID(), 0L)
     val late = Some(spark.sparkContext.longAccumulator)
     val stateSize = stateSizes()
     def outputs(id: Long, values: Seq[Long]) =
@@ -48,7 +73,7 @@ class EpochStageTest extends AnyFunSuite {
   }
 
   test("a missing barrier fails the epoch, naming the vertex") {
-    val run = EpochRun(0, Files.createTempDirectory("epochs").toString, java.util.UUID.randomUUID())
+    val run = EpochRun(0, Files.createTempDirectory("epochs").toString, java.util.UUID.randomUUID(), 0L)
     val rows = epoch(Seq(data(1), control(0, 0)), 1)
     val failure = intercept[SparkException](summing().run(spark, rows, 2, 2, run, 0, stateSizes(), None).collect())
     assert(failure.getMessage.contains("vertex 'sum'") && failure.getMessage.contains("from each of 2 upstream tasks"))
