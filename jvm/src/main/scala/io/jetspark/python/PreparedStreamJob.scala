@@ -1,13 +1,13 @@
 package io.jetspark.python
 
-import com.fasterxml.jackson.databind.ObjectMapper
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.connector.ItemsStreamSource
 import io.jetspark.engine.spark.epoch.{EpochEngine, StreamingJob}
-import io.jetspark.engine.spark.{PythonExtraction, PythonUdfName, PythonWork}
+import io.jetspark.engine.spark.{PythonExtraction, PythonUdfName, PythonWork, Rebalancing}
 import io.jetspark.item.PythonAggregations
 import io.jetspark.pipeline.PythonAggregateSpec
-import io.jetspark.pipeline.definition.TimestampPolicy
-import io.jetspark.plan.VertexDescription.{Source, WindowAggregate}
+import io.jetspark.pipeline.definition.{Extractor, TimestampPolicy}
+import io.jetspark.plan.VertexDescription.{HashJoin, Source, WindowAggregate}
 import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
 import org.apache.spark.sql.{Column, SparkSession}
 
@@ -19,8 +19,9 @@ import scala.jdk.CollectionConverters._
   */
 final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
 
-  /** The UDFs: every chain, the source's timestamps and what enters each window, all with their time and
-    * the control rows (`controlled`) beside the items.
+  /** The UDFs: every chain, the source's timestamps, what enters each window and each join, the key of
+    * each `rebalance(key)`, all with their time and the control rows (`controlled`) beside the items; each
+    * join's mapper; the rows of each batch DataFrame source as items.
     */
   def pythonWorkJson(): String = {
     val mapper = new ObjectMapper()
@@ -38,9 +39,29 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
         val slots = PythonAggregations.extractors(op).map(PythonExtraction.OperationSlot(_, op))
         PythonWorkJson.extraction(extractions, PythonExtraction(v, 0, key, slots, None, timedInput = true, None,
           deadLetter = false), sequenced = false, controlled = true)
-      case _ =>
+      case v @ Vertex(_, HashJoin(clauses, _, _), _, _, _) =>
+        // As on the batch engine (PythonWork.pythonExtractions): the streamed item's other left keys ride along
+        // as values; each enriching side's right key.
+        val sides: Seq[(Option[Extractor], Seq[PythonExtraction.Value])] =
+          (Some(clauses.head.leftKey), clauses.tail.map(c => PythonExtraction.KeyBytes(c.leftKey))) +:
+            clauses.map(c => (Some(c.rightKey), Nil))
+        sides.zipWithIndex.foreach { case ((key, values), ordinal) =>
+          PythonWorkJson.extraction(extractions, PythonExtraction(v, ordinal, key, values, None, timedInput = true, None,
+            deadLetter = dag.routesFailures(v)), sequenced = false, controlled = true)
+        }
+      case v => dag.edgesInto(v.name).filter(Rebalancing.rebalancedByKey).foreach { e =>
+        PythonWorkJson.extraction(extractions, PythonExtraction(v, e.toOrdinal, Rebalancing.rebalanceKey(dag, v, e.toOrdinal), Nil,
+          None, timedInput = true, None, deadLetter = false), sequenced = false, controlled = true)
+      }
     }
-    Seq("dataframe_sources", "stateful", "joins", "custom_aggregations", "typed_results").foreach(work.putArray)
+    work.set[JsonNode]("joins", mapper.valueToTree[JsonNode](PythonWork.pythonJoins(dag).map { case (vertex, mapperRef, deadLetter) =>
+      Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "mapper_ref" -> mapperRef,
+        "dead_letter" -> deadLetter, "sequenced" -> false, "timed" -> true, "controlled" -> true).asJava
+    }.asJava))
+    work.set[JsonNode]("dataframe_sources", mapper.valueToTree[JsonNode](PythonWork.dataframeSources(dag).map {
+      case (vertex, schema) => Map[String, AnyRef]("vertex" -> vertex.name, "schema" -> schema.json).asJava
+    }.asJava))
+    Seq("stateful", "custom_aggregations", "typed_results").foreach(work.putArray)
     mapper.writeValueAsString(work)
   }
 

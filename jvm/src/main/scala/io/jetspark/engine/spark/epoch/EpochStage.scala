@@ -113,7 +113,7 @@ object EpochStage {
   /** The coalescer over the senders' control rows of epoch `epoch`, never below `floor`: one row from each
     * of `senders` distinct senders, or the epoch fails (a lost or repeated barrier).
     */
-  private def closingCoalescer(vertex: String, partition: Int, epoch: Long, controls: Seq[EpochControl], senders: Int,
+  private[epoch] def closingCoalescer(vertex: String, partition: Int, epoch: Long, controls: Seq[EpochControl], senders: Int,
       floor: Long): WatermarkCoalescer = {
     val fromSenders = controls.map(_.sender).distinct.sorted
     if (controls.size != senders || fromSenders.size != senders || controls.exists(_.epoch != epoch))
