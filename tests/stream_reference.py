@@ -2,12 +2,15 @@
 
 It evaluates stream pipelines of this shape, and refuses others with :class:`NotImplementedError`:
 ``Sources.items_stream(*substreams, items_per_batch=k)`` with ``with_timestamps(ts, allowed_lag_ms=L)``
-or ``without_timestamps()``, then ``map``/``filter``/``flat_map``/``peek``, windows (sliding, tumbling,
-session; keyed or global; any operation the batch reference takes) straight behind those stateless
-stages, stateless stages after a window, ``map_stateful`` and ``rolling_aggregate`` (rules 7 and 8), and
-list sinks. Everything else is the batch reference's
-(:mod:`reference`): what a stage does to an item, failures and dead letters, a window's results. The
-stream adds when the watermark moves, so which items are late, and when each window is emitted:
+or ``without_timestamps()``, then ``map``/``filter``/``flat_map``/``peek``, ``merge`` of branches of
+that stream, ``rebalance``, hash joins of the stream (the streamed side) with batch enriching sides, and
+windows (sliding, tumbling, session; keyed or global; any operation the batch reference takes) behind
+those stages, which keep nothing between epochs and let the watermarks pass as they are; the same stages
+after a window, ``map_stateful`` and ``rolling_aggregate`` (rules 7 and 8), and list and dead-letter
+sinks. Everything else is the batch reference's
+(:mod:`reference`): what a stage does to an item, failures and dead letters, joins and merges, a window's
+results. The stream adds when the watermark moves, so which items are late, and when each window is
+emitted:
 
 1. Epochs. Epoch ``b`` (``b = 0, 1, ...``) holds, for every substream ``s`` (the ``s``-th list given to
    ``items_stream``), its items ``[b*k, (b+1)*k)``. There are ``T = max(1, ceil(longest / k))`` epochs.
@@ -100,10 +103,14 @@ NEVER_IN_A_TEST_MS = 60_000
 
 Mark = float | int  # a watermark: an int timestamp, or minus or plus infinity
 
-#: The stream transforms this reference evaluates; a window only straight behind a source and the
-#: stateless ones (it reads the source's watermarks).
+#: The stream transforms this reference evaluates; a window only behind a source and the stages that
+#: keep nothing between epochs (it reads the source's watermarks, which pass those stages as they are):
+#: the stateless ones, merges of branches of that source, and hash joins of its items (the streamed,
+#: first input) with batch enriching sides, read whole.
 _STATELESS = {"map", "filter", "flat_map", "peek"}
-_STREAM_OPS = _STATELESS | {"source", "window_aggregate", "sink", "map_stateful", "rolling_aggregate"}
+_JOINS = {"hash_join", "inner_hash_join", "hash_join2", "inner_hash_join2"}
+_PASSING = _STATELESS | _JOINS | {"merge"}
+_STREAM_OPS = _PASSING | {"source", "window_aggregate", "sink", "map_stateful", "rolling_aggregate"}
 
 
 @dataclass(frozen=True)
@@ -340,13 +347,15 @@ class _StreamRun(_Run):
         super().require_carried(node_id)
 
     def path_from_source(self, window: dict[str, Any]) -> list[dict[str, Any]]:
-        """The stream source and the stateless stages from it to ``window`` (its own node last)."""
+        """The stream source and the stages from it to ``window`` (its own node last), through the first
+        input of each (a join's streamed items; a merge's first branch, whose source is the other's too)."""
         path = [window]
         while path[0]["op"] != "source":
             upstream = self.nodes[path[0]["inputs"][0]]
-            if upstream["op"] not in _STATELESS | {"source"}:
+            if upstream["op"] not in _PASSING | {"source"} or not upstream["stream"]:
                 raise NotImplementedError(f"{_label(window)}: the stream reference windows items that come from "
-                                          "a stream source through map, filter, flat_map and peek only")
+                                          "a stream source through map, filter, flat_map, peek, merge and hash "
+                                          "joins only")
             path.insert(0, upstream)
         return path
 
@@ -355,17 +364,28 @@ class _StreamRun(_Run):
         two-stage window (the planner's ``AggregationStageRule``: two stages unless the operation cannot
         combine, a session window, early results, a keyed window's rebalanced input, or preserved order
         reaching an order-sensitive operation) whose first stage sits next to the source, over local
-        edges only, so nothing between the source and the window is rebalanced, and that source is
-        not a streaming DataFrame (read in one task). Otherwise the stage coalesces the watermarks of
-        every substream."""
+        edges only, so nothing between the source and the window is rebalanced, on any branch a merge
+        on the way joins (a merge's partition ``i`` holds substream ``i`` of each branch). Otherwise the
+        items cross a shuffle, and the receiver coalesces the watermarks of every substream; so it does
+        where the source is a streaming DataFrame (read in one task)."""
         window = path[-1]
         definition, op = window["args"]["window"], window["args"]["op"]
         single_stage = (not op["can_combine"] or definition["kind"] == "session"
                         or bool(definition["early_results_period_ms"])
                         or (window["keys"][0] is not None and window["rebalance"][0] is not None)
                         or (self.preserve_order and op["order_sensitive"]))
-        return (not single_stage and path[0]["id"] not in self.unending
-                and all(node["rebalance"][0] is None for node in path[1:]))
+        rebalanced = any(r is not None for node in self.stream_stages_before(window)
+                         for r, i in zip(node["rebalance"], node["inputs"]) if self.nodes[i]["stream"])
+        return not single_stage and path[0]["id"] not in self.unending and not rebalanced
+
+    def stream_stages_before(self, node: dict[str, Any]) -> list[dict[str, Any]]:
+        """``node`` and every stream stage its items come through, along every input that is a stream."""
+        stages, todo = [], [node]
+        while todo:
+            stage = todo.pop()
+            stages.append(stage)
+            todo.extend(self.nodes[i] for i in stage["inputs"] if self.nodes[i]["stream"])
+        return stages
 
     def _window_aggregate(self, node: dict[str, Any], args: dict[str, Any], stream: list[Any]) -> list[Any]:
         if not node["stream"]:

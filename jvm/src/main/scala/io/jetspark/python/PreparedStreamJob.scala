@@ -4,11 +4,11 @@ import com.fasterxml.jackson.databind.node.ArrayNode
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.engine.spark.epoch.{EpochEngine, EpochSources, SourceExtraction, StreamingJob}
 import io.jetspark.engine.spark.runner.CustomAggregations
-import io.jetspark.engine.spark.{PythonExtraction, PythonUdfName, PythonWork}
+import io.jetspark.engine.spark.{PythonExtraction, PythonUdfName, PythonWork, Rebalancing}
 import io.jetspark.item.PythonAggregations
 import io.jetspark.pipeline.PythonAggregateSpec
-import io.jetspark.pipeline.definition.{Extractor, TimestampPolicy}
-import io.jetspark.plan.VertexDescription.{MapStateful, RollingAggregate, Source, WindowAggregate}
+import io.jetspark.pipeline.definition.Extractor
+import io.jetspark.plan.VertexDescription.{HashJoin, MapStateful, RollingAggregate, Source, WindowAggregate}
 import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 
@@ -21,9 +21,10 @@ import scala.jdk.CollectionConverters._
 final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
   private lazy val sourceExtraction = new SourceExtraction(dag, EpochEngine.streamSource(dag))
 
-  /** The UDFs: every chain, the source's timestamps, what enters each window, rolling aggregation and
-    * `map_stateful`, and the stateful UDFs of the last two where they run in Python, all with their time and
-    * the control rows (`controlled`) beside the items.
+  /** The UDFs: every chain, the source's timestamps, what enters each window, join, rolling aggregation and
+    * `map_stateful`, the key of each `rebalance(key)`, all with their time and the control rows
+    * (`controlled`) beside the items; the stateful UDFs of the last two where they run in Python; each
+    * join's mapper; the rows of each DataFrame source as items.
     */
   def pythonWorkJson(): String = {
     val mapper = new ObjectMapper()
@@ -36,14 +37,28 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
     // Where a window reads the source straight, one extraction reads the items' time and its key and values.
     val sourceTime = sourceExtraction.timeInPython
     dag.vertices.foreach {
-      case v @ Vertex(_, Source(_, _), _, _, _) if sourceTime.isDefined && sourceExtraction.windowAtSource.isEmpty =>
+      case v @ Vertex(_, Source(_, _), _, _, _) if v.name == sourceExtraction.source.name && sourceTime.isDefined &&
+          sourceExtraction.windowAtSource.isEmpty =>
         PythonWorkJson.extraction(extractions, PythonExtraction(v, 0, None, Nil, sourceTime, timedInput = false, None,
           deadLetter = false), sequenced = false, controlled = true)
       case v @ Vertex(_, WindowAggregate(stage, _, op: PythonAggregateSpec, key), _, _, _) if stage != AggregationStage.Combine =>
         timedExtraction(extractions, v, key, Some(op), sourceTime.filter(_ => sourceExtraction.extractedAtSource(v)))
       case v @ Vertex(_, RollingAggregate(key, op: PythonAggregateSpec), _, _, _) => timedExtraction(extractions, v, key, Some(op), None)
       case v @ Vertex(_, MapStateful(key, _, _), _, _, _) => timedExtraction(extractions, v, key, None, None)
-      case _ =>
+      case v @ Vertex(_, HashJoin(clauses, _, _), _, _, _) =>
+        // As on the batch engine (PythonWork.pythonExtractions): the streamed item's other left keys ride along
+        // as values; each enriching side's right key.
+        val sides: Seq[(Option[Extractor], Seq[PythonExtraction.Value])] =
+          (Some(clauses.head.leftKey), clauses.tail.map(c => PythonExtraction.KeyBytes(c.leftKey))) +:
+            clauses.map(c => (Some(c.rightKey), Nil))
+        sides.zipWithIndex.foreach { case ((key, values), ordinal) =>
+          PythonWorkJson.extraction(extractions, PythonExtraction(v, ordinal, key, values, None, timedInput = true, None,
+            deadLetter = dag.routesFailures(v)), sequenced = false, controlled = true)
+        }
+      case v => dag.edgesInto(v.name).filter(Rebalancing.rebalancedByKey).foreach { e =>
+        PythonWorkJson.extraction(extractions, PythonExtraction(v, e.toOrdinal, Rebalancing.rebalanceKey(dag, v, e.toOrdinal), Nil,
+          None, timedInput = true, None, deadLetter = false), sequenced = false, controlled = true)
+      }
     }
     // State kept across epochs (`kept`: PythonEpochStage) by a map_stateful, or by a rolling aggregation
     // with a user-defined part.
@@ -59,15 +74,21 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
           "operations" -> w.operations.asJava, "keyed" -> w.keyed, "dead_letter" -> false, "window" -> null,
           "sequenced" -> false, "timed" -> true, "controlled" -> true, "kept" -> true).asJava
     }.asJava))
+    work.set[JsonNode]("joins", mapper.valueToTree[JsonNode](PythonWork.pythonJoins(dag).map { case (vertex, mapperRef, deadLetter) =>
+      Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "mapper_ref" -> mapperRef,
+        "dead_letter" -> deadLetter, "sequenced" -> false, "timed" -> true, "controlled" -> true).asJava
+    }.asJava))
+    // A batch DataFrame's rows (a join's enriching side) as items; the stream's, with the columns the JVM
+    // reads beside them passed on.
     val sources = work.putArray("dataframe_sources")
-    dag.vertices.filter(v => v.description.isInstanceOf[Source] && EpochSources.isDataFrame(v)).foreach { v =>
-      val Source(source, _) = v.description: @unchecked
-      val node = sources.addObject().put("vertex", v.name)
-        .put("schema", source.parameters("dataframe").asInstanceOf[DataFrame].schema.json)
-      val passed = node.putArray("passed")
-      EpochSources.PassedColumns.foreach(f => passed.addObject().put("name", f.name).put("type", f.dataType.sql))
+    PythonWork.dataframeSources(dag).foreach { case (v, schema) =>
+      val node = sources.addObject().put("vertex", v.name).put("schema", schema.json)
+      if (v.name == sourceExtraction.source.name) {
+        val passed = node.putArray("passed")
+        EpochSources.PassedColumns.foreach(f => passed.addObject().put("name", f.name).put("type", f.dataType.sql))
+      }
     }
-    Seq("joins", "typed_results").foreach(work.putArray)
+    work.putArray("typed_results")
     mapper.writeValueAsString(work)
   }
 

@@ -42,6 +42,18 @@ object EpochControl {
     */
   final case class Coalesced(watermark: Long, idle: Boolean)
 
+  /** What the senders' control rows of epoch `epoch` at `vertex`'s `partition` coalesce to, never below
+    * `floor`: one row from each of `senders` distinct senders, or the epoch fails (a lost or repeated
+    * barrier), naming the vertex.
+    */
+  def barrier(vertex: String, partition: Int, epoch: Long, controls: Seq[EpochControl], senders: Int, floor: Long): Coalesced = {
+    val fromSenders = controls.map(_.sender).distinct
+    if (controls.size != senders || fromSenders.size != senders || controls.exists(_.epoch != epoch))
+      throw new IllegalStateException(s"vertex '$vertex', partition $partition, epoch $epoch: expected one control row " +
+        s"(the epoch's barrier) from each of $senders upstream tasks, got ${controls.map(c => s"${c.sender}@${c.epoch}").mkString("[", ", ", "]")}")
+    coalesce(controls, floor)
+  }
+
   def coalesce(controls: Seq[EpochControl], floor: Long): Coalesced = {
     val coalescer = new WatermarkCoalescer(math.max(1, controls.size))
     coalescer.restore(WatermarkCoalescerState(floor))

@@ -24,19 +24,28 @@ object EpochEdges {
     case EdgeKind.Local | EdgeKind.Isolated => (rows, 1)
     case EdgeKind.Partitioned(_, _) =>
       val at = keyAt.getOrElse(throw new IllegalStateException("a partitioned edge without the key's column"))
-      (shuffled(rows, schema, ctlAt, receivers)(row => partitionOf(row.getBinary(at), receivers)), rows.getNumPartitions)
-    case EdgeKind.AllToOne => (shuffled(rows, schema, ctlAt, 1)(_ => 0), rows.getNumPartitions)
+      (shuffled(rows, schema, ctlAt, receivers)(_ => row => partitionOf(row.getBinary(at), receivers)), rows.getNumPartitions)
+    case EdgeKind.AllToOne => (shuffled(rows, schema, ctlAt, 1)(_ => _ => 0), rows.getNumPartitions)
+    // rebalance(): sender p's i-th data row goes to receiver (p + i) mod n, the same in a replayed epoch.
+    case EdgeKind.RoundRobin => (shuffled(rows, schema, ctlAt, receivers) { sender =>
+      var next = sender
+      _ => { val target = Math.floorMod(next, receivers); next += 1; target }
+    }, rows.getNumPartitions)
     case other => throw new UnsupportedOperationException(s"the epoch engine does not run ${other.describe} edges yet")
   }
 
   /** The partition of a key's canonical bytes among `n`: the same for equal keys in every epoch. */
   def partitionOf(key: Array[Byte], n: Int): Int = Math.floorMod(java.util.Arrays.hashCode(key), n)
 
+  /** `rows` shuffled to `receivers` partitions: each data row to the one that `targetOf(sender)` picks
+    * for it, every control row to all.
+    */
   private def shuffled(rows: RDD[InternalRow], schema: StructType, ctlAt: Int, receivers: Int)(
-      target: InternalRow => Int): RDD[InternalRow] = {
+      targetOf: Int => InternalRow => Int): RDD[InternalRow] = {
     val every = 0 until receivers
-    SqlBridge.shuffleToTargets(rows, schema, receivers) { row =>
-      if (row.isNullAt(ctlAt)) Iterator.single(target(row)) else every.iterator
+    SqlBridge.shuffleToTargets(rows, schema, receivers) { sender =>
+      val target = targetOf(sender)
+      row => if (row.isNullAt(ctlAt)) Iterator.single(target(row)) else every.iterator
     }
   }
 }

@@ -2,8 +2,9 @@ package io.jetspark.engine.spark.epoch
 
 import io.jetspark.core.eventtime.{EventTimePolicy, InsertWatermarksProcessor, SubstreamItem}
 import io.jetspark.engine.ListSinkRegistry
-import io.jetspark.engine.spark.PythonUdfName
+import io.jetspark.engine.spark.{PythonUdfName, Rebalancing}
 import io.jetspark.engine.spark.rows.{InPlaceRows, RowSchemas}
+import io.jetspark.engine.spark.rows.RowSchemas.{Failure, Item, Ts}
 import io.jetspark.item.PythonAggregations
 import io.jetspark.pipeline.PythonAggregateSpec
 import io.jetspark.pipeline.definition.TimestampPolicy
@@ -11,8 +12,7 @@ import io.jetspark.plan.VertexDescription._
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
-import org.apache.spark.sql.functions.col
+import org.apache.spark.sql.functions.{col, lit}
 import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.types.{ArrayType, BinaryType, LongType, StructField, StructType}
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
@@ -55,22 +55,37 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
   val metrics = new EpochMetrics(spark.sparkContext, dag,
     dag.vertices.collect { case v if v.description.isInstanceOf[WindowAggregate] => v.name }.toSet)
 
+  private val joins = new EpochJoins(spark, dag, pythonUdfs)
+
   dag.vertices.foreach(requireSupported)
 
   private def requireSupported(v: Vertex): Unit = v.description match {
+    // A batch stage: read once, as a join's enriching side.
+    case _ if joins.batchVertices(v.name) => if (!joins.runsBatch(v) || !dag.edgesFrom(v.name).forall(enriches)) unsupported(v)
     case Source(_, _) => EpochSources.requireSupported(v)
     case StatelessChain(_) if pythonUdfs.contains(PythonUdfName.Chain(v.name)) => ()
+    case Merge(_, false) => ()
+    case HashJoin(_, _, _) if pythonUdfs.contains(PythonUdfName.Join(v.name)) => ()
     case WindowAggregate(_, _, op: PythonAggregateSpec, _) if !PythonAggregations.runsInPython(op) => ()
     // In the JVM, or in Python with its state kept across epochs where the operation has a user-defined part.
     case RollingAggregate(_, op: PythonAggregateSpec) if !PythonAggregations.runsInPython(op) ||
       pythonUdfs.contains(PythonUdfName.Custom(v.name)) => ()
     case MapStateful(_, _, _) if pythonUdfs.contains(PythonUdfName.Stateful(v.name)) => ()
-    case Sink(sink) if sink.name == "list" || sink.name == "noop" => ()
-    case other => throw new UnsupportedOperationException(
-      s"vertex '${v.name}' (${other.describe}): the Spark streaming engine does not run this yet")
+    case Sink(sink) if sink.name == "list" || sink.name == "noop" || sink.name == "deadLetter" => ()
+    case _ => unsupported(v)
   }
 
-  /** The stream source's vertex: the one source of the job. */
+  private def unsupported(v: Vertex): Nothing = throw new UnsupportedOperationException(
+    s"vertex '${v.name}' (${v.description.describe}): the Spark streaming engine does not run this yet")
+
+  /** Whether `edge` takes a batch stage's items on to another batch stage or into a join's enriching side. */
+  private def enriches(edge: Edge): Boolean = joins.batchVertices(edge.to) ||
+    (edge.toOrdinal > 0 && dag.vertex(edge.to).description.isInstanceOf[HashJoin])
+
+  /** Lets go of what the job kept for its whole life: the joins' enriching sides. */
+  def close(): Unit = joins.close()
+
+  /** The stream source's vertex: the one stream source of the job. */
   val source: Vertex = extraction.source
 
   /** Runs epoch `epochId` over `batch`, the micro-batch of the stream source. */
@@ -78,14 +93,26 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     val epoch = EpochRun(epochId, stateRoot, runId, clock.nextEpoch())
     val outputs = mutable.Map.empty[String, DataFrame]
     val kept = mutable.ArrayBuffer.empty[DataFrame]
+    // Per vertex, the dead letters of records its extractions failed on (item, failure).
+    val extractionLetters = mutable.Map.empty[String, DataFrame]
 
+    def keep(df: DataFrame): DataFrame = { kept += df.persist(StorageLevel.MEMORY_AND_DISK); df }
+
+    // A vertex's output: item, ts, ctl; where its Python steps route failures, also `failure` after the item.
     def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, read(v, counted(v, v.description match {
       case Source(_, timestamps) => sourceOutput(v, batch, timestamps, epoch)
-      case StatelessChain(_) =>
-        SqlBridge.mapInArrow(input(v), pythonUdfs(PythonUdfName.Chain(v.name))).select(ItemColumns.map(col): _*)
+      case StatelessChain(_) => SqlBridge.mapInArrow(received(dag.edgesInto(v.name).head), pythonUdfs(PythonUdfName.Chain(v.name)))
+      case Merge(_, _) =>
+        val branches = dag.edgesInto(v.name).map(e => InPlaceRows.of(received(e)))
+        SqlBridge.internalCreateDataFrame(spark,
+          StatelessEpoch.merged(v.name, branches, ItemRowSchema, v.localParallelism, epochId), ItemRowSchema)
+      case HashJoin(_, _, _) =>
+        val (out, failed) = joins.output(v, received(dag.edgesInto(v.name).head), keep)
+        failed.foreach(extractionLetters(v.name) = _)
+        out
       case w: WindowAggregate =>
         val schema = if (w.stage == AggregationStage.Combine) FramesSchema else ExtractedSchema
-        val (rows, senders) = received(v, schema)
+        val (rows, senders) = stagedInput(v, schema)
         val stage = EpochWindows.stage(v.name, w, PythonAggregations.bindInputs(Seq(w.op.asInstanceOf[PythonAggregateSpec])),
           dag.onlyNoopSinksRead(v.name), epoch.timeMs)
         val out = stage.run(spark, rows, schema.length - 1, senders, epoch, operatorIds(v.name), metrics.stateOf(v.name),
@@ -94,7 +121,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
       case MapStateful(_, _, _) => keptInPython(v, PythonUdfName.Stateful(v.name))
       case RollingAggregate(_, op: PythonAggregateSpec) if PythonAggregations.runsInPython(op) => keptInPython(v, PythonUdfName.Custom(v.name))
       case RollingAggregate(key, op: PythonAggregateSpec) =>
-        val (rows, senders) = received(v, ExtractedSchema)
+        val (rows, senders) = stagedInput(v, ExtractedSchema)
         val out = EpochRolling.stage(v.name, key.isDefined, PythonAggregations.bindInputs(Seq(op)))
           .run(spark, rows, ExtractedSchema.length - 1, senders, epoch, operatorIds(v.name), metrics.stateOf(v.name), None)
         SqlBridge.internalCreateDataFrame(spark, out, ItemRowSchema)
@@ -105,38 +132,69 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
       SqlBridge.internalCreateDataFrame(spark, metrics.counted(v.name, InPlaceRows.of(df), df.schema.length - 1), df.schema)
 
     // Read by several edges: computed once, so that a stateful vertex commits its epoch once.
-    def read(v: Vertex, df: DataFrame): DataFrame =
-      if (dag.edgesFrom(v.name).size > 1) { kept += df.persist(StorageLevel.MEMORY_AND_DISK); df } else df
+    def read(v: Vertex, df: DataFrame): DataFrame = if (dag.edgesFrom(v.name).size > 1) keep(df) else df
 
-    def input(v: Vertex): DataFrame = output(dag.vertex(dag.edgesInto(v.name).head.from))
+    // What the sender of `edge` sends on it (item, ts, ctl): its results, or on an error edge the dead
+    // letters of the stage, with the sender's control rows.
+    def sent(edge: Edge): DataFrame = {
+      val out = output(dag.vertex(edge.from))
+      edge.errorsOf match {
+        case None if out.columns.contains(Failure) => out.where(col(Failure).isNull).drop(Failure)
+        case None => out
+        case Some(stage) =>
+          val own = if (out.columns.contains(Failure)) out.where(col(Failure) === stage || col(EpochControl.Column).isNotNull)
+            else out.where(col(EpochControl.Column).isNotNull)
+          val extracted = extractionLetters.get(edge.from).map(_.where(col(Failure) === stage).select(col(Item),
+            lit(null).cast(LongType).as(Ts), lit(null).cast(BinaryType).as(EpochControl.Column)))
+          (own.select(ItemColumns.map(col): _*) +: extracted.toSeq).reduce(_ union _)
+      }
+    }
 
-    /** What `v` receives over its one input edge, as rows of `schema`: where that is an extraction, its
+    // What `edge` delivers to a vertex that keeps nothing between epochs (item, ts, ctl), moved as its kind
+    // says: behind a distributed edge, each partition with one control row of its own (StatelessEpoch).
+    def received(edge: Edge): DataFrame = edge.kind match {
+      case EdgeKind.Local | EdgeKind.Isolated => sent(edge)
+      case kind =>
+        val receiver = dag.vertex(edge.to)
+        val byKey = Rebalancing.rebalancedByKey(edge)
+        val (rows, schema) =
+          if (byKey) (SqlBridge.mapInArrow(sent(edge), pythonUdfs(PythonUdfName.Extract(receiver.name, edge.toOrdinal))), ExtractedSchema)
+          else (sent(edge), ItemRowSchema)
+        val ctlAt = schema.length - 1
+        val (moved, senders) = EpochEdges.realize(InPlaceRows.of(rows), schema, ctlAt, kind, receiver.localParallelism,
+          Some(0).filter(_ => byKey))
+        val own = StatelessEpoch.ownControls(receiver.name, moved, ctlAt, schema.length, senders, epochId)
+        SqlBridge.internalCreateDataFrame(spark, own, schema).select(ItemColumns.map(col): _*)
+    }
+
+    /** What stateful vertex `v` receives over its one input edge, as rows of `schema`: where that is an extraction, its
       * items taken apart by Python on the sending side; and from how many senders.
       */
-    def received(v: Vertex, schema: StructType): (RDD[InternalRow], Int) = {
+    def stagedInput(v: Vertex, schema: StructType): (RDD[InternalRow], Int) = {
       val edge = dag.edgesInto(v.name).head
       val extractsHere = schema == ExtractedSchema && !extraction.extractedAtSource(v)
-      val sent = if (extractsHere) SqlBridge.mapInArrow(input(v), pythonUdfs(PythonUdfName.Extract(v.name, 0))) else input(v)
-      EpochEdges.realize(InPlaceRows.of(sent), schema, schema.length - 1, edge.kind, v.localParallelism, Some(0))
+      val rows = if (extractsHere) SqlBridge.mapInArrow(sent(edge), pythonUdfs(PythonUdfName.Extract(v.name, 0))) else sent(edge)
+      EpochEdges.realize(InPlaceRows.of(rows), schema, schema.length - 1, edge.kind, v.localParallelism, Some(0))
     }
 
     // A stage whose Python UDF keeps state over its items (PythonEpochStage).
     def keptInPython(v: Vertex, udf: PythonUdfName): DataFrame = {
-      val (rows, senders) = received(v, ExtractedSchema)
+      val (rows, senders) = stagedInput(v, ExtractedSchema)
       new PythonEpochStage(v.name, pythonUdfs(udf)).run(spark, rows, ExtractedSchema, senders, epoch, operatorIds(v.name),
         metrics.stateOf(v.name))
     }
 
     try {
       // Every sink's senders: the stream is complete when all of them are done.
-      val sent = dag.vertices.collect { case v @ Vertex(_, Sink(sink), _, _, _) =>
-        val written = SinkPartition.write(spark, metrics.counted(v.name, InPlaceRows.of(input(v)), SinkPartition.CtlAt),
-          keepItems = sink.name == "list")
-        if (sink.name == "list") ListSinkRegistry.append(sink.parameters("name").toString, written.flatMap(_.items).toSeq)
+      val sinkControls = dag.vertices.collect { case v @ Vertex(_, Sink(sink), _, _, _) =>
+        val keepsItems = sink.name == "list" || sink.name == "deadLetter"
+        val written = SinkPartition.write(spark,
+          metrics.counted(v.name, InPlaceRows.of(received(dag.edgesInto(v.name).head)), SinkPartition.CtlAt), keepItems = keepsItems)
+        if (keepsItems) ListSinkRegistry.append(sink.parameters("name").toString, written.flatMap(_.items).toSeq)
         written.flatMap(_.controls).map(EpochControl.decode)
       }.flatten
-      val complete = sent.forall(_.done)
-      EpochOutcome(complete, if (complete) Long.MaxValue else EpochControl.coalesce(sent, Long.MinValue).watermark)
+      val complete = sinkControls.forall(_.done)
+      EpochOutcome(complete, if (complete) Long.MaxValue else EpochControl.coalesce(sinkControls, Long.MinValue).watermark)
     } finally kept.foreach(_.unpersist())
   }
 
@@ -194,8 +252,13 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
 }
 
 object EpochEngine {
-  /** The stream source of `dag`: the one source of the job. */
-  def streamSource(dag: PhysicalDag): Vertex = dag.vertices.filter(_.description.isInstanceOf[Source]) match {
+  /** The stream source of `dag`: the one source of the job with a timestamp choice (the others are batch
+    * sources of a join's enriching side).
+    */
+  def streamSource(dag: PhysicalDag): Vertex = dag.vertices.filter(_.description match {
+    case Source(_, timestamps) => timestamps.isDefined
+    case _ => false
+  }) match {
     case Seq(one) => one
     case several => throw new UnsupportedOperationException(
       s"the Spark streaming engine runs one stream source per job, not ${several.map(_.name).mkString(", ")}")

@@ -45,7 +45,7 @@ private[epoch] final class EpochPartition(vertex: String, val partition: Int, ep
     * vertex, unless exactly one control row of this epoch came from each sender.
     */
   def close(): Option[Long] = {
-    val coalesced = closingCoalesced(vertex, partition, epoch, controls.toSeq, senders, own.coalesced)
+    val coalesced = EpochControl.barrier(vertex, partition, epoch, controls.toSeq, senders, own.coalesced)
     coalescedTo = coalesced.watermark
     sendersIdle = coalesced.idle
     closed = true
@@ -90,17 +90,5 @@ private[epoch] object EpochPartition {
     case Some(bytes) =>
       val (own, entries) = SnapshotFormat.decode(bytes).partition(_.key == StateKey)
       (entries, own.head.value.asInstanceOf[Own])
-  }
-
-  /** What the senders' control rows of epoch `epoch` coalesce to, never below `floor`: one row from each
-    * of `senders` distinct senders, or the epoch fails (a lost or repeated barrier).
-    */
-  private def closingCoalesced(vertex: String, partition: Int, epoch: Long, controls: Seq[EpochControl], senders: Int,
-      floor: Long): EpochControl.Coalesced = {
-    val fromSenders = controls.map(_.sender).distinct.sorted
-    if (controls.size != senders || fromSenders.size != senders || controls.exists(_.epoch != epoch))
-      throw new IllegalStateException(s"vertex '$vertex', partition $partition, epoch $epoch: expected one control row " +
-        s"(the epoch's barrier) from each of $senders upstream tasks, got ${controls.map(c => s"${c.sender}@${c.epoch}").mkString("[", ", ", "]")}")
-    EpochControl.coalesce(controls, floor)
   }
 }

@@ -41,7 +41,7 @@ final class StreamingJob(engine: EpochEngine, stream: DataFrame, checkpointDir: 
       while (!completed.isCompleted && !cancelled.get && query.isActive) query.awaitTermination(20)
       query.exception.foreach(e => throw e)
       completed.isCompleted
-    } finally { query.stop(); release() }
+    } finally { query.stop(); release(); engine.close() }
   }
 
   def cancel(): Unit = { cancelled.set(true); query.stop() }

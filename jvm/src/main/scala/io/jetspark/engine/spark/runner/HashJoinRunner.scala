@@ -11,6 +11,7 @@ import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.types.StructType
 import io.jetspark.plan.Vertex
 import io.jetspark.plan.VertexDescription.HashJoin
+import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 
 /** `hash_join` / `inner_hash_join` (and their forms with several enriching sides) on Spark: every
@@ -41,18 +42,29 @@ object HashJoinRunner {
     */
   def run(v: Vertex, streamed: DataFrame, enriching: Seq[DataFrame], mapper: Column): DataFrame = {
     val HashJoin(_, _, inner) = v.description: @unchecked
-    SqlBridge.mapInArrow(joined(streamed.sparkSession, v.name, streamed, enriching, inner), mapper)
+    SqlBridge.mapInArrow(joined(v.name, streamed, tables(streamed.sparkSession, enriching), inner), mapper)
   }
 
-  private def joined(spark: SparkSession, vertexName: String, streamed: DataFrame, enriching: Seq[DataFrame], inner: Boolean): DataFrame = {
-    val tables = enriching.map(side =>
-      spark.sparkContext.broadcast(InPlaceRows.of(side).map(r => (r.getBinary(0), r.getBinary(2))).collect()))
-    val sides = enriching.size
+  /** What an enriching side's extraction (key, values, item) is looked up in: its (key, item) pairs, collected
+    * and broadcast. A stream's join builds them once for the job's life.
+    */
+  def tables(spark: SparkSession, enriching: Seq[DataFrame]): Seq[Broadcast[Array[(Array[Byte], Array[Byte])]]] =
+    enriching.map(side => spark.sparkContext.broadcast(InPlaceRows.of(side).map(r => (r.getBinary(0), r.getBinary(2))).collect()))
+
+  /** The streamed side's rows (an extraction, then what they carry) joined with `tables`: the tuples of
+    * matches, with what each streamed row carries. Rows with a value in column `passedOn` (a stream
+    * epoch's control rows) do not enter the join: they follow the partition's joined rows, that column
+    * last, the item null.
+    */
+  def joined(vertexName: String, streamed: DataFrame, tables: Seq[Broadcast[Array[(Array[Byte], Array[Byte])]]], inner: Boolean,
+      passedOn: Option[String] = None): DataFrame = {
+    val sides = tables.size
     val toExtracted = ExtractedRows.extracted
-    val carried = RowSchemas.carriedColumns(streamed)
+    val carried = RowSchemas.carriedColumns(streamed) ++ passedOn
     val fields = carried.map(streamed.schema.apply)
     val types = fields.map(_.dataType).toArray
     val fanOut = carried.indexOf(RowSchemas.FanOut) // -1: no ids carried
+    val passedAt = passedOn.map(streamed.schema.fieldIndex).getOrElse(-1)
     val copyCarried = ProcessorStage.copyOf(streamed.schema, carried)
     val toItem: InternalRow => Streamed = row => new Streamed(toExtracted(row), copyCarried(row))
     val input = InPlaceRows.of(streamed)
@@ -80,12 +92,17 @@ object HashJoinRunner {
         InternalRow.fromSeq(PythonValues.dumps(tuple) +: beside)
       }
       val join = new HashJoinProcessor(clauses, joined, outer = !inner)
+      val passing = scala.collection.mutable.ArrayBuffer.empty[InternalRow]
+      val entering = if (passedAt < 0) partition else partition.filter { row =>
+        row.isNullAt(passedAt) || { passing += InternalRow.fromSeq(null +: copyCarried(row).toSeq(types.toSeq)); false }
+      }
       // Every enriching side is complete before the first streamed item.
-      val inputs = (partition.map(toItem): Iterator[Any]) +: builds.toIndexedSeq
+      val inputs = (entering.map(toItem): Iterator[Any]) +: builds.toIndexedSeq
       new ProcessorTasklet(join, ProcessorContext(vertexName, index, total), inputs, Seq(1 to sides, Seq(0)))
-        .map(_.asInstanceOf[InternalRow])
+        .map(_.asInstanceOf[InternalRow]) ++ passing.iterator
     }
-    SqlBridge.internalCreateDataFrame(spark, rows, StructType(RowSchemas.ItemSchema.fields ++ fields))
+    val item = RowSchemas.ItemSchema.fields.map(_.copy(nullable = passedOn.isDefined))
+    SqlBridge.internalCreateDataFrame(streamed.sparkSession, rows, StructType(item ++ fields))
   }
 
   /** An enriching side's item and its clause's right key: it is only looked up and passed on, so it needs no

@@ -70,15 +70,18 @@ object SqlBridge {
     }
   }
 
-  /** A shuffle of `rows` (of `schema`) into `partitions` partitions, each row to the partitions `targets`
-    * names (several for a row every receiver must see), rows from one sender in the order it sent them:
-    * Spark's row shuffle, as its exchanges run it, with the partition chosen by the caller.
+  /** A shuffle of `rows` (of `schema`) into `partitions` partitions, each row to the partitions that
+    * `targetsOf(sender)` names for it (several for a row every receiver must see), rows from one sender in
+    * the order it sent them: Spark's row shuffle, as its exchanges run it, with the partition chosen by the
+    * caller. Each sending partition has a function of its own, which may keep state over its rows (a
+    * round-robin's next target).
     */
   def shuffleToTargets(rows: RDD[InternalRow], schema: StructType, partitions: Int)(
-      targets: InternalRow => Iterator[Int]): RDD[InternalRow] = {
+      targetsOf: Int => InternalRow => Iterator[Int]): RDD[InternalRow] = {
     val fields = schema.length
-    val pairs = rows.mapPartitions { it =>
+    val pairs = rows.mapPartitionsWithIndex { (sender, it) =>
       val toUnsafe = UnsafeProjection.create(schema)
+      val targets = targetsOf(sender)
       it.flatMap { row =>
         val unsafe = toUnsafe(row).copy()
         targets(row).map(t => (t, unsafe: InternalRow))
