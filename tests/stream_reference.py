@@ -6,7 +6,7 @@ or ``without_timestamps()``, then ``map``/``filter``/``flat_map``/``peek``, ``me
 that stream, ``rebalance``, hash joins of the stream (the streamed side) with batch enriching sides, and
 windows (sliding, tumbling, session; keyed or global; any operation the batch reference takes) behind
 those stages, which keep nothing between epochs and let the watermarks pass as they are; the same stages
-after a window, ``map_stateful`` and ``rolling_aggregate`` (rules 7 and 8), and list and dead-letter
+after a window, ``map_stateful`` and ``rolling_aggregate`` (rules 8 and 9), and list and dead-letter
 sinks. Everything else is the batch reference's
 (:mod:`reference`): what a stage does to an item, failures and dead letters, joins and merges, a window's
 results. The stream adds when the watermark moves, so which items are late, and when each window is
@@ -25,7 +25,7 @@ emitted:
    ``b`` (so after the last epoch everything is emitted); else the minimum of ``wm_s(b)`` over the live
    (not done) substreams that are not idle after ``b``; when all live ones are idle, the maximum of their
    ``wm_s(b)`` (Jet's coalescer); and never below ``W(b - 1)``. ``W(-1)`` = minus infinity.
-   Idleness (docs/streaming.md, rule 8) is wall-clock, measured on the epochs' times, which are at least
+   Idleness (docs/streaming.md, rule 9) is wall-clock, measured on the epochs' times, which are at least
    1 ms apart. Two timeouts are modelled (``partition_idle_timeout_ms`` of :func:`run_stream_reference`):
    1 ms, where a live substream is idle after every epoch ``b >= 1`` in which it delivered nothing (its
    quiet time counts from epoch 0's time), and 60 s or more, where no substream is ever idle (the tests'
@@ -54,10 +54,10 @@ emitted:
    ``is_early=True`` and the aggregate of those items (:attr:`StreamRun.early`); with ``p`` of 60 s or
    more: none; any other ``p``: not modelled (``None``). (A closed session gains no later item: one at or after the watermark starts past its end.)
 
-7. State across epochs. ``map_stateful`` and ``rolling_aggregate`` (keyed or global) keep their state
+8. State across epochs. ``map_stateful`` and ``rolling_aggregate`` (keyed or global) keep their state
    from one epoch to the next: each output is what the batch reference gives for the item after every
-   item of its key before it, in the order of rule 8. (A window behind them is not evaluated.)
-8. Per-key order. A keyed stateful stage sees each key's items epoch by epoch, and within an epoch each
+   item of its key before it, in the order of rule 9. (A window behind them is not evaluated.)
+9. Per-key order. A keyed stateful stage sees each key's items epoch by epoch, and within an epoch each
    substream's items in their order; a global stage is one key. How the items of different substreams
    interleave within one epoch is not promised: they reach the stage from different senders, over a
    shuffle. :func:`order_allowed` says whether an order is one of those. The reference takes an epoch's
@@ -213,7 +213,7 @@ def unending_watermarks(timestamps: list[list[tuple[int, int | None]]], substrea
 
 
 def order_allowed(seen: list[tuple[int, int, int]]) -> bool:
-    """Rule 8: whether a stateful stage may see one key's items in this order, each item given as
+    """Rule 9: whether a stateful stage may see one key's items in this order, each item given as
     ``(epoch, substream, offset in substream)``: epochs never go back, and each substream's offsets rise."""
     last_offset: dict[int, int] = {}
     for (epoch, substream, offset), before in zip(seen, [None, *seen]):

@@ -1,8 +1,8 @@
 """State across epochs on the Spark epoch engine (issue 24, docs/streaming.md): ``map_stateful`` and
-``rolling_aggregate``, keyed and global, against the brute-force stream reference (rules 7 and 8 of
+``rolling_aggregate``, keyed and global, against the brute-force stream reference (rules 8 and 9 of
 :mod:`stream_reference`).
 
-How the items of different substreams interleave at a key within one epoch is not promised (rule 8), so
+How the items of different substreams interleave at a key within one epoch is not promised (rule 9), so
 the outputs compared with the reference never depend on it: the state is kept per substream, or the key
 holds one substream. The interleaving the engine did take is checked with
 :func:`stream_reference.order_allowed`.
@@ -39,8 +39,8 @@ def numbered(stream: StreamInput) -> StreamInput:
 
 def seen_by_substream(state: dict[int, tuple[int, ...]], key: Any, e: dict[str, int]) -> tuple[Any, Any]:
     """map_stateful's function: the offsets of the items a key saw, per substream; each output is the
-    key, the item and what its substream gave the key so far, which rule 8 fixes. The state also holds
-    every item in the order the stage saw them (``"all"``), which only rule 8 constrains."""
+    key, the item and what its substream gave the key so far, which rule 9 fixes. The state also holds
+    every item in the order the stage saw them (``"all"``), which only rule 9 constrains."""
     mine = (*state.get(e["s"], ()), e["i"])
     state = {**state, e["s"]: mine, "all": (*state.get("all", ()), (e["s"], e["i"]))}
     return state, {"key": key, "s": e["s"], "i": e["i"], "mine": mine, "all": state["all"]}
@@ -63,7 +63,7 @@ def stateful_from(source: Any, keyed: bool) -> None:
 
 def check_stateful(jet: Any, stream: StreamInput, keyed: bool) -> list[dict[str, Any]]:
     """Runs :func:`stateful`: what rule 8 fixes equals the reference's, and each key saw its items in an
-    order rule 8 allows, every one once; returns the outputs."""
+    order rule 9 allows, every one once; returns the outputs."""
     p = stateful(stream, keyed)
     expected = run_stream_reference(p).outputs["out"]
     job, (got,) = run_job(jet, p, "out")
@@ -93,7 +93,7 @@ def test_random_map_stateful_keeps_its_state_across_epochs(jet: Any, stream: Str
 
 def rolling(stream: StreamInput, keyed: bool, operation: str) -> Pipeline:
     """A rolling aggregation per (substream, key), or global over the one substream ``stream`` must then
-    have: rule 8 fixes the order of either's items."""
+    have: rule 9 fixes the order of either's items."""
     p = Pipeline.create()
     stage = stream.source(p).filter(lambda e: e["v"] != 7)
     if keyed:
