@@ -62,7 +62,7 @@ def stateful_from(source: Any, keyed: bool) -> None:
 
 
 def check_stateful(jet: Any, stream: StreamInput, keyed: bool) -> list[dict[str, Any]]:
-    """Runs :func:`stateful`: what rule 8 fixes equals the reference's, and each key saw its items in an
+    """Runs :func:`stateful`: what rule 9 fixes equals the reference's, and each key saw its items in an
     order rule 9 allows, every one once; returns the outputs."""
     p = stateful(stream, keyed)
     expected = run_stream_reference(p).outputs["out"]
