@@ -213,8 +213,8 @@ def test_a_window_behind_a_source_without_timestamps_breaks_the_rule():
 
 
 def test_stream_stages_it_does_not_model_are_refused():
-    # A window reads the source's watermarks through stateless stages only.
-    with pytest.raises(NotImplementedError, match="through map, filter, flat_map and peek only"):
+    # A window reads the source's watermarks through stages that keep nothing between epochs only.
+    with pytest.raises(NotImplementedError, match="through map, filter, flat_map, peek, merge and hash joins only"):
         stream([[1]], 1, 0, lambda s: tumbling_count(10)(s.map_stateful(lambda: 0, lambda n, x: (n, x))))
 
 

@@ -59,6 +59,12 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
   private val joins = new EpochJoins(spark, dag, pythonUdfs)
 
   dag.vertices.foreach(requireSupported)
+  // Items numbered to restore their order (preserve_order) would need their numbers kept across epochs:
+  // refused rather than run out of order.
+  dag.vertices.find(_.assignsSequence).foreach { v =>
+    throw new UnsupportedOperationException(s"vertex '${v.name}' numbers its items so that their order is restored " +
+      "further on (preserve_order): the Spark streaming engine does not run this yet")
+  }
 
   private def requireSupported(v: Vertex): Unit = v.description match {
     // A batch stage: read once, as a join's enriching side.
