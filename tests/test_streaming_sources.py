@@ -303,3 +303,86 @@ def test_a_dataframe_s_time_from_a_python_function_matches_the_reference(jet: An
         metrics, got = run_epochs(jet, p, len(epochs))
     assert as_multiset(got) == as_multiset(expected.outputs["out"])
     assert metrics["late_events_dropped"] == sum(expected.late_dropped.values()) == 1
+
+
+# Rows read in the JVM: a streaming DataFrame of one substream, its time a column, read straight by a
+# sliding or tumbling window whose key and values are columns, enters the window as rows, in as many
+# tasks as its micro-batch has (docs/streaming.md, "Rows read in the JVM"). name -> (the operation, the
+# part of a result that is the same whoever wins a tie: a pick's value, not which row holds it)
+ROWS_OPERATIONS: dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]] = {
+    "counting": (AggregateOperations.counting, lambda r: r),
+    "summing": (lambda: AggregateOperations.summing("v"), lambda r: r),
+    "max_by": (lambda: AggregateOperations.max_by("v"), lambda r: r and r["v"]),
+    "all_of": (lambda: AggregateOperations.all_of(AggregateOperations.counting(), AggregateOperations.min_by("v")),
+               lambda r: (r[0], r[1] and r[1]["v"])),
+}
+
+
+def rows_pipeline(df: Any, lag: int, window: Any, keyed: bool, operation: Any) -> Pipeline:
+    p = Pipeline.create()
+    stage = p.read_from(Sources.dataframe(df)).with_timestamps("t", allowed_lag_ms=lag)
+    (stage.grouping_key("k") if keyed else stage).window(window).aggregate(operation).write_to(Sinks.list("out"))
+    return p
+
+
+def settled(results: list[Any], of_result: Callable[[Any], Any]) -> Counter[Any]:
+    return Counter((getattr(r, "key", None), r.start, r.end, of_result(r.result)) for r in results)
+
+
+@settings(max_examples=examples(3), deadline=None)
+@given(stream=stream_inputs(max_substreams=3, max_items=6), window=st.sampled_from(["sliding", "tumbling"]),
+       keyed=st.booleans(), op=st.sampled_from(sorted(ROWS_OPERATIONS)), parts=st.sampled_from([1, 3]))
+def test_random_rows_read_in_the_jvm_match_the_reference_in_any_number_of_tasks(
+        jet: Any, stream: StreamInput, window: str, keyed: bool, op: str, parts: int) -> None:
+    """The reference reads the same rows as Python items, one epoch a file; the engine reads them as rows,
+    each micro-batch in ``parts`` tasks (the parts of one substream: its watermark is the greatest of
+    theirs, and an event is late by the watermark as of the epoch before)."""
+    epochs = cut(stream)
+    operation, of_result = ROWS_OPERATIONS[op]
+    with tempfile.TemporaryDirectory(prefix="jetspark-rows-stream-") as directory:
+        df = files_stream(jet, directory, epochs)
+        p = rows_pipeline(df.repartition(parts) if parts > 1 else df, stream.allowed_lag_ms, WINDOWS[window], keyed,
+                          operation())
+        expected = run_stream_reference(p, epochs=as_rows(epochs))
+        metrics, got = run_epochs(jet, p, len(epochs))
+    assert metrics["typed_windows"], "the window did not read the rows in the JVM"
+    assert settled(got, of_result) == settled(expected.outputs["out"], of_result)
+    assert metrics["late_events_dropped"] == sum(expected.late_dropped.values())
+    assert metrics["vertices"]["dataframe-source"]["items_out"] == sum(map(len, epochs))
+
+
+def test_a_pick_over_rows_gives_the_row_python_would_have_read(jet: Any) -> None:
+    """``max_by`` over rows read in the JVM gives the whole row as a Row, its fields by name; one task."""
+    epochs = [[{"s": 0, "k": 1, "v": 3, "t": 2}, {"s": 0, "k": 1, "v": 9, "t": 4}], [{"s": 0, "k": 1, "v": 5, "t": 30}]]
+    with tempfile.TemporaryDirectory(prefix="jetspark-rows-pick-") as directory:
+        p = rows_pipeline(files_stream(jet, directory, epochs), 0, WindowDefinition.tumbling(10), True,
+                          AggregateOperations.max_by("v"))
+        metrics, got = run_epochs(jet, p, 2)
+    # epoch 1 moves the watermark to 30: window [0, 10) of key 1 is complete, its greatest v the row at t=4
+    assert [(r.key, r.start, r.end, r.result.asDict()) for r in got] == [(1, 0, 10, {"s": 0, "k": 1, "v": 9, "t": 4})]
+    assert metrics["typed_windows"] == ["windowAggregate-accumulate"]
+
+
+def test_late_rows_are_counted_one_by_one_against_the_watermark_of_the_epoch_before(jet: Any) -> None:
+    """Epoch 0 moves the watermark to 100 (no lag); epoch 1's three rows of one key in frame [0, 10) are
+    late, and so is epoch 2's; the row at t=101 is not. Counted per row, not per frame."""
+    epochs = [[{"s": 0, "k": 1, "v": 1, "t": 100}],
+              [{"s": 0, "k": 1, "v": 2, "t": 5}, {"s": 0, "k": 1, "v": 3, "t": 6}, {"s": 0, "k": 1, "v": 4, "t": 7}],
+              [{"s": 0, "k": 1, "v": 5, "t": 101}, {"s": 0, "k": 1, "v": 6, "t": 9}, {"s": 0, "k": 1, "v": 7, "t": 200}]]
+    with tempfile.TemporaryDirectory(prefix="jetspark-rows-late-") as directory:
+        p = rows_pipeline(files_stream(jet, directory, epochs), 0, WindowDefinition.tumbling(10), True,
+                          AggregateOperations.counting())
+        metrics, got = run_epochs(jet, p, 3)
+    assert metrics["typed_windows"] == ["windowAggregate-accumulate"]
+    assert metrics["late_events_dropped"] == 4
+    # the watermark reached 200: windows [100, 110) (two rows) is complete, [200, 210) is not
+    assert sorted((r.key, r.start, r.end, r.result) for r in got) == [(1, 100, 110, 2)]
+
+
+def test_rows_that_a_python_step_reads_first_are_items(jet: Any) -> None:
+    """A filter between the source and the window needs Python items: no window reads the rows."""
+    with tempfile.TemporaryDirectory(prefix="jetspark-rows-filter-") as directory:
+        epochs = [[{"s": 0, "k": 1, "v": 3, "t": 2}]]
+        p = dataframe_pipeline(files_stream(jet, directory, epochs), None, 0, WINDOWS["tumbling"], True)
+        metrics, _ = run_epochs(jet, p, 1)
+    assert metrics["typed_windows"] == []

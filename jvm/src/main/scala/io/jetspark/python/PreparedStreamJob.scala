@@ -41,7 +41,8 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
           sourceExtraction.windowAtSource.isEmpty =>
         PythonWorkJson.extraction(extractions, PythonExtraction(v, 0, None, Nil, sourceTime, timedInput = false, None,
           deadLetter = false), sequenced = false, controlled = true)
-      case v @ Vertex(_, WindowAggregate(stage, _, op: PythonAggregateSpec, key), _, _, _) if stage != AggregationStage.Combine =>
+      case v @ Vertex(_, WindowAggregate(stage, _, op: PythonAggregateSpec, key), _, _, _) if stage != AggregationStage.Combine &&
+          !sourceExtraction.readsRows(v) =>
         timedExtraction(extractions, v, key, Some(op), sourceTime.filter(_ => sourceExtraction.extractedAtSource(v)))
       case v @ Vertex(_, RollingAggregate(key, op: PythonAggregateSpec), _, _, _) => timedExtraction(extractions, v, key, Some(op), None)
       case v @ Vertex(_, MapStateful(key, _, _), _, _, _) => timedExtraction(extractions, v, key, None, None)
@@ -79,9 +80,11 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
         "dead_letter" -> deadLetter, "sequenced" -> false, "timed" -> true, "controlled" -> true).asJava
     }.asJava))
     // A batch DataFrame's rows (a join's enriching side) as items; the stream's, with the columns the JVM
-    // reads beside them passed on.
+    // reads beside them passed on, unless a window reads them as rows.
     val sources = work.putArray("dataframe_sources")
-    PythonWork.dataframeSources(dag).foreach { case (v, schema) =>
+    PythonWork.dataframeSources(dag).filterNot { case (v, _) =>
+      v.name == sourceExtraction.source.name && sourceExtraction.rowsWindow.isDefined
+    }.foreach { case (v, schema) =>
       val node = sources.addObject().put("vertex", v.name).put("schema", schema.json)
       if (v.name == sourceExtraction.source.name) {
         val passed = node.putArray("passed")

@@ -17,10 +17,16 @@ import java.nio.ByteBuffer
   * @param idle      the sender is idle at the epoch's end (Jet's `IDLE_MESSAGE`): its substream delivered
   *                  nothing for the idle timeout, or every live sender of its own is idle; receivers leave
   *                  it out of their watermark until it is active again
+  * @param part      the sender holds one part of a substream that other senders flagged so hold the rest of
+  *                  (the tasks of a micro-batch that one substream fills, [[RowsWindowStage]]): its
+  *                  watermark is the substream's only as far as its own rows go, so a receiver takes the
+  *                  greatest of the parts' watermarks as that substream's, not the least
   */
-final case class EpochControl(sender: Int, epoch: Long, watermark: Long, done: Boolean, idle: Boolean = false) {
+final case class EpochControl(sender: Int, epoch: Long, watermark: Long, done: Boolean, idle: Boolean = false,
+    part: Boolean = false) {
   def encode: Array[Byte] = ByteBuffer.allocate(EpochControl.Size).putInt(sender).putLong(epoch).putLong(watermark)
-    .put(((if (done) EpochControl.DoneBit else 0) | (if (idle) EpochControl.IdleBit else 0)).toByte).array()
+    .put(((if (done) EpochControl.DoneBit else 0) | (if (idle) EpochControl.IdleBit else 0) |
+      (if (part) EpochControl.PartBit else 0)).toByte).array()
 }
 
 object EpochControl {
@@ -29,16 +35,17 @@ object EpochControl {
   private val Size = 4 + 8 + 8 + 1
   private val DoneBit = 1
   private val IdleBit = 2
+  private val PartBit = 4
 
   def decode(bytes: Array[Byte]): EpochControl = {
     if (bytes.length != Size) throw new IllegalStateException(s"a control row of ${bytes.length} bytes, not $Size")
     val b = ByteBuffer.wrap(bytes)
     val (sender, epoch, watermark, flags) = (b.getInt, b.getLong, b.getLong, b.get())
-    EpochControl(sender, epoch, watermark, (flags & DoneBit) != 0, (flags & IdleBit) != 0)
+    EpochControl(sender, epoch, watermark, (flags & DoneBit) != 0, (flags & IdleBit) != 0, (flags & PartBit) != 0)
   }
 
-  /** What a receiver's senders' control rows coalesce to ([[WatermarkCoalescer]], one input per row, never
-    * below `floor`): the watermark, and whether the receiver is idle itself (every sender not done is idle).
+  /** What a receiver's senders' control rows coalesce to ([[WatermarkCoalescer]], one input per row, the
+    * parts of a substream one input together, never below `floor`): the watermark, and whether the receiver is idle itself (every sender not done is idle).
     */
   final case class Coalesced(watermark: Long, idle: Boolean)
 
@@ -54,7 +61,11 @@ object EpochControl {
     coalesce(controls, floor)
   }
 
-  def coalesce(controls: Seq[EpochControl], floor: Long): Coalesced = {
+  def coalesce(senders: Seq[EpochControl], floor: Long): Coalesced = {
+    // The parts of one substream are one input: it is done, or idle, once every part is.
+    val (parts, whole) = senders.partition(_.part)
+    val controls = whole ++ parts.headOption.map(_.copy(watermark = parts.map(_.watermark).max, done = parts.forall(_.done),
+      idle = parts.forall(_.idle)))
     val coalescer = new WatermarkCoalescer(math.max(1, controls.size))
     coalescer.restore(WatermarkCoalescerState(floor))
     // A fresh coalescer starts every input active, so IdleMessage comes out only once the last one fed is

@@ -1,13 +1,14 @@
 package io.jetspark.engine.spark.epoch
 
 import io.jetspark.core.eventtime.{EventTimePolicy, InsertWatermarksProcessor, SubstreamItem}
+import io.jetspark.core.window.SlidingWindowPolicy
 import io.jetspark.engine.ListSinkRegistry
 import io.jetspark.engine.spark.{PythonUdfName, Rebalancing}
 import io.jetspark.engine.spark.rows.{InPlaceRows, RowSchemas}
 import io.jetspark.engine.spark.rows.RowSchemas.{Failure, Item, Ts}
 import io.jetspark.item.PythonAggregations
 import io.jetspark.pipeline.PythonAggregateSpec
-import io.jetspark.pipeline.definition.TimestampPolicy
+import io.jetspark.pipeline.definition.{SlidingWindowDefinition, TimestampPolicy}
 import io.jetspark.plan.VertexDescription._
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
 import org.apache.spark.rdd.RDD
@@ -38,8 +39,9 @@ final case class EpochOutcome(complete: Boolean, watermark: Long)
   * physical DAG, as ordinary Spark jobs, with the epoch's control rows in band ([[EpochControl]],
   * [[EpochEdges]]) and each stateful vertex's state kept from one epoch to the next ([[EpochStage]]).
   *
- * The vertices it runs: a stream source ([[EpochSources]]) with its substreams' watermarks, or none,
-  * chains of Python steps, windows whose operations the JVM runs ([[EpochWindows]]), rolling
+  * The vertices it runs: a stream source ([[EpochSources]]) with its substreams' watermarks, or none,
+  * chains of Python steps, windows whose operations the JVM runs ([[EpochWindows]]; where the first stage
+  * reads a streaming DataFrame's rows, [[RowsWindowStage]]), rolling
   * aggregations ([[EpochRolling]], or Python's where the operation has a user-defined part) and
   * `map_stateful` (Python's, [[PythonEpochStage]]), and list and noop sinks. Anything else fails before
   * the query starts, naming the
@@ -95,6 +97,9 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
   /** The stream source's vertex: the one stream source of the job. */
   val source: Vertex = extraction.source
 
+  /** The windows whose first stage reads the source's rows in the JVM ([[RowsWindowStage]]). */
+  def typedWindows: Seq[String] = extraction.rowsWindow.map(_._1.name).toSeq
+
   /** Runs epoch `epochId` over `batch`, the micro-batch of the stream source. */
   def runEpoch(batch: DataFrame, epochId: Long): EpochOutcome = {
     val epoch = EpochRun(epochId, stateRoot, runId, clock.nextEpoch())
@@ -117,11 +122,25 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         val (out, failed) = joins.output(v, received(dag.edgesInto(v.name).head), keep)
         failed.foreach(extractionLetters(v.name) = _)
         out
+      case w @ WindowAggregate(_, s: SlidingWindowDefinition, op: PythonAggregateSpec, _) if extraction.readsRows(v) =>
+        val (_, typed) = extraction.rowsWindow.get
+        val lag = source.description match {
+          case Source(_, timestamps) => EpochSources.allowedLag(timestamps.get)
+          case other => throw new IllegalStateException(s"the stream source is ${other.describe}")
+        }
+        // The substream's watermark as of the epoch before, as the stage's tasks noted it.
+        val before = metrics.watermarkOf(source.name).getOrElse(Long.MinValue)
+        val frames = new RowsWindowStage(v.name, typed, SlidingWindowPolicy(s.sizeMs, s.slideMs),
+          PythonAggregations.bindInputs(Seq(op)), lag).run(batch, epochId, before, metrics.itemsOutCounter(source.name),
+          metrics.lateEvents(v.name), metrics.watermarksOf(source.name))
+        SqlBridge.internalCreateDataFrame(spark, frames, FramesSchema)
       case w: WindowAggregate =>
         val schema = if (w.stage == AggregationStage.Combine) FramesSchema else ExtractedSchema
         val (rows, senders) = stagedInput(v, schema)
+        // Where the first stage read the source's rows, a result's items are those rows.
+        val rowItems = extraction.rowsWindow.collect { case (first, typed) if dag.edgesInto(v.name).head.from == first.name => typed.rowItems }
         val stage = EpochWindows.stage(v.name, w, PythonAggregations.bindInputs(Seq(w.op.asInstanceOf[PythonAggregateSpec])),
-          dag.onlyNoopSinksRead(v.name), epoch.timeMs)
+          dag.onlyNoopSinksRead(v.name), epoch.timeMs, rowItems.getOrElse(identity))
         val out = stage.run(spark, rows, schema.length - 1, senders, epoch, operatorIds(v.name), metrics.stateOf(v.name),
           Some(metrics.lateEvents(v.name)))
         SqlBridge.internalCreateDataFrame(spark, out, if (w.stage == AggregationStage.Accumulate) FramesSchema else ItemRowSchema)

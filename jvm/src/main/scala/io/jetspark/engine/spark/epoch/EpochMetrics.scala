@@ -42,7 +42,8 @@ final class EpochMetrics(sc: SparkContext, dag: PhysicalDag, windows: Set[String
         else {
           val control = EpochControl.decode(row.getBinary(ctlAt))
           val watermark = if (control.done) Long.MaxValue else control.watermark
-          marks.add((control.sender, watermark, watermark))
+          // The parts of one substream note theirs in one place, where the greatest stays (EpochControl.part).
+          marks.add((if (control.part) 0 else control.sender, watermark, watermark))
         }
         row
       }
@@ -51,6 +52,15 @@ final class EpochMetrics(sc: SparkContext, dag: PhysicalDag, windows: Set[String
 
   /** The items `vertex` emitted so far. */
   def itemsOutOf(vertex: String): Long = itemsOut(vertex).sum
+
+  /** Where a stage that reads `vertex`'s items itself, without a pass of [[counted]], counts them. */
+  def itemsOutCounter(vertex: String): LongAccumulator = itemsOut(vertex)
+
+  /** Where a stage that makes `vertex`'s watermarks itself notes them, per partition. */
+  def watermarksOf(vertex: String): LatestPerPartition = watermarks(vertex)
+
+  /** The least watermark `vertex`'s partitions sent on, after the first. */
+  def watermarkOf(vertex: String): Option[Long] = watermarks(vertex).value.values.map(_._2).minOption
 
   /** Into `job`: `items_read` (by the sources), `items_written` (by the sinks), `state_bytes` (all
     * vertices) and `vertices`, per vertex: `items_in`, `items_out`, `watermark` (the least its partitions
@@ -64,7 +74,7 @@ final class EpochMetrics(sc: SparkContext, dag: PhysicalDag, windows: Set[String
       val node = vertices.putObject(v.name)
         .put("items_in", dag.edgesInto(v.name).map(e => itemsOutOf(e.from)).sum)
         .put("items_out", itemsOutOf(v.name))
-      watermarks(v.name).value.values.map(_._2).minOption.foreach { wm =>
+      watermarkOf(v.name).foreach { wm =>
         node.put("watermark", wm)
         lag(now, wm).foreach(node.put("watermark_lag_ms", _))
       }

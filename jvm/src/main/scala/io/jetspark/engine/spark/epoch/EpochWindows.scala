@@ -4,7 +4,7 @@ import io.jetspark.core.Processor
 import io.jetspark.core.aggregate.{AggregateOperation, AggregateOperations}
 import io.jetspark.core.window._
 import io.jetspark.engine.spark.rows.PartialCodec
-import io.jetspark.engine.spark.window.{TimedEvent, WindowRunner}
+import io.jetspark.engine.spark.window.{TimedEvent, TypedWindow, WindowRunner}
 import io.jetspark.item.Extracted
 import io.jetspark.pipeline.definition.{SessionWindowDefinition, SlidingWindowDefinition}
 import io.jetspark.plan.AggregationStage
@@ -24,10 +24,11 @@ object EpochWindows {
 
   /** The stage of window vertex `vertex`, whose operation the JVM runs as `op`, in the epoch of time
     * `epochTimeMs`. Where no reader takes its results (`unread`: noop sinks only), each leaves as an empty
-    * item, counted and dropped, as [[WindowRunner]] leaves them.
+    * item, counted and dropped, as [[WindowRunner]] leaves them; else as the pickle of its result, whose
+    * items `resultItems` makes what Python reads (where they are rows read in the JVM, [[TypedWindow.rowItems]]).
     */
   def stage(vertex: String, w: WindowAggregate, op: AggregateOperation[Extracted, Any, Any], unread: Boolean,
-      epochTimeMs: Long): EpochStage = {
+      epochTimeMs: Long, resultItems: Any => Any): EpochStage = {
     val keyed = w.key.isDefined
     val events = AggregateOperations.mapping((e: TimedEvent) => e.event)(op)
     val keyOf: TimedEvent => Any = if (keyed) _.event.key else _ => NonKeyed
@@ -39,7 +40,7 @@ object EpochWindows {
         case g: WindowResult[_] => g.end
         case other => throw new IllegalStateException(s"vertex '$vertex': a window emitted $other")
       }
-      InternalRow(if (unread) Array.emptyByteArray else WindowRunner.resultPickle(r), end - 1)
+      InternalRow(if (unread) Array.emptyByteArray else WindowRunner.resultPickle(resultItems(r)), end - 1)
     }
     val slidingLate: Processor => Long = p => p.asInstanceOf[SlidingWindowProcessor[_, _, _]].lateEventsDropped
     (w.window, w.stage) match {

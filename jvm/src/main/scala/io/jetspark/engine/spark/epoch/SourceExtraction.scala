@@ -1,8 +1,13 @@
 package io.jetspark.engine.spark.epoch
 
-import io.jetspark.pipeline.definition.Extractor
-import io.jetspark.plan.VertexDescription.WindowAggregate
+import io.jetspark.engine.spark.TypedPlan
+import io.jetspark.engine.spark.window.TypedWindow
+import io.jetspark.item.PythonAggregations
+import io.jetspark.pipeline.PythonAggregateSpec
+import io.jetspark.pipeline.definition.{Extractor, SlidingWindowDefinition, TimestampPolicy}
+import io.jetspark.plan.VertexDescription.{Source, WindowAggregate}
 import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
+import org.apache.spark.sql.DataFrame
 
 /** What Python reads from a stream source's items, decided once for the job and read by both the UDFs'
   * description ([[io.jetspark.python.PreparedStreamJob]]) and the epochs ([[EpochEngine]]).
@@ -11,6 +16,10 @@ import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
   * source's only reader is a window's first stage, and the source is all that window reads, that same
   * trip also reads the window's key and values ([[windowAtSource]]): the items cross into Python once on
   * their way into the window, not twice, and the source's watermark stage passes the window's rows on.
+  *
+  * Where Python need not read them at all, it does not: a streaming DataFrame of one substream, its time a
+  * column, whose only reader is a sliding or tumbling window's first stage that the JVM can read its rows
+  * for ([[TypedWindow.plan]]), goes to that window as rows ([[rowsWindow]], [[RowsWindowStage]]).
   */
 final class SourceExtraction(dag: PhysicalDag, val source: Vertex) {
 
@@ -28,6 +37,28 @@ final class SourceExtraction(dag: PhysicalDag, val source: Vertex) {
         })
       case _ => None
     }
+
+  /** The window first stage that reads the source's rows in the JVM, with their reading, if any. */
+  val rowsWindow: Option[(Vertex, TypedWindow)] = source.description match {
+    case Source(definition, Some(TimestampPolicy.FromItems(ts @ (Extractor.FieldName(_) | Extractor.ColumnExpr(_)), _)))
+        if EpochSources.isDataFrame(source) && EpochSources.substreamColumn(definition).isEmpty =>
+      dag.edgesFrom(source.name) match {
+        case Seq(edge) if edge.errorsOf.isEmpty && dag.edgesInto(edge.to).size == 1 =>
+          val window = dag.vertex(edge.to)
+          window.description match {
+            case WindowAggregate(AggregationStage.Accumulate, _: SlidingWindowDefinition, op: PythonAggregateSpec, key)
+                if !PythonAggregations.runsInPython(window) =>
+              TypedWindow.plan(TypedPlan.stageOf(window), key, ts, op,
+                definition.parameters("dataframe").asInstanceOf[DataFrame]).toOption.map(window -> _)
+            case _ => None
+          }
+        case _ => None
+      }
+    case _ => None
+  }
+
+  /** Whether the source's rows reach the window's first stage `window` as rows ([[rowsWindow]]). */
+  def readsRows(window: Vertex): Boolean = rowsWindow.exists(_._1.name == window.name)
 
   /** Whether `window`'s rows come extracted from the source already. */
   def extractedAtSource(window: Vertex): Boolean = windowAtSource.exists(_.name == window.name)

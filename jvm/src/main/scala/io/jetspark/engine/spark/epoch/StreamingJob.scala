@@ -48,7 +48,8 @@ final class StreamingJob(engine: EpochEngine, stream: DataFrame, checkpointDir: 
 
   /** The job's progress so far, as JSON: `{"epochs", "watermark" (the sinks' coalesced input watermark,
     * null before the first), "watermark_lag_ms" (its lag behind the wall clock, while finite),
-    * "late_events_dropped" (all windows), and the figures of [[EpochMetrics.write]]}`.
+    * "late_events_dropped" (all windows), "typed_windows" (the windows that read the source's rows in the
+    * JVM), and the figures of [[EpochMetrics.write]]}`.
     */
   def metricsJson(): String = {
     val mapper = new com.fasterxml.jackson.databind.ObjectMapper()
@@ -57,6 +58,8 @@ final class StreamingJob(engine: EpochEngine, stream: DataFrame, checkpointDir: 
     if (watermark == Long.MinValue) node.putNull("watermark") else node.put("watermark", watermark)
     EpochMetrics.lag(now, watermark).foreach(node.put("watermark_lag_ms", _))
     node.put("late_events_dropped", engine.metrics.lateEvents.values.map(_.sum.toLong).sum)
+    val typed = node.putArray("typed_windows")
+    engine.typedWindows.foreach(typed.add)
     engine.metrics.write(node, now)
     mapper.writeValueAsString(node)
   }
