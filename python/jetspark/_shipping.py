@@ -16,6 +16,7 @@ import functools
 import importlib.machinery
 import os
 import site
+import subprocess
 import sys
 import sysconfig
 import types
@@ -87,10 +88,10 @@ def _names(code: types.CodeType) -> set[str]:
 def _importable_everywhere(module: types.ModuleType) -> bool:
     """Whether a worker imports ``module`` by itself: it has no file (built in), lives where Python
     installs modules, is pyspark or jetspark, or is found on a path the workers share (PYTHONPATH, the
-    directories .pth files add, such as an editable install's). Found only in the driver's script directory
-    or working directory, or not at all, it is not. (Pickled by value, a module that the workers could import
-    would give them a second copy of its classes, which plain pickle then refuses.) ``__main__`` is pickled
-    by value by cloudpickle anyway."""
+    directories .pth files add, such as an editable install's). Found only in the driver's script directory,
+    its working directory or a directory added to ``sys.path`` as it runs, or not at all, it is not.
+    (Pickled by value, a module that the workers could import would give them a second copy of its classes,
+    which plain pickle then refuses.) ``__main__`` is pickled by value by cloudpickle anyway."""
     file = getattr(module, "__file__", None)
     if module.__name__ in ("__main__", "pyspark", "jetspark", "py4j") or file is None:
         return True
@@ -102,10 +103,26 @@ def _importable_everywhere(module: types.ModuleType) -> bool:
 
 
 def _shared_path() -> list[str]:
-    """``sys.path`` without what only the driver has: the script's directory (``sys.path[0]``, which a test
-    runner may also set) and the working directory."""
-    private = {Path(p or ".").resolve() for p in (sys.path[0] if sys.path else "", "", os.getcwd())}
-    return [p for p in sys.path[1:] if p and Path(p).resolve() not in private]
+    """The directories a Python worker searches for modules: those this interpreter starts with (its
+    installation, PYTHONPATH, the directories .pth files add), not the driver's ``sys.path``, which the
+    driver changes as it runs: the script's directory leaves ``sys.path[0]`` once anything is inserted before
+    it (a script's ``sys.path.insert(0, ...)``, a test runner's), and directories added at run time reach no
+    worker. The working directory is the driver's alone too (a worker's is its own)."""
+    cwd = Path.cwd().resolve()
+    return [p for p in _startup_path(sys.executable, os.environ.get("PYTHONPATH", "")) if Path(p).resolve() != cwd]
+
+
+@functools.lru_cache(maxsize=4)
+def _startup_path(python: str, pythonpath: str) -> tuple[str, ...]:
+    """The module search path a fresh ``python`` starts with under this environment (``pythonpath`` is
+    its PYTHONPATH, here to key the cache), without the working directory that ``-c`` puts first (as "")."""
+    # (sys is built in: nothing is imported from the working directory.)
+    code = "import sys; print('\\0'.join(sys.path), end='')"
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise RuntimeError(f"shipping the user's modules to the workers: {python} did not start, so which "
+                           f"modules the workers import by themselves is unknown:\n{done.stderr}")
+    return tuple(p for p in done.stdout.split("\0") if p)
 
 
 @functools.lru_cache(maxsize=1)
