@@ -37,25 +37,23 @@ def numbered(stream: StreamInput) -> StreamInput:
                        stream.items_per_batch, stream.allowed_lag_ms)
 
 
+def seen_by_substream(state: dict[int, tuple[int, ...]], key: Any, e: dict[str, int]) -> tuple[Any, Any]:
+    """map_stateful's function: the offsets of the items a key saw, per substream; each output is the
+    key, the item and what its substream gave the key so far, which rule 9 fixes. The state also holds
+    every item in the order the stage saw them (``"all"``), which only rule 9 constrains."""
+    mine = (*state.get(e["s"], ()), e["i"])
+    state = {**state, e["s"]: mine, "all": (*state.get("all", ()), (e["s"], e["i"]))}
+    return state, {"key": key, "s": e["s"], "i": e["i"], "mine": mine, "all": state["all"]}
+
+
 def stateful(stream: StreamInput, keyed: bool) -> Pipeline:
-    """``stream`` through a filter and :func:`stateful_from`'s ``seen_by_substream``, per key ``"k"`` or
-    global, to the list ``out``."""
+    """``stream`` through a filter and :func:`seen_by_substream`, per key ``"k"`` or global, to the list ``out``."""
     p = Pipeline.create()
     stateful_from(stream.source(p), keyed)
     return p
 
 
 def stateful_from(source: Any, keyed: bool) -> None:
-    # Nested, so that its pickle carries it by value: a test module's own functions reach the workers
-    # only where jetspark ships the module, which the full suite's sys.path once defeated (issue 24 note).
-    def seen_by_substream(state: dict[int, tuple[int, ...]], key: Any, e: dict[str, int]) -> tuple[Any, Any]:
-        """map_stateful's function: the offsets of the items a key saw, per substream; each output is the
-        key, the item and what its substream gave the key so far, which rule 9 fixes. The state also holds
-        every item in the order the stage saw them (``"all"``), which only rule 9 constrains."""
-        mine = (*state.get(e["s"], ()), e["i"])
-        state = {**state, e["s"]: mine, "all": (*state.get("all", ()), (e["s"], e["i"]))}
-        return state, {"key": key, "s": e["s"], "i": e["i"], "mine": mine, "all": state["all"]}
-
     stage = source.filter(lambda e: e["v"] != 7)
     if keyed:
         stage.grouping_key("k").map_stateful(dict, seen_by_substream).write_to(Sinks.list("out"))
