@@ -308,13 +308,16 @@ def test_a_dataframe_s_time_from_a_python_function_matches_the_reference(jet: An
 # Rows read in the JVM: a streaming DataFrame of one substream, its time a column, read straight by a
 # sliding or tumbling window whose key and values are columns, enters the window as rows, in as many
 # tasks as its micro-batch has (docs/streaming.md, "Rows read in the JVM"). name -> (the operation, the
-# part of a result that is the same whoever wins a tie: a pick's value, not which row holds it)
-ROWS_OPERATIONS: dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]] = {
-    "counting": (AggregateOperations.counting, lambda r: r),
-    "summing": (lambda: AggregateOperations.summing("v"), lambda r: r),
-    "max_by": (lambda: AggregateOperations.max_by("v"), lambda r: r and r["v"]),
+# part of a result that is the same whoever wins a tie: a pick's value, not which row holds it, and whether
+# its frames are columns of numbers: counting and picks by an integer)
+ROWS_OPERATIONS: dict[str, tuple[Callable[[], Any], Callable[[Any], Any], bool]] = {
+    "counting": (AggregateOperations.counting, lambda r: r, True),
+    "summing": (lambda: AggregateOperations.summing("v"), lambda r: r, False),
+    "max_by": (lambda: AggregateOperations.max_by("v"), lambda r: r and r["v"], True),
     "all_of": (lambda: AggregateOperations.all_of(AggregateOperations.counting(), AggregateOperations.min_by("v")),
-               lambda r: (r[0], r[1] and r[1]["v"])),
+               lambda r: (r[0], r[1] and r[1]["v"]), True),
+    "all_of summing": (lambda: AggregateOperations.all_of(AggregateOperations.summing("v"), AggregateOperations.max_by("v")),
+                       lambda r: (r[0], r[1] and r[1]["v"]), False),
 }
 
 
@@ -329,7 +332,7 @@ def settled(results: list[Any], of_result: Callable[[Any], Any]) -> Counter[Any]
     return Counter((getattr(r, "key", None), r.start, r.end, of_result(r.result)) for r in results)
 
 
-@settings(max_examples=examples(3), deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(stream=stream_inputs(max_substreams=3, max_items=6), window=st.sampled_from(["sliding", "tumbling"]),
        keyed=st.booleans(), op=st.sampled_from(sorted(ROWS_OPERATIONS)), parts=st.sampled_from([1, 3]))
 def test_random_rows_read_in_the_jvm_match_the_reference_in_any_number_of_tasks(
@@ -338,14 +341,15 @@ def test_random_rows_read_in_the_jvm_match_the_reference_in_any_number_of_tasks(
     each micro-batch in ``parts`` tasks (the parts of one substream: its watermark is the greatest of
     theirs, and an event is late by the watermark as of the epoch before)."""
     epochs = cut(stream)
-    operation, of_result = ROWS_OPERATIONS[op]
+    operation, of_result, columnar = ROWS_OPERATIONS[op]
     with tempfile.TemporaryDirectory(prefix="jetspark-rows-stream-") as directory:
         df = files_stream(jet, directory, epochs)
         p = rows_pipeline(df.repartition(parts) if parts > 1 else df, stream.allowed_lag_ms, WINDOWS[window], keyed,
                           operation())
         expected = run_stream_reference(p, epochs=as_rows(epochs))
         metrics, got = run_epochs(jet, p, len(epochs))
-    assert metrics["typed_windows"], "the window did not read the rows in the JVM"
+    assert metrics["typed_windows"] == ["windowAggregate-accumulate"], "the window did not read the rows in the JVM"
+    assert metrics["columnar_windows"] == (metrics["typed_windows"] if columnar else [])
     assert settled(got, of_result) == settled(expected.outputs["out"], of_result)
     assert metrics["late_events_dropped"] == sum(expected.late_dropped.values())
     assert metrics["vertices"]["dataframe-source"]["items_out"] == sum(map(len, epochs))

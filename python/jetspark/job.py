@@ -138,7 +138,8 @@ class Job:
 
         A stream job's, also while it runs: ``epochs`` done, ``watermark`` (what its sinks' inputs
         coalesced to), ``late_events_dropped`` (by all its windows), ``typed_windows`` (those whose first
-        stage reads a streaming DataFrame's rows in the JVM), and ``vertices``: per vertex
+        stage reads a streaming DataFrame's rows in the JVM), ``columnar_windows`` (those of them whose frames
+        are columns of numbers), and ``vertices``: per vertex
         ``items_in``, ``items_out``, ``watermark`` and ``watermark_lag_ms`` (behind the wall clock),
         ``state_bytes``, and per window its ``late_events_dropped`` (docs/streaming.md, "Metrics")."""
         if self._stream is not None and self._status is JobStatus.RUNNING:

@@ -49,9 +49,15 @@ final case class SlidingWindowPolicy(size: Long, slide: Long) {
     * once the watermark reaches `ts`. Saturates at `Long.MinValue` instead of overflowing.
     */
   def lastEndAtOrBefore(ts: Long): Long = {
-    val q = Math.floorDiv(ts, slide)
+    val q = lastFrameAtOrBefore(ts)
     if (q < Long.MinValue / slide) Long.MinValue else q * slide
   }
+
+  /** [[lastEndAtOrBefore]] counted in slides, as [[frameNumber]] counts frames: an event is late once the
+    * watermark is `wm` where its frame number is at most `lastFrameAtOrBefore(wm)` (and `wm` is not
+    * `Long.MinValue`, which closes nothing).
+    */
+  def lastFrameAtOrBefore(ts: Long): Long = Math.floorDiv(ts, slide)
 
   /** The start of the window ending at `windowEnd`, saturated at `Long.MinValue`: a window that would start
     * lower holds no frame (see [[frameEnd]]), so it compares with frame ends as this bound does.

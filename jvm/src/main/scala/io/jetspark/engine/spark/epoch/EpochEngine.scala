@@ -5,6 +5,7 @@ import io.jetspark.core.window.SlidingWindowPolicy
 import io.jetspark.engine.ListSinkRegistry
 import io.jetspark.engine.spark.{PythonUdfName, Rebalancing}
 import io.jetspark.engine.spark.rows.{InPlaceRows, RowSchemas}
+import io.jetspark.engine.spark.window.{FrameWireFormat, WindowPath}
 import io.jetspark.engine.spark.rows.RowSchemas.{Failure, Item, Ts}
 import io.jetspark.item.PythonAggregations
 import io.jetspark.pipeline.PythonAggregateSpec
@@ -100,6 +101,13 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
   /** The windows whose first stage reads the source's rows in the JVM ([[RowsWindowStage]]). */
   def typedWindows: Seq[String] = extraction.rowsWindow.map(_._1.name).toSeq
 
+  /** Those of them whose frames are columns ([[ColumnarEpochCombine]]). */
+  def columnarWindows: Seq[String] = extraction.rowsWindow.collect { case (v, _: WindowPath.Columnar) => v.name }.toSeq
+
+  /** The path of the first stage of window second stage `v`, where that stage reads the source's rows. */
+  private def rowsPathInto(v: Vertex): Option[WindowPath] =
+    extraction.rowsWindow.collect { case (first, path) if dag.edgesInto(v.name).head.from == first.name => path }
+
   /** Runs epoch `epochId` over `batch`, the micro-batch of the stream source. */
   def runEpoch(batch: DataFrame, epochId: Long): EpochOutcome = {
     val epoch = EpochRun(epochId, stateRoot, runId, clock.nextEpoch())
@@ -122,25 +130,38 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         val (out, failed) = joins.output(v, received(dag.edgesInto(v.name).head), keep)
         failed.foreach(extractionLetters(v.name) = _)
         out
-      case w @ WindowAggregate(_, s: SlidingWindowDefinition, op: PythonAggregateSpec, _) if extraction.readsRows(v) =>
-        val (_, typed) = extraction.rowsWindow.get
+      case WindowAggregate(_, s: SlidingWindowDefinition, op: PythonAggregateSpec, _) if extraction.readsRows(v) =>
+        val (_, path) = extraction.rowsWindow.get
         val lag = source.description match {
           case Source(_, timestamps) => EpochSources.allowedLag(timestamps.get)
           case other => throw new IllegalStateException(s"the stream source is ${other.describe}")
         }
         // The substream's watermark as of the epoch before, as the stage's tasks noted it.
         val before = metrics.watermarkOf(source.name).getOrElse(Long.MinValue)
-        val frames = new RowsWindowStage(v.name, typed, SlidingWindowPolicy(s.sizeMs, s.slideMs),
+        val frames = new RowsWindowStage(v.name, path, SlidingWindowPolicy(s.sizeMs, s.slideMs),
           PythonAggregations.bindInputs(Seq(op)), lag).run(batch, epochId, before, metrics.itemsOutCounter(source.name),
           metrics.lateEvents(v.name), metrics.watermarksOf(source.name))
-        SqlBridge.internalCreateDataFrame(spark, frames, FramesSchema)
+        SqlBridge.internalCreateDataFrame(spark, frames, framesSchemaOf(path))
+      case w @ WindowAggregate(AggregationStage.Combine, s: SlidingWindowDefinition, _, key) if rowsPathInto(v).isDefined =>
+        val path = rowsPathInto(v).get
+        val (rows, senders) = stagedInput(v, framesSchemaOf(path))
+        val unread = dag.onlyNoopSinksRead(v.name)
+        val out = path match {
+          case WindowPath.Columnar(_, frames) =>
+            new ColumnarEpochCombine(v.name, frames, SlidingWindowPolicy(s.sizeMs, s.slideMs), key.isDefined, unread)
+              .run(spark, rows, senders, epoch, operatorIds(v.name), metrics.stateOf(v.name), metrics.lateEvents(v.name))
+          case _ =>
+            // A result's items are the rows the first stage read.
+            EpochWindows.stage(v.name, w, PythonAggregations.bindInputs(Seq(w.op.asInstanceOf[PythonAggregateSpec])), unread,
+              epoch.timeMs, path.rows.get.rowItems).run(spark, rows, FramesSchema.length - 1, senders, epoch, operatorIds(v.name),
+              metrics.stateOf(v.name), Some(metrics.lateEvents(v.name)))
+        }
+        SqlBridge.internalCreateDataFrame(spark, out, ItemRowSchema)
       case w: WindowAggregate =>
         val schema = if (w.stage == AggregationStage.Combine) FramesSchema else ExtractedSchema
         val (rows, senders) = stagedInput(v, schema)
-        // Where the first stage read the source's rows, a result's items are those rows.
-        val rowItems = extraction.rowsWindow.collect { case (first, typed) if dag.edgesInto(v.name).head.from == first.name => typed.rowItems }
         val stage = EpochWindows.stage(v.name, w, PythonAggregations.bindInputs(Seq(w.op.asInstanceOf[PythonAggregateSpec])),
-          dag.onlyNoopSinksRead(v.name), epoch.timeMs, rowItems.getOrElse(identity))
+          dag.onlyNoopSinksRead(v.name), epoch.timeMs, identity)
         val out = stage.run(spark, rows, schema.length - 1, senders, epoch, operatorIds(v.name), metrics.stateOf(v.name),
           Some(metrics.lateEvents(v.name)))
         SqlBridge.internalCreateDataFrame(spark, out, if (w.stage == AggregationStage.Accumulate) FramesSchema else ItemRowSchema)
@@ -303,6 +324,14 @@ object EpochEngine {
   /** One key's frames between a window's two stages, and the control row's bytes. */
   val FramesSchema: StructType = StructType(RowSchemas.FramesSchema.fields :+
     StructField(EpochControl.Column, BinaryType))
+  /** The same where the frames are columns ([[FrameWireFormat]]). */
+  val ColumnarFramesSchema: StructType = StructType(FrameWireFormat.Schema.fields :+ StructField(EpochControl.Column, BinaryType))
+
+  /** The rows between the two stages of a window whose first stage reads the source's rows on `path`. */
+  def framesSchemaOf(path: WindowPath): StructType = path match {
+    case _: WindowPath.Columnar => ColumnarFramesSchema
+    case _ => FramesSchema
+  }
 }
 
 /** What one partition of a sink's input holds in an epoch: its items' pickles where the sink keeps them on

@@ -166,15 +166,20 @@ object EpochSources {
   def dataFrameItems(items: DataFrame, epochId: Long, ingestion: Boolean): RDD[InternalRow] = {
     val rows = InPlaceRows.of(items)
     if (rows.getNumPartitions > 1) throw new IllegalStateException(s"a DataFrame source's epoch in ${rows.getNumPartitions} partitions")
-    // A micro-batch of no partitions still ends with its control row: the epoch's barrier.
-    val one = if (rows.getNumPartitions == 1) rows else rows.sparkContext.parallelize(Seq.empty[InternalRow], 1)
-    one.mapPartitions { it =>
+    atLeastOneTask(rows).mapPartitions { it =>
       it.map { r =>
         val ts: Any = if (ingestion) System.currentTimeMillis() else if (r.isNullAt(1)) null else r.getLong(1)
         InternalRow(r.getBinary(0), ts, if (r.isNullAt(2)) null else r.getUTF8String(2).clone(), null)
       } ++ Iterator.single(()).map(_ => InternalRow(null, null, null, EpochControl(0, epochId, Long.MinValue, done = false).encode))
     }
   }
+
+  /** `rows` of a micro-batch, in one empty task where they have none: every epoch's senders end it with a
+    * control row, its barrier, and a micro-batch of no tasks would send none (its receivers would take
+    * zero senders as all of them done).
+    */
+  def atLeastOneTask(rows: RDD[InternalRow]): RDD[InternalRow] =
+    if (rows.getNumPartitions > 0) rows else rows.sparkContext.parallelize(Seq.empty[InternalRow], 1)
 
   /** The stage of a DataFrame source with timestamps: each substream value's watermark, the least of them
     * sent on; rows (item, ts, substream, ctl) in, (item, ts, ctl) out.

@@ -1,7 +1,7 @@
 package io.jetspark.engine.spark.epoch
 
 import io.jetspark.engine.spark.TypedPlan
-import io.jetspark.engine.spark.window.TypedWindow
+import io.jetspark.engine.spark.window.{TypedWindow, WindowPath, WindowPlanner}
 import io.jetspark.item.PythonAggregations
 import io.jetspark.pipeline.PythonAggregateSpec
 import io.jetspark.pipeline.definition.{Extractor, SlidingWindowDefinition, TimestampPolicy}
@@ -38,8 +38,14 @@ final class SourceExtraction(dag: PhysicalDag, val source: Vertex) {
       case _ => None
     }
 
-  /** The window first stage that reads the source's rows in the JVM, with their reading, if any. */
-  val rowsWindow: Option[(Vertex, TypedWindow)] = source.description match {
+  /** The window first stage that reads the source's rows in the JVM, with its path (its frames as the
+    * core's or as columns, as [[WindowPlanner]] decides for a batch's windows), if any.
+    */
+  val rowsWindow: Option[(Vertex, WindowPath)] = typedFirstStage.map { case (window, typed) =>
+    window -> new WindowPlanner(dag, Map(window.name -> typed)).paths(window.name)
+  }
+
+  private def typedFirstStage: Option[(Vertex, TypedWindow)] = source.description match {
     case Source(definition, Some(TimestampPolicy.FromItems(ts @ (Extractor.FieldName(_) | Extractor.ColumnExpr(_)), _)))
         if EpochSources.isDataFrame(source) && EpochSources.substreamColumn(definition).isEmpty =>
       dag.edgesFrom(source.name) match {

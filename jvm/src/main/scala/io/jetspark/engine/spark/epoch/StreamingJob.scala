@@ -49,7 +49,7 @@ final class StreamingJob(engine: EpochEngine, stream: DataFrame, checkpointDir: 
   /** The job's progress so far, as JSON: `{"epochs", "watermark" (the sinks' coalesced input watermark,
     * null before the first), "watermark_lag_ms" (its lag behind the wall clock, while finite),
     * "late_events_dropped" (all windows), "typed_windows" (the windows that read the source's rows in the
-    * JVM), and the figures of [[EpochMetrics.write]]}`.
+    * JVM), "columnar_windows" (those of them whose frames are columns), and the figures of [[EpochMetrics.write]]}`.
     */
   def metricsJson(): String = {
     val mapper = new com.fasterxml.jackson.databind.ObjectMapper()
@@ -60,6 +60,8 @@ final class StreamingJob(engine: EpochEngine, stream: DataFrame, checkpointDir: 
     node.put("late_events_dropped", engine.metrics.lateEvents.values.map(_.sum.toLong).sum)
     val typed = node.putArray("typed_windows")
     engine.typedWindows.foreach(typed.add)
+    val columnar = node.putArray("columnar_windows")
+    engine.columnarWindows.foreach(columnar.add)
     engine.metrics.write(node, now)
     mapper.writeValueAsString(node)
   }

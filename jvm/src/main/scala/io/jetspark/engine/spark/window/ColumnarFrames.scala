@@ -5,6 +5,7 @@ import io.jetspark.engine.spark.window.TypedWindow.LongField
 import io.jetspark.item.PickledKey
 import io.jetspark.core.window.{KeyedWindowResult, SlidingWindowPolicy, WindowResult}
 import org.apache.spark.TaskContext
+import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, UnsafeProjection}
@@ -40,13 +41,20 @@ import scala.collection.mutable.ArrayBuffer
   * @param resultItems a result's kept rows as the [[RowItem]]s Python reads ([[TypedWindow.rowItemsAt]])
   * @param budget  a task's budget for its frame tables
   */
+private[spark] object ColumnarFrames {
+  /** What a task of stage 1 read: its rows, those of them that were late, and the highest time among them. */
+  final case class TaskFigures(read: Long, late: Long, highest: Long)
+}
+
 private[spark] final class ColumnarFrames(layout: FrameLayout, keys: KeyReader, checked: TypedWindow.NullCheck,
     val resultItems: Any => Any, budget: () => FrameTable.Budget) extends Serializable {
   import FrameLayout._
   import layout._
 
-  private val wire = new FrameWireFormat(layout)
-  private val frameSlide = new FrameSlide(layout)
+  /** How the frames cross from stage 1 to stage 2, and (a stream's second stage) how they are kept. */
+  val wire = new FrameWireFormat(layout)
+  /** How windows slide over a key's frames. */
+  val frameSlide = new FrameSlide(layout)
 
   /** Stage 1: a partition's projected rows accumulated into frames per key, one [[FrameWireFormat.Schema]] row per key.
     * The number of rows read adds to each of `counters` (the items of the vertices before it).
@@ -62,9 +70,22 @@ private[spark] final class ColumnarFrames(layout: FrameLayout, keys: KeyReader, 
     * a copy of its row, where adding at once copies only those that win.)
     */
   def accumulate(policy: SlidingWindowPolicy, rows: DataFrame, counters: Seq[LongAccumulator]): DataFrame = {
-    val (slide, fields) = (policy.slide, itemFields)
     val (read, checkedByBatch) = InPlaceRows.checkedByBatch(rows, checked.batch)
-    val produced = read.mapPartitions { partition =>
+    val produced = accumulated(policy, read, checkedByBatch, Long.MinValue, identity) { (_, task) =>
+      counters.foreach(_.add(task.read))
+      Iterator.empty
+    }
+    SqlBridge.internalCreateDataFrame(rows.sparkSession, produced, FrameWireFormat.Schema)
+  }
+
+  /** [[accumulate]] of projected `rows` (checked already where `checkedByBatch`) as each key's packed row made
+    * `packedRow`, then the rows `ended` makes of the partition (by its index) and what its task read. Events
+    * of frames up to `lateUpTo` (a frame number) are late: dropped and counted.
+    */
+  def accumulated(policy: SlidingWindowPolicy, rows: RDD[InternalRow], checkedByBatch: Boolean, lateUpTo: Long,
+      packedRow: InternalRow => InternalRow)(ended: (Int, ColumnarFrames.TaskFigures) => Iterator[InternalRow]): RDD[InternalRow] = {
+    val (slide, fields) = (policy.slide, itemFields)
+    rows.mapPartitionsWithIndex { (index, partition) =>
       // (The layout's arrays as locals, read once per partition rather than through it per event.)
       val (parts, numberColumns, layouts, picks) = (layout.parts, layout.numberColumns, layout.layouts, layout.picks)
       lazy val item = UnsafeProjection.create(fields.map { case (ordinal, f) => BoundReference(ordinal, f.dataType, f.nullable) })
@@ -73,55 +94,59 @@ private[spark] final class ColumnarFrames(layout: FrameLayout, keys: KeyReader, 
       val tasks = budget()
       val tableOf = keys { key => val t = newTable(key, tasks); tables += t; t }
       var deferring = false // (once deferring, always: an event added at once must not overtake deferred ones)
-      var count = 0L
+      var (count, late, highest) = (0L, 0L, Long.MinValue)
       while (partition.hasNext) { // (not foreach: see InPlaceRows)
         val row = partition.next()
         count += 1
         if (!checkedByBatch) checked.row(row)
-        val frames = tableOf(row)
-        if (fromKey >= 0 && frames.isEmpty) frames.keyNumber = if (row.isNullAt(0)) null else Long.box(encode(fromKey)(row, 0))
         val ts = row.getLong(TimestampOrdinal)
-        deferring ||= rowColumns == 0 && tasks.tableBytes > tasks.cacheBytes && count >= tasks.eventsPerKey.toLong * tables.length
-        if (!deferring) {
-          // (Its own loop, not mergeInto of the event's numbers: a pick encodes its item only where it
-          // wins, which most events do not.)
-          val held = frames.size
-          val slot = frames.slotOf(policy.frameNumber(ts))
-          val isNew = frames.size > held
-          var p = 0
-          while (p < parts.length) {
-            parts(p) match {
-              case Count => frames.numbers(slot * numberColumns + p) += 1
-              case Pick(ordinal, read, greatest) =>
-                val value = read(row, ordinal)
-                if (isNew || beats(value, frames.numbers(slot * numberColumns + p), greatest)) {
-                  frames.numbers(slot * numberColumns + p) = value
-                  if (itemsAsNumbers) keep(layouts(picks(p)), encode, row, ts, frames.numbers, slot * numberColumns, asInFrame)
-                  else frames.rows(picks(p))(slot) = item(row).copy()
-                }
+        if (ts > highest) highest = ts
+        // (Only a stream's epochs have late events: a batch passes Long.MinValue, which closes no frame.)
+        if (lateUpTo != Long.MinValue && policy.frameNumber(ts) <= lateUpTo) late += 1
+        else {
+          val frames = tableOf(row)
+          if (fromKey >= 0 && frames.isEmpty) frames.keyNumber = if (row.isNullAt(0)) null else Long.box(encode(fromKey)(row, 0))
+          deferring ||= rowColumns == 0 && tasks.tableBytes > tasks.cacheBytes && count >= tasks.eventsPerKey.toLong * tables.length
+          if (!deferring) {
+            // (Its own loop, not mergeInto of the event's numbers: a pick encodes its item only where it
+            // wins, which most events do not.)
+            val held = frames.size
+            val slot = frames.slotOf(policy.frameNumber(ts))
+            val isNew = frames.size > held
+            var p = 0
+            while (p < parts.length) {
+              parts(p) match {
+                case Count => frames.numbers(slot * numberColumns + p) += 1
+                case Pick(ordinal, read, greatest) =>
+                  val value = read(row, ordinal)
+                  if (isNew || beats(value, frames.numbers(slot * numberColumns + p), greatest)) {
+                    frames.numbers(slot * numberColumns + p) = value
+                    if (itemsAsNumbers) keep(layouts(picks(p)), encode, row, ts, frames.numbers, slot * numberColumns, asInFrame)
+                    else frames.rows(picks(p))(slot) = item(row).copy()
+                  }
+              }
+              p += 1
             }
-            p += 1
-          }
-        } else {
-          val at = frames.defer(ts)
-          var p = 0
-          while (p < parts.length) {
-            parts(p) match {
-              case Count =>
-              case Pick(ordinal, read, _) =>
-                frames.deferred(at + deferredAt(p)) = read(row, ordinal)
-                if (itemsAsNumbers) keep(layouts(picks(p)), encode, row, ts, frames.deferred, at, deferredAt)
+          } else {
+            val at = frames.defer(ts)
+            var p = 0
+            while (p < parts.length) {
+              parts(p) match {
+                case Count =>
+                case Pick(ordinal, read, _) =>
+                  frames.deferred(at + deferredAt(p)) = read(row, ordinal)
+                  if (itemsAsNumbers) keep(layouts(picks(p)), encode, row, ts, frames.deferred, at, deferredAt)
+              }
+              p += 1
             }
-            p += 1
+            if (tasks.deferredLeft <= 0) tables.foreach(flush(_, policy))
           }
-          if (tasks.deferredLeft <= 0) tables.foreach(flush(_, policy))
         }
       }
-      counters.foreach(_.add(count))
       val framesPerWindow = policy.size / slide
-      tables.iterator.map { t => flush(t, policy); wire.packed(t, frameSlide.winners(t, framesPerWindow)) }
+      tables.iterator.map { t => flush(t, policy); packedRow(wire.packed(t, frameSlide.winners(t, framesPerWindow))) } ++
+        Iterator.single(()).flatMap(_ => ended(index, ColumnarFrames.TaskFigures(count, late, highest)))
     }
-    SqlBridge.internalCreateDataFrame(rows.sparkSession, produced, FrameWireFormat.Schema)
   }
 
   /** Stage 2: the frames of each key combined over the partitions they came from, and its windows. A key's

@@ -66,9 +66,11 @@ private[spark] final class FrameSlide(layout: FrameLayout) extends Serializable 
 
   /** What `emit` makes of each of a key's non-empty windows (its end and its result), in end order; without
     * `emit`, an empty row for each. Windows are counted in slides as frames are: window `w` ends at
-    * `w * slide` and holds frames `w - size / slide + 1` to `w`.
+    * `w * slide` and holds frames `w - size / slide + 1` to `w`. Only windows `from` to `until` (a stream's
+    * epoch: those its watermark completes).
     */
-  def windows(run: FrameRun, policy: SlidingWindowPolicy, emit: Option[(Long, Any) => InternalRow]): Iterator[InternalRow] = {
+  def windows(run: FrameRun, policy: SlidingWindowPolicy, emit: Option[(Long, Any) => InternalRow], from: Long = Long.MinValue,
+      until: Long = Long.MaxValue): Iterator[InternalRow] = {
     val made = emit.orNull
     val (n, frames, numbers, framesPerWindow) = (run.size, run.frames, run.numbers, policy.size / policy.slide)
     val sums = new Array[Long](parts.length)
@@ -79,7 +81,7 @@ private[spark] final class FrameSlide(layout: FrameLayout) extends Serializable 
     val tails = new Array[Int](parts.length)
     var entered = 0 // the window's frames are left until entered
     var left = 0
-    var w = if (n == 0) 0L else frames(0)
+    var w = if (n == 0) 0L else math.max(frames(0), from)
     def enter(frame: Int): Unit = {
       var p = 0
       while (p < parts.length) {
@@ -121,7 +123,7 @@ private[spark] final class FrameSlide(layout: FrameLayout) extends Serializable 
       def next(): InternalRow = { val r = nextResult; nextResult = advance(); r }
 
       private def advance(): InternalRow = {
-        while (left < n) {
+        while (left < n && w <= until) {
           while (entered < n && frames(entered) <= w) { enter(entered); entered += 1 }
           while (left < entered && frames(left) <= w - framesPerWindow) { leave(left); left += 1 }
           if (left < entered) {

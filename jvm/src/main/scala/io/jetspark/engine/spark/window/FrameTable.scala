@@ -228,12 +228,22 @@ private[spark] final class FrameRun(capacity: Int, columns: Int, rowColumns: Int
   /** This run, or a copy of it without the room it does not use where that is a quarter or more (a merge
     * makes room for both runs' frames, and runs share frames).
     */
-  def trimmed: FrameRun = if (size * 4 > capacity * 3) this else {
-    val out = new FrameRun(size, columns, rowColumns, keyNumber)
-    out.size = size
-    System.arraycopy(frames, 0, out.frames, 0, size)
-    System.arraycopy(numbers, 0, out.numbers, 0, size * columns)
-    for (c <- rows.indices) System.arraycopy(rows(c), 0, out.rows(c), 0, size)
+  def trimmed: FrameRun = if (size * 4 > capacity * 3) this else from(0)
+
+  /** A copy of this run's frames from its `first`-th on. */
+  def from(first: Int): FrameRun = {
+    val out = new FrameRun(size - first, columns, rowColumns, keyNumber)
+    out.size = size - first
+    System.arraycopy(frames, first, out.frames, 0, out.size)
+    System.arraycopy(numbers, first * columns, out.numbers, 0, out.size * columns)
+    for (c <- rows.indices) System.arraycopy(rows(c), first, out.rows(c), 0, out.size)
     out
+  }
+
+  /** How many of this run's frames are at or before frame `frame` (frames are in order). */
+  def upTo(frame: Long): Int = {
+    var i = 0
+    while (i < size && frames(i) <= frame) i += 1
+    i
   }
 }

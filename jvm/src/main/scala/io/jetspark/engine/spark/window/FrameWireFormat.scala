@@ -21,25 +21,35 @@ private[spark] final class FrameWireFormat(layout: FrameLayout) extends Serializ
     * 1 and the number; then per frame its distance from the one before and its numbers), and the picks'
     * rows in the same order, each as its size and its bytes.
     */
-  def packed(t: FrameTable, order: Array[Int]): InternalRow = {
+  def packed(t: FrameTable, order: Array[Int]): InternalRow = packed(t.key.bytes, t.keyNumber, t.frames, t.numbers, t.rows, order)
+
+  /** The frames of `run` from its `from`-th on, of the key of pickle `key`, as [[packed]] packs a table's. */
+  def packed(key: Array[Byte], run: FrameRun, from: Int): InternalRow =
+    packed(key, run.keyNumber, run.frames, run.numbers, run.rows, Array.range(from, run.size))
+
+  /** Frames held as a table holds them (frame `i`'s number at `frames(i)`, its numbers from
+    * `numbers(i * numberColumns)`, its picks' rows at `rows(c)(i)`), those at `order`.
+    */
+  private def packed(key: Array[Byte], keyNumber: java.lang.Long, frames: Array[Long], numbers: Array[Long],
+      kept: Array[Array[InternalRow]], order: Array[Int]): InternalRow = {
     val n = order.length
     val out = new Varints.Writer(n * (numberColumns + 1) * 2)
     out.put(n)
     if (fromKey >= 0) {
-      out.put(if (t.keyNumber == null) 0 else 1)
-      if (t.keyNumber != null) out.put(t.keyNumber)
+      out.put(if (keyNumber == null) 0 else 1)
+      if (keyNumber != null) out.put(keyNumber)
     }
     var previous = 0L
     var i = 0
     while (i < n) { // (a loop: a closure over `previous` boxed every slot)
       val slot = order(i)
-      out.put(t.frames(slot) - previous)
-      previous = t.frames(slot)
+      out.put(frames(slot) - previous)
+      previous = frames(slot)
       var c = 0
-      while (c < numberColumns) { out.put(t.numbers(slot * numberColumns + c)); c += 1 }
+      while (c < numberColumns) { out.put(numbers(slot * numberColumns + c)); c += 1 }
       i += 1
     }
-    val kept = t.rows // stage 1's: UnsafeRows of the item's fields
+    // (stage 1's: UnsafeRows of the item's fields)
     var bytes = 0
     for (c <- kept.indices; slot <- order) bytes += 4 + kept(c)(slot).asInstanceOf[UnsafeRow].getSizeInBytes
     val rows = ByteBuffer.allocate(bytes)
@@ -50,7 +60,7 @@ private[spark] final class FrameWireFormat(layout: FrameLayout) extends Serializ
       Platform.copyMemory(row.getBaseObject, row.getBaseOffset, rows.array(), Platform.BYTE_ARRAY_OFFSET + rows.position(), size)
       rows.position(rows.position() + size)
     }
-    InternalRow(t.key.bytes, out.result, rows.array())
+    InternalRow(key, out.result, rows.array())
   }
 
   /** The frames of a [[Schema]] row (its frames' and rows' bytes) as a run. Rows point into those bytes. */
@@ -88,26 +98,30 @@ private[spark] final class FrameWireFormat(layout: FrameLayout) extends Serializ
     if (until - from == 1) unpacked(runs(from))
     else {
       val middle = (from + until) / 2
-      val (a, b) = (merged(runs, from, middle), merged(runs, middle, until))
-      val out = new FrameRun(a.size + b.size, numberColumns, rowColumns, a.keyNumber)
-      def take(run: FrameRun, i: Int, isNew: Boolean): Unit = {
-        val won = mergeInto(out.numbers, out.size * numberColumns, isNew, run.numbers, i * numberColumns)
-        var c = 0
-        while (c < rowColumns) { if ((won & (1L << c)) != 0) out.rows(c)(out.size) = run.rows(c)(i); c += 1 }
-      }
-      var (i, j) = (0, 0)
-      while (i < a.size || j < b.size) {
-        val fromA = j == b.size || (i < a.size && a.frames(i) <= b.frames(j))
-        out.frames(out.size) = if (fromA) a.frames(i) else b.frames(j)
-        if (fromA) {
-          take(a, i, isNew = true)
-          if (j < b.size && b.frames(j) == a.frames(i)) { take(b, j, isNew = false); j += 1 }
-          i += 1
-        } else { take(b, j, isNew = true); j += 1 }
-        out.size += 1
-      }
-      out.trimmed
+      merged(merged(runs, from, middle), merged(runs, middle, until))
     }
+
+  /** Runs `a` and `b` as one, each frame's numbers combined, `a`'s first. */
+  def merged(a: FrameRun, b: FrameRun): FrameRun = {
+    val out = new FrameRun(a.size + b.size, numberColumns, rowColumns, a.keyNumber)
+    def take(run: FrameRun, i: Int, isNew: Boolean): Unit = {
+      val won = mergeInto(out.numbers, out.size * numberColumns, isNew, run.numbers, i * numberColumns)
+      var c = 0
+      while (c < rowColumns) { if ((won & (1L << c)) != 0) out.rows(c)(out.size) = run.rows(c)(i); c += 1 }
+    }
+    var (i, j) = (0, 0)
+    while (i < a.size || j < b.size) {
+      val fromA = j == b.size || (i < a.size && a.frames(i) <= b.frames(j))
+      out.frames(out.size) = if (fromA) a.frames(i) else b.frames(j)
+      if (fromA) {
+        take(a, i, isNew = true)
+        if (j < b.size && b.frames(j) == a.frames(i)) { take(b, j, isNew = false); j += 1 }
+        i += 1
+      } else { take(b, j, isNew = true); j += 1 }
+      out.size += 1
+    }
+    out.trimmed
+  }
 }
 
 private[spark] object FrameWireFormat {

@@ -28,10 +28,25 @@ class EpochStageTest extends AnyFunSuite {
     InternalRow(null, null, EpochControl(sender, epoch, wm, done).encode)
 
   test("a control row survives its encoding") {
-    for (done <- Seq(false, true); idle <- Seq(false, true)) {
-      val c = EpochControl(3, 42L, -7L, done, idle)
+    for (done <- Seq(false, true); idle <- Seq(false, true); part <- Seq(false, true)) {
+      val c = EpochControl(3, 42L, -7L, done, idle, part)
       assert(EpochControl.decode(c.encode) == c)
     }
+  }
+
+  test("the parts of one substream coalesce to the greatest of their watermarks, as one input among the others") {
+    def part(sender: Int, wm: Long, done: Boolean = false, idle: Boolean = false) = EpochControl(sender, 0, wm, done, idle, part = true)
+    import EpochControl.{Coalesced, coalesce}
+    assert(coalesce(Seq(part(0, 10), part(1, 50), part(2, Long.MinValue)), Long.MinValue) == Coalesced(50, idle = false))
+    // beside a whole substream at 30, the parts' 50 is one input: the least is 30
+    assert(coalesce(Seq(part(0, 10), EpochControl(1, 0, 30, done = false), part(2, 50)), Long.MinValue) == Coalesced(30, idle = false))
+    // idle, or done, once every part is
+    assert(coalesce(Seq(part(0, 10, idle = true), part(1, 50)), Long.MinValue) == Coalesced(50, idle = false))
+    assert(coalesce(Seq(part(0, 10, idle = true), part(1, 50, idle = true)), Long.MinValue) == Coalesced(50, idle = true))
+    assert(coalesce(Seq(part(0, 10, done = true), part(1, 50), EpochControl(2, 0, 60, done = false)), Long.MinValue) ==
+      Coalesced(50, idle = false))
+    assert(coalesce(Seq(part(0, 10, done = true), part(1, 50, done = true), EpochControl(2, 0, 60, done = false)), Long.MinValue) ==
+      Coalesced(60, idle = false))
   }
 
   test("senders' control rows coalesce without the idle ones; all of them idle make the receiver idle") {
