@@ -99,14 +99,14 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
   val source: Vertex = extraction.source
 
   /** The windows whose first stage reads the source's rows in the JVM ([[RowsWindowStage]]). */
-  def typedWindows: Seq[String] = extraction.rowsWindow.map(_._1.name).toSeq
+  def typedWindows: Seq[String] = extraction.rowsWindow.map(_.window.name).toSeq
 
   /** Those of them whose frames are columns ([[ColumnarEpochCombine]]). */
-  def columnarWindows: Seq[String] = extraction.rowsWindow.collect { case (v, _: WindowPath.Columnar) => v.name }.toSeq
+  def columnarWindows: Seq[String] = extraction.rowsWindow.collect { case RowsWindow(v, _: WindowPath.Columnar, _) => v.name }.toSeq
 
   /** The path of the first stage of window second stage `v`, where that stage reads the source's rows. */
   private def rowsPathInto(v: Vertex): Option[WindowPath] =
-    extraction.rowsWindow.collect { case (first, path) if dag.edgesInto(v.name).head.from == first.name => path }
+    extraction.rowsWindow.collect { case RowsWindow(first, path, _) if dag.edgesInto(v.name).head.from == first.name => path }
 
   /** Runs epoch `epochId` over `batch`, the micro-batch of the stream source. */
   def runEpoch(batch: DataFrame, epochId: Long): EpochOutcome = {
@@ -131,17 +131,13 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         failed.foreach(extractionLetters(v.name) = _)
         out
       case WindowAggregate(_, s: SlidingWindowDefinition, op: PythonAggregateSpec, _) if extraction.readsRows(v) =>
-        val (_, path) = extraction.rowsWindow.get
-        val lag = source.description match {
-          case Source(_, timestamps) => EpochSources.allowedLag(timestamps.get)
-          case other => throw new IllegalStateException(s"the stream source is ${other.describe}")
-        }
+        val rows = extraction.rowsWindow.get
         // The substream's watermark as of the epoch before, as the stage's tasks noted it.
         val before = metrics.watermarkOf(source.name).getOrElse(Long.MinValue)
-        val frames = new RowsWindowStage(v.name, path, SlidingWindowPolicy(s.sizeMs, s.slideMs),
-          PythonAggregations.bindInputs(Seq(op)), lag).run(batch, epochId, before, metrics.itemsOutCounter(source.name),
-          metrics.lateEvents(v.name), metrics.watermarksOf(source.name))
-        SqlBridge.internalCreateDataFrame(spark, frames, framesSchemaOf(path))
+        val frames = new RowsWindowStage(v.name, rows.path, SlidingWindowPolicy(s.sizeMs, s.slideMs),
+          PythonAggregations.bindInputs(Seq(op)), rows.allowedLagMs).run(batch, epochId, before,
+          metrics.itemsOutCounter(source.name), metrics.lateEvents(v.name), metrics.watermarksOf(source.name))
+        SqlBridge.internalCreateDataFrame(spark, frames, framesSchemaOf(rows.path))
       case w @ WindowAggregate(AggregationStage.Combine, s: SlidingWindowDefinition, _, key) if rowsPathInto(v).isDefined =>
         val path = rowsPathInto(v).get
         val (rows, senders) = stagedInput(v, framesSchemaOf(path))

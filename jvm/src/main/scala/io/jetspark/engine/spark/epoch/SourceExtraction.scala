@@ -41,12 +41,12 @@ final class SourceExtraction(dag: PhysicalDag, val source: Vertex) {
   /** The window first stage that reads the source's rows in the JVM, with its path (its frames as the
     * core's or as columns, as [[WindowPlanner]] decides for a batch's windows), if any.
     */
-  val rowsWindow: Option[(Vertex, WindowPath)] = typedFirstStage.map { case (window, typed) =>
-    window -> new WindowPlanner(dag, Map(window.name -> typed)).paths(window.name)
+  val rowsWindow: Option[RowsWindow] = typedFirstStage.map { case (window, typed, lag) =>
+    RowsWindow(window, new WindowPlanner(dag, Map(window.name -> typed)).paths(window.name), lag)
   }
 
-  private def typedFirstStage: Option[(Vertex, TypedWindow)] = source.description match {
-    case Source(definition, Some(TimestampPolicy.FromItems(ts @ (Extractor.FieldName(_) | Extractor.ColumnExpr(_)), _)))
+  private def typedFirstStage: Option[(Vertex, TypedWindow, Long)] = source.description match {
+    case Source(definition, Some(TimestampPolicy.FromItems(ts @ (Extractor.FieldName(_) | Extractor.ColumnExpr(_)), lag)))
         if EpochSources.isDataFrame(source) && EpochSources.substreamColumn(definition).isEmpty =>
       dag.edgesFrom(source.name) match {
         case Seq(edge) if edge.errorsOf.isEmpty && dag.edgesInto(edge.to).size == 1 =>
@@ -55,7 +55,7 @@ final class SourceExtraction(dag: PhysicalDag, val source: Vertex) {
             case WindowAggregate(AggregationStage.Accumulate, _: SlidingWindowDefinition, op: PythonAggregateSpec, key)
                 if !PythonAggregations.runsInPython(window) =>
               TypedWindow.plan(TypedPlan.stageOf(window), key, ts, op,
-                definition.parameters("dataframe").asInstanceOf[DataFrame]).toOption.map(window -> _)
+                definition.parameters("dataframe").asInstanceOf[DataFrame]).toOption.map((window, _, lag))
             case _ => None
           }
         case _ => None
@@ -64,8 +64,13 @@ final class SourceExtraction(dag: PhysicalDag, val source: Vertex) {
   }
 
   /** Whether the source's rows reach the window's first stage `window` as rows ([[rowsWindow]]). */
-  def readsRows(window: Vertex): Boolean = rowsWindow.exists(_._1.name == window.name)
+  def readsRows(window: Vertex): Boolean = rowsWindow.exists(_.window.name == window.name)
 
   /** Whether `window`'s rows come extracted from the source already. */
   def extractedAtSource(window: Vertex): Boolean = windowAtSource.exists(_.name == window.name)
 }
+
+/** A window first stage that reads the stream source's rows in the JVM ([[RowsWindowStage]]): its vertex, its
+  * path, and the source's allowed lag, which its tasks' watermarks keep behind their rows.
+  */
+final case class RowsWindow(window: Vertex, path: WindowPath, allowedLagMs: Long)
