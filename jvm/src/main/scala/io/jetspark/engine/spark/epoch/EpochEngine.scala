@@ -248,9 +248,9 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
   private def sourceOutput(v: Vertex, batch: DataFrame, timestamps: Option[TimestampPolicy], epoch: EpochRun): DataFrame =
     if (EpochSources.isDataFrame(v)) dataFrameOutput(v, batch, timestamps, epoch)
     else timestamps match {
-      case Some(policy @ (TimestampPolicy.Native(_) | TimestampPolicy.Ingestion)) =>
-        watermarked(v, EpochSources.marked(batch, epoch.id, EpochSources.jvmStamp(policy)), EpochSources.allowedLag(policy), epoch)
-      case _ => timedInPython(v, SqlBridge.internalCreateDataFrame(spark, EpochSources.marked(batch, epoch.id, None), SourceSchema),
+      case Some(policy) if EpochSources.stampedInJvm(policy) =>
+        watermarked(v, EpochSources.stamped(batch, epoch.id, policy), EpochSources.allowedLag(policy), epoch)
+      case _ => timedInPython(v, SqlBridge.internalCreateDataFrame(spark, EpochSources.marked(batch, epoch.id), SourceSchema),
         timestamps, epoch)
     }
 
@@ -298,10 +298,7 @@ object EpochEngine {
   /** The stream source of `dag`: the one source of the job with a timestamp choice (the others are batch
     * sources of a join's enriching side).
     */
-  def streamSource(dag: PhysicalDag): Vertex = dag.vertices.filter(_.description match {
-    case Source(_, timestamps) => timestamps.isDefined
-    case _ => false
-  }) match {
+  def streamSource(dag: PhysicalDag): Vertex = dag.vertices.filter(EpochSources.isStreamSource) match {
     case Seq(one) => one
     case several => throw new UnsupportedOperationException(
       s"the Spark streaming engine runs one stream source per job, not ${several.map(_.name).mkString(", ")}")

@@ -37,10 +37,7 @@ final class EpochJoins(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[Py
   val batchVertices: Set[String] = {
     val streamed = mutable.Set.empty[String]
     dag.vertices.foreach { v => // in topological order
-      val fromStream = v.description match {
-        case Source(_, timestamps) => timestamps.isDefined
-        case _ => dag.edgesInto(v.name).exists(e => streamed(e.from))
-      }
+      val fromStream = EpochSources.isStreamSource(v) || dag.edgesInto(v.name).exists(e => streamed(e.from))
       if (fromStream) streamed += v.name
     }
     dag.vertices.map(_.name).toSet -- streamed

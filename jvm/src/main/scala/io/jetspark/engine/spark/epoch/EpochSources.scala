@@ -8,6 +8,7 @@ import io.jetspark.plan.Vertex
 import io.jetspark.plan.VertexDescription.Source
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.functions.{col, lit, unix_millis}
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
@@ -30,6 +31,14 @@ object EpochSources {
   private def definition(v: Vertex): (SourceDefinition, Option[TimestampPolicy]) = v.description match {
     case Source(source, timestamps) => (source, timestamps)
     case other => throw new IllegalStateException(s"vertex '${v.name}' (${other.describe}) is not a source")
+  }
+
+  /** Whether the vertex is the stream source of its job: a source with a choice of timestamps (the other
+    * sources of a stream job are batch stages, a join's enriching sides).
+    */
+  def isStreamSource(v: Vertex): Boolean = v.description match {
+    case Source(_, timestamps) => timestamps.isDefined
+    case _ => false
   }
 
   /** Whether the vertex reads a streaming DataFrame. */
@@ -75,28 +84,45 @@ object EpochSources {
   }
 
   /** An items or rate stream's micro-batch as the source's items (item, ctl), each partition (a substream)
-    * ending with its control row. With `stamp`, the items are rows of [[EpochEngine.ExtractedSchema]]
-    * instead, their time `stamp(row)`.
+    * ending with its control row.
     */
-  def marked(batch: DataFrame, epochId: Long, stamp: Option[InternalRow => Long]): RDD[InternalRow] =
+  def marked(batch: DataFrame, epochId: Long): RDD[InternalRow] =
+    withControls(batch, epochId, 2)(r => InternalRow(r.getBinary(2), null))
+
+  /** The same as rows of [[EpochEngine.ExtractedSchema]] (key, values, item, ts, ctl), their time read in
+    * the JVM by `timestamps` ([[jvmStamp]]).
+    */
+  def stamped(batch: DataFrame, epochId: Long, timestamps: TimestampPolicy): RDD[InternalRow] = {
+    val stamp = jvmStamp(timestamps)
+    withControls(batch, epochId, 5)(r => InternalRow(null, null, r.getBinary(2), stamp(r), null))
+  }
+
+  /** Whether an items or rate stream's items get their time in the JVM ([[stamped]]). */
+  def stampedInJvm(timestamps: TimestampPolicy): Boolean = timestamps match {
+    case TimestampPolicy.Native(_) | TimestampPolicy.Ingestion => true
+    case _ => false
+  }
+
+  /** `batch`'s items made rows of `width` columns by `item`, each partition ending with its control row
+    * (`ctl`, the last column): done once the partition has read the source's end marker (its column 3).
+    */
+  private def withControls(batch: DataFrame, epochId: Long, width: Int)(item: InternalRow => InternalRow): RDD[InternalRow] =
     InPlaceRows.of(batch).mapPartitionsWithIndex { (partition, rows) =>
       var done = false
-      rows.flatMap { r =>
-        if (r.getBoolean(3)) { done = true; None }
-        else Some(stamp.fold(InternalRow(r.getBinary(2), null))(ts => InternalRow(null, null, r.getBinary(2), ts(r), null)))
-      } ++ Iterator.single(()).map { _ =>
-        val ctl = EpochControl(partition, epochId, Long.MinValue, done).encode
-        if (stamp.isEmpty) InternalRow(null, ctl) else InternalRow(null, null, null, null, ctl)
+      rows.flatMap { r => if (r.getBoolean(3)) { done = true; None } else Some(item(r)) } ++ Iterator.single(()).map { _ =>
+        val ctl = new GenericInternalRow(width)
+        ctl.update(width - 1, EpochControl(partition, epochId, Long.MinValue, done).encode)
+        ctl: InternalRow
       }
     }
 
   /** Where an items or rate stream's items get their time in the JVM: a rate stream's native timestamp
     * is its event's (its column 4), an ingestion timestamp the wall clock when the item is read.
     */
-  def jvmStamp(timestamps: TimestampPolicy): Option[InternalRow => Long] = timestamps match {
-    case TimestampPolicy.Native(_) => Some(_.getLong(4))
-    case TimestampPolicy.Ingestion => Some(_ => System.currentTimeMillis())
-    case _ => None
+  private def jvmStamp(timestamps: TimestampPolicy): InternalRow => Long = timestamps match {
+    case TimestampPolicy.Native(_) => _.getLong(4)
+    case TimestampPolicy.Ingestion => _ => System.currentTimeMillis()
+    case other => throw new IllegalArgumentException(s"no time read in the JVM for $other")
   }
 
   /** The allowed lag of a policy with timestamps; ingestion time never goes back, so it allows none. */
