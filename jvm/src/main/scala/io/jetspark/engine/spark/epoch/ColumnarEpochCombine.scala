@@ -9,7 +9,7 @@ import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow}
+import org.apache.spark.sql.catalyst.expressions.JoinedRow
 import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.util.LongAccumulator
 
@@ -32,6 +32,7 @@ import scala.jdk.CollectionConverters._
 final class ColumnarEpochCombine(vertex: String, frames: ColumnarFrames, policy: SlidingWindowPolicy, keyed: Boolean,
     unread: Boolean) extends Serializable {
   import ColumnarEpochCombine._
+  import EpochStage.NullControl
 
   def run(spark: SparkSession, input: RDD[InternalRow], senders: Int, epoch: EpochRun, operatorId: Int,
       stateSize: LatestPerPartition, late: LongAccumulator): RDD[InternalRow] = {
@@ -54,6 +55,8 @@ final class ColumnarEpochCombine(vertex: String, frames: ColumnarFrames, policy:
         else if (partition.coalesced == Long.MinValue) Long.MinValue else window.lastFrameAtOrBefore(partition.coalesced)
       val upTo = math.max(kept.emittedUpTo, closedUpTo)
       val framesPerWindow = window.size / window.slide
+      // The windows to emit: those after the last one emitted, up to `upTo`.
+      val from = if (kept.emittedUpTo == Long.MinValue) Long.MinValue else kept.emittedUpTo + 1
       val next = ArrayBuffer.empty[(Array[Byte], Array[Byte], Array[Byte])]
       var lateFrames = 0L
       val keys = (before.keySet().iterator().asScala ++ arrived.keySet().iterator().asScala).distinct
@@ -72,7 +75,6 @@ final class ColumnarEpochCombine(vertex: String, frames: ColumnarFrames, policy:
           val packed = columnar.wire.packed(key.bytes, run, stays)
           next += ((key.bytes, packed.getBinary(1), packed.getBinary(2)))
         }
-        val from = if (kept.emittedUpTo == Long.MinValue) Long.MinValue else kept.emittedUpTo + 1
         columnar.frameSlide.windows(run, window, Some((end: Long, result: Any) => {
           val item = if (noReader) Array.emptyByteArray
             else WindowRunner.resultPickle(columnar.resultItems(
@@ -93,7 +95,6 @@ final class ColumnarEpochCombine(vertex: String, frames: ColumnarFrames, policy:
 object ColumnarEpochCombine {
   private val InCtlAt = 3
   private val OutWidth = 3
-  private val NullControl: InternalRow = new GenericInternalRow(Array[Any](null))
 
   /** The key of the stage's own state entry. */
   case object KeptKey

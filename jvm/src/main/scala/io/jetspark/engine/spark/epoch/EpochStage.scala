@@ -82,5 +82,6 @@ final class EpochStage(
 }
 
 object EpochStage {
-  private val NullControl: InternalRow = new GenericInternalRow(Array[Any](null))
+  /** The null `ctl` column every data row of a stage's output ends with. */
+  private[epoch] val NullControl: InternalRow = new GenericInternalRow(Array[Any](null))
 }

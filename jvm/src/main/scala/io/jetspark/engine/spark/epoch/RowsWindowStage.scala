@@ -32,7 +32,7 @@ import org.apache.spark.util.LongAccumulator
   */
 final class RowsWindowStage(vertex: String, path: WindowPath, policy: SlidingWindowPolicy,
     op: AggregateOperation[Extracted, Any, Any], allowedLagMs: Long) extends Serializable {
-  import RowsWindowStage.NullControl
+  import EpochStage.NullControl
 
   /** The frames of `batch`'s rows, each task's ending with its control row: rows of [[EpochEngine.FramesSchema]]
     * on the core's path, of [[EpochEngine.ColumnarFramesSchema]] on the columnar one. Each task adds the rows
@@ -92,7 +92,6 @@ final class RowsWindowStage(vertex: String, path: WindowPath, policy: SlidingWin
 }
 
 private object RowsWindowStage {
-  private val NullControl: InternalRow = new GenericInternalRow(Array[Any](null))
   /** Both paths' rows: a key and its frames in two columns, and the control row's bytes. */
   private val Width = 4
 }
