@@ -70,8 +70,10 @@ Explicit epochs. A source whose items the reference cannot read itself, a stream
 ends: rule 1's "done" never happens, so nothing is emitted after its last epoch but what the watermark
 passed. Its substreams are the distinct values of its ``substream`` column (one substream without it),
 each from the epoch of its first row on; rule 3 becomes ``W(b)`` = the greater of ``W(b - 1)`` and the
-minimum of ``wm_s(b)`` over the values seen by epoch ``b`` (minus infinity before any): the one task that
-reads a DataFrame never lowers its watermark for a value that comes late. Every stage, a window's first
+minimum of ``wm_s(b)`` over the values seen by epoch ``b`` (minus infinity before any) that are not idle
+after ``b``, or the maximum over them when all are: the one task that reads a DataFrame never lowers its
+watermark for a value that comes late. With the 1 ms timeout of rule 3, a value is idle after every epoch
+``b >= 1`` in which it delivered no row, once it has been seen. Every stage, a window's first
 stage too, sees ``W`` (the values share that task). Timestamps: ``with_timestamps`` by a field name, or
 ``with_native_timestamps``, which reads the column ``timestamp``, else the only column of a timestamp
 type (docs/streaming.md).
@@ -195,21 +197,32 @@ def emission_epoch(marks: Watermarks, window: dict[str, Any], end: int) -> int |
 
 
 def unending_watermarks(timestamps: list[list[tuple[int, int | None]]], substreams: int,
-                        allowed_lag_ms: int) -> Watermarks:
+                        allowed_lag_ms: int, quiet_epochs_idle: bool = False) -> Watermarks:
     """The watermarks of a source that does not end, given per epoch its items' ``(substream, timestamp)``
-    (see "Explicit epochs"): ``wm_s`` as rule 2, ``W`` never going back and over the substreams seen."""
+    (see "Explicit epochs"): ``wm_s`` as rule 2, ``W`` never going back and over the substreams seen; with
+    ``quiet_epochs_idle``, a substream seen in an epoch before is idle after each epoch in which it
+    delivered nothing (rule 3, a timeout of 1 ms)."""
     tops: dict[int, Mark] = {}
-    per_epoch, coalesced, last = [], [], -math.inf
-    for items in timestamps:
+    per_epoch, coalesced, idle, last = [], [], [], -math.inf
+    for b, items in enumerate(timestamps):
+        seen_before = set(tops)
+        delivered = {s for s, _ in items}
         for s, ts in items:
             tops.setdefault(s, -math.inf)
             if ts is not None:
                 tops[s] = max(tops[s], ts)
         marks = [tops.get(s, -math.inf) - allowed_lag_ms for s in range(substreams)]
-        last = max(last, min((marks[s] for s in tops), default=-math.inf))
+        quiet = [quiet_epochs_idle and b >= 1 and s in seen_before and s not in delivered for s in range(substreams)]
+        active = [marks[s] for s in tops if not quiet[s]]
+        if active:
+            candidate: Mark = min(active)
+        else:
+            candidate = max((marks[s] for s in tops), default=-math.inf)
+        last = max(last, candidate)
         per_epoch.append(marks)
         coalesced.append(last)
-    return Watermarks(per_epoch, coalesced)
+        idle.append(quiet)
+    return Watermarks(per_epoch, coalesced, idle)
 
 
 def order_allowed(seen: list[tuple[int, int, int]]) -> bool:
@@ -336,7 +349,7 @@ class _StreamRun(_Run):
             read_ts[seq[1]].append((seq[2], ts if ok else None))
             if ok:
                 out.append((seq, item, ts))
-        self.watermarks[node["id"]] = unending_watermarks(read_ts, len(values), lag)
+        self.watermarks[node["id"]] = unending_watermarks(read_ts, len(values), lag, self.quiet_epochs_idle)
         return out
 
     def require_carried(self, node_id: int) -> None:

@@ -9,7 +9,7 @@ import math
 
 import pytest
 from reference import as_multiset, run_reference
-from stream_reference import Watermarks, epoch_watermarks, order_allowed, run_stream_reference
+from stream_reference import Watermarks, epoch_watermarks, order_allowed, run_stream_reference, unending_watermarks
 
 from jetspark import AggregateOperation, KeyedWindowResult, Pipeline, PipelineDefinitionError, Sinks, Sources
 from jetspark import AggregateOperations as ops
@@ -44,6 +44,20 @@ def test_watermarks_per_substream_and_coalesced_by_hand():
     #  k = 1, lag 0.  A: 7 2 9, B: 1 None 4 (its second timestamp unreadable: it raises nothing)
     #  wm_A: 7 7 9; wm_B: 1 1 4; W: 1 1 then +inf (both done after epoch 2)
     assert epoch_watermarks([[7, 2, 9], [1, None, 4]], 1, 0) == Watermarks([[7, 1], [7, 1], [9, 4]], [1, 1, INF])
+
+
+def test_unending_watermarks_leave_a_quiet_value_out_with_the_1_ms_timeout():
+    #  lag 0; per epoch (value, ts):  0: (0, 5) (1, 2)   1: (0, 8)   2: (2, 1)   3: (1, 20) (2, 30)
+    #  no idleness: W = min over the values seen: 2, 2, 1 -> stays 2, then min(8, 20, 30) = 8
+    #  1 ms: epoch 1: value 1 quiet -> idle, W = 8; epoch 2: values 0 and 1 quiet, 2 new (not idle): W stays
+    #  8 (2's 1 lowers nothing); epoch 3: value 0 quiet: W = min(20, 30) = 20
+    epochs = [[(0, 5), (1, 2)], [(0, 8)], [(2, 1)], [(1, 20), (2, 30)]]
+    marks = [[5, 2, -INF], [8, 2, -INF], [8, 2, 1], [8, 20, 30]]
+    assert unending_watermarks(epochs, 3, 0) == Watermarks(marks, [2, 2, 2, 8], [[False] * 3] * 4)
+    idle = [[False, False, False], [False, True, False], [True, True, False], [True, False, False]]
+    assert unending_watermarks(epochs, 3, 0, quiet_epochs_idle=True) == Watermarks(marks, [2, 8, 8, 20], idle)
+    #  every value seen quiet: the greatest of theirs
+    assert unending_watermarks([[(0, 5), (1, 2)], []], 2, 0, quiet_epochs_idle=True).coalesced == [2, 5]
 
 
 def test_run_stream_reference_reports_the_sources_watermarks():

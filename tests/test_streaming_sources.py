@@ -26,7 +26,7 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import as_multiset
-from stream_reference import run_stream_reference
+from stream_reference import AT_EVERY_EPOCH_MS, NEVER_IN_A_TEST_MS, run_stream_reference
 from stream_strategies import StreamInput, stream_inputs
 
 from jetspark import (AggregateOperations, JobConfig, JobStatus, Pipeline, SimpleEvent, Sinks, Sources,
@@ -43,14 +43,15 @@ def wait_for(condition: Callable[[], bool], timeout_s: float = 240) -> None:
 
 
 def run_until(jet: Any, p: Pipeline, epochs: int, sinks: tuple[str, ...], trigger_interval_ms: int = 0,
-              watch: Callable[[dict[str, Any]], None] = lambda metrics: None) -> tuple[dict[str, Any], list[list[Any]], float, float]:
+              watch: Callable[[dict[str, Any]], None] = lambda metrics: None,
+              idle_timeout_ms: int = NEVER_IN_A_TEST_MS) -> tuple[dict[str, Any], list[list[Any]], float, float]:
     """Runs the unending stream pipeline ``p`` until it has done ``epochs`` epochs, then cancels it; its
     metrics then, what each sink got, and the wall clock (ms) before it started and after it ended.
     ``watch`` sees the metrics each time they are read."""
     for name in sinks:
         jet.clear_list(name)
     before = time.time() * 1000
-    job = jet.new_job(p, JobConfig(trigger_interval_ms=trigger_interval_ms))
+    job = jet.new_job(p, JobConfig(trigger_interval_ms=trigger_interval_ms, partition_idle_timeout_ms=idle_timeout_ms))
 
     def done() -> bool:
         metrics = job.metrics()
@@ -70,9 +71,9 @@ def run_until(jet: Any, p: Pipeline, epochs: int, sinks: tuple[str, ...], trigge
     return metrics, got, before, after
 
 
-def run_epochs(jet: Any, p: Pipeline, epochs: int) -> tuple[dict[str, Any], list[Any]]:
+def run_epochs(jet: Any, p: Pipeline, epochs: int, idle_timeout_ms: int = NEVER_IN_A_TEST_MS) -> tuple[dict[str, Any], list[Any]]:
     """:func:`run_until` a files stream has run ``epochs`` epochs, one a file; its metrics and list ``out``."""
-    metrics, (got,), _, _ = run_until(jet, p, epochs, ("out",))
+    metrics, (got,), _, _ = run_until(jet, p, epochs, ("out",), idle_timeout_ms=idle_timeout_ms)
     assert metrics["epochs"] == epochs  # one file per epoch, and no epoch without a file
     return metrics, got
 
@@ -117,15 +118,19 @@ WINDOWS = {"sliding": WindowDefinition.sliding(40, 10), "tumbling": WindowDefini
 
 @settings(max_examples=examples(2), deadline=None)
 @given(stream=stream_inputs(max_substreams=3, max_items=5), window=st.sampled_from(sorted(WINDOWS)),
-       keyed=st.booleans(), by_substream=st.booleans())
+       keyed=st.booleans(), by_substream=st.booleans(),
+       idle_timeout_ms=st.sampled_from([AT_EVERY_EPOCH_MS, NEVER_IN_A_TEST_MS]))
 def test_random_files_streams_match_the_reference_cut_by_their_files(jet: Any, stream: StreamInput, window: str,
-                                                                    keyed: bool, by_substream: bool) -> None:
+                                                                    keyed: bool, by_substream: bool,
+                                                                    idle_timeout_ms: int) -> None:
+    """Substreams of different lengths: with the 1 ms timeout, one whose rows ran out (or a file without
+    it) is idle, and the others' watermark moves on without it."""
     epochs = cut(stream)
     with tempfile.TemporaryDirectory(prefix="jetspark-files-stream-") as directory:
         df = files_stream(jet, directory, epochs)
         p = dataframe_pipeline(df, "s" if by_substream else None, stream.allowed_lag_ms, WINDOWS[window], keyed)
-        expected = run_stream_reference(p, epochs=as_rows(epochs))
-        metrics, got = run_epochs(jet, p, len(epochs))
+        expected = run_stream_reference(p, epochs=as_rows(epochs), partition_idle_timeout_ms=idle_timeout_ms)
+        metrics, got = run_epochs(jet, p, len(epochs), idle_timeout_ms)
     assert as_multiset(got) == as_multiset(expected.outputs["out"])
     assert metrics["late_events_dropped"] == sum(expected.late_dropped.values())
 
@@ -150,6 +155,35 @@ def test_each_substream_value_has_its_own_watermark(jet: Any) -> None:
         assert late[substream] == sum(expected.late_dropped.values())
     assert late["s"] == 0
     assert late[None] == 10  # every event of "behind" after the first epoch
+
+
+# Device 0 delivers in every file, 1 000 ms on each time; device 1 only in files 0 and 3 (lag 0, tumbling
+# 1 000 ms windows, counting per device). Rules 3 and 5 of the reference, by hand:
+# - 60 s timeout: device 1 holds W at 500 until file 3, where W is 3 200 (its row then). Nothing is late:
+#   device 1's [0, 1000) counts 500 and 700.
+# - 1 ms timeout: device 1 is idle after files 1 and 2, so W follows device 0 (1 500, then 2 500). In
+#   file 3 it is active again, and its row at 700 is late: its window closed at 1 000 <= 2 000.
+IDLE_FILES = [[{"s": 0, "k": 0, "v": 1, "t": 500}, {"s": 1, "k": 1, "v": 1, "t": 500}],
+              [{"s": 0, "k": 0, "v": 1, "t": 1_500}],
+              [{"s": 0, "k": 0, "v": 1, "t": 2_500}],
+              [{"s": 0, "k": 0, "v": 1, "t": 3_500}, {"s": 1, "k": 1, "v": 1, "t": 700},
+               {"s": 1, "k": 1, "v": 1, "t": 3_200}]]
+
+
+@pytest.mark.parametrize("idle_timeout_ms", [AT_EVERY_EPOCH_MS, NEVER_IN_A_TEST_MS])
+def test_a_quiet_substream_value_is_idle_after_the_timeout_and_active_again_behind(jet: Any,
+                                                                                   idle_timeout_ms: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="jetspark-files-stream-") as directory:
+        p = dataframe_pipeline(files_stream(jet, directory, IDLE_FILES), "s", 0, WindowDefinition.tumbling(1_000),
+                               keyed=True, operation=AggregateOperations.counting())
+        expected = run_stream_reference(p, epochs=as_rows(IDLE_FILES), partition_idle_timeout_ms=idle_timeout_ms)
+        metrics, got = run_epochs(jet, p, len(IDLE_FILES), idle_timeout_ms)
+    idle = idle_timeout_ms == AT_EVERY_EPOCH_MS
+    assert sorted((r.start, r.key, r.result) for r in got) == [(0, 0, 1), (0, 1, 1 if idle else 2), (1_000, 0, 1),
+                                                               (2_000, 0, 1)]
+    assert metrics["late_events_dropped"] == (1 if idle else 0)
+    assert as_multiset(got) == as_multiset(expected.outputs["out"])
+    assert metrics["late_events_dropped"] == sum(expected.late_dropped.values())
 
 
 def test_native_timestamps_of_a_dataframe_come_from_its_timestamp_column(jet: Any) -> None:

@@ -287,7 +287,8 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     val items = SqlBridge.mapInArrow(EpochSources.dataFrameRows(v, batch), pythonUdfs(PythonUdfName.Rows(v.name)))
     val rows = EpochSources.dataFrameItems(items, epoch.id, ingestion = timestamps.contains(TimestampPolicy.Ingestion))
     if (timestamps.exists(EpochSources.dataFrameTimeInJvm)) {
-      val out = EpochSources.dataFrameWatermarks(v).run(spark, rows, 3, 1, epoch, operatorIds(v.name), metrics.stateOf(v.name), None)
+      val out = EpochSources.dataFrameWatermarks(v, idleTimeoutMs, epoch.timeMs)
+        .run(spark, rows, 3, 1, epoch, operatorIds(v.name), metrics.stateOf(v.name), None)
       SqlBridge.internalCreateDataFrame(spark, out, ItemRowSchema)
     } else timedInPython(v, SqlBridge.internalCreateDataFrame(spark, rows, EpochSources.DataFrameItemsSchema)
       .select(col("item"), col(EpochControl.Column)), timestamps, epoch)

@@ -22,7 +22,7 @@ import org.apache.spark.sql.{Column, DataFrame, SparkSession}
   *  - A streaming DataFrame (`Sources.dataframe`) is read in one task per epoch, whatever the partitions
   *    of its micro-batch. With a `substream` column, each distinct value of it is a substream with its own
   *    watermark, kept in that task ([[SubstreamsByValueProcessor]]): the task's watermark is the least of
-  *    them, so every stage downstream, narrow edges included, sees the minimum over all the values.
+  *    those not idle, so every stage downstream, narrow edges included, sees the minimum over the values.
   */
 object EpochSources {
   /** The columns the JVM reads beside a DataFrame's rows, which the rows' UDF passes on after the item. */
@@ -207,13 +207,14 @@ object EpochSources {
   def atLeastOneTask(rows: RDD[InternalRow]): RDD[InternalRow] =
     if (rows.getNumPartitions > 0) rows else rows.sparkContext.parallelize(Seq.empty[InternalRow], 1)
 
-  /** The stage of a DataFrame source with timestamps: each substream value's watermark, the least of them
-    * sent on; rows (item, ts, substream, ctl) in, (item, ts, ctl) out.
+  /** The stage of a DataFrame source with timestamps in an epoch whose time is `nowMs`: each substream
+    * value's watermark, the least of those not idle for `idleTimeoutMs` sent on; rows (item, ts, substream,
+    * ctl) in, (item, ts, ctl) out.
     */
-  def dataFrameWatermarks(v: Vertex): EpochStage = {
+  def dataFrameWatermarks(v: Vertex, idleTimeoutMs: Long, nowMs: Long): EpochStage = {
     val lag = allowedLag(definition(v)._2.get)
     val name = v.name
-    new EpochStage(name, () => new SubstreamsByValueProcessor[(Long, Array[Byte], String)](_._1, _._3, lag),
+    new EpochStage(name, () => new SubstreamsByValueProcessor[(Long, Array[Byte], String)](_._1, _._3, lag, idleTimeoutMs, () => nowMs),
       _.map { r =>
         if (r.isNullAt(1)) throw new IllegalArgumentException(s"vertex '$name': a row without a timestamp (null)")
         (r.getLong(1), r.getBinary(0), if (r.isNullAt(2)) null else r.getUTF8String(2).toString)
