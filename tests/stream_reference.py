@@ -41,7 +41,9 @@ emitted:
    the item's own substream ``s`` where it reads that substream alone (see
    :meth:`_StreamRun.reads_one_substream`; frames of a first stage are never late in the second where no
    substream is idle, and the reference refuses a two-stage window over idle substreams). A late
-   item is dropped and counted (:attr:`StreamRun.late_dropped`); it is in no window. Its grouping key is
+   item is dropped and counted (:attr:`StreamRun.late_dropped`); it is in no window. Where the window
+   stage routes its failures (``on_error(Sinks.dead_letter(name))``), it is also that stage's dead letter,
+   of error type ``LateEvent`` (such a window has one stage: the planner's ``AggregationStageRule``). Its grouping key is
    still taken first (a failing key is the window stage's failure, not a late item), as the engine
    takes it before it looks at the frame.
 6. Output: the windows of the non-late items, exactly as the batch reference computes them (the same
@@ -91,11 +93,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from reference import _label, _milliseconds, _Run
+from reference import _dead_letter_key, _label, _milliseconds, _Run
 
 from jetspark import Pipeline, Sources
 
-__all__ = ["StreamRun", "Watermarks", "emission_epoch", "epoch_count", "epoch_watermarks", "is_late", "order_allowed",
+__all__ = ["LATE_EVENT", "StreamRun", "Watermarks", "emission_epoch", "epoch_count", "epoch_watermarks", "is_late", "order_allowed",
            "run_stream_reference"]
 
 #: The idle timeouts and early-results periods the reference models (module docstring, rules 3 and 7): at
@@ -104,6 +106,9 @@ AT_EVERY_EPOCH_MS = 1
 NEVER_IN_A_TEST_MS = 60_000
 
 Mark = float | int  # a watermark: an int timestamp, or minus or plus infinity
+
+#: The error type of a late event's dead letter (rule 5).
+LATE_EVENT = "LateEvent"
 
 #: The stream transforms this reference evaluates; a window only behind a source and the stages that
 #: keep nothing between epochs (it reads the source's watermarks, which pass those stages as they are):
@@ -375,8 +380,8 @@ class _StreamRun(_Run):
     def reads_one_substream(self, path: list[dict[str, Any]]) -> bool:
         """Whether the first stage of the window at the end of ``path`` reads one substream alone: a
         two-stage window (the planner's ``AggregationStageRule``: two stages unless the operation cannot
-        combine, a session window, early results, a keyed window's rebalanced input, or preserved order
-        reaching an order-sensitive operation) whose first stage sits next to the source, over local
+        combine, a session window, early results, a keyed window's rebalanced input, preserved order
+        reaching an order-sensitive operation, or failures routed to a dead-letter sink) whose first stage sits next to the source, over local
         edges only, so nothing between the source and the window is rebalanced, on any branch a merge
         on the way joins (a merge's partition ``i`` holds substream ``i`` of each branch). Otherwise the
         items cross a shuffle, and the receiver coalesces the watermarks of every substream; so it does
@@ -386,7 +391,8 @@ class _StreamRun(_Run):
         single_stage = (not op["can_combine"] or definition["kind"] == "session"
                         or bool(definition["early_results_period_ms"])
                         or (window["keys"][0] is not None and window["rebalance"][0] is not None)
-                        or (self.preserve_order and op["order_sensitive"]))
+                        or (self.preserve_order and op["order_sensitive"])
+                        or window["on_error"] is not None)
         rebalanced = any(r is not None for node in self.stream_stages_before(window)
                          for r, i in zip(node["rebalance"], node["inputs"]) if self.nodes[i]["stream"])
         return not single_stage and path[0]["id"] not in self.unending and not rebalanced
@@ -419,6 +425,8 @@ class _StreamRun(_Run):
                 kept.append((seq, item, ts))
             elif key_of is None or self.call(node, item, key_of, item)[0]:
                 late += 1
+                if node["on_error"] is not None:
+                    self.results[_dead_letter_key(node)].append((item, _label(node), LATE_EVENT))
         label = _label(node)
         self.late_dropped[label] = late
         # In end order, which is also emission order: W never goes back (the substreams it is the least of

@@ -7,7 +7,8 @@ import scala.jdk.CollectionConverters._
 
 /** Values crossing between Python and the JVM engine: `loads` reads values that Python extracted
   * (numbers, strings, tuples, lists, dicts: Pyrolite maps them to Java), `dumps` writes JVM results
-  * (Scala numbers, tuples, sequences, options, window results, kept items) as pickles Python reads.
+  * (Scala numbers, tuples, sequences, options, window results, kept items, dead letters) as pickles Python
+  * reads.
   */
 object PythonValues {
   /** Pickles instances of `cls` as a call `module.name(*args(instance))`. Pyrolite's registry is per JVM;
@@ -31,6 +32,7 @@ object PythonValues {
     Array[AnyRef](Long.box(e.timestamp), Long.box(e.sequence)))
   writeAsCall(classOf[KeyedWindowResult[Any, Any]], "jetspark.window", "KeyedWindowResult")(w =>
     Array(Long.box(w.start), Long.box(w.end), toJava(w.key), toJava(w.result), Boolean.box(w.isEarly)))
+  writeAsCall(classOf[DeadLetter], "jetspark.errors", "DeadLetter")(d => Array(d.record, d.stage, d.error))
 
   /** Byte strings behind their 4-byte big-endian lengths (`jetspark._items.pack_frames`): py4j moves one
     * byte array in one call, but a list element by element.

@@ -1,6 +1,6 @@
 package io.jetspark.plan
 
-import io.jetspark.pipeline.transform.{AggregatingTransform, Transform, WindowAggregateTransform}
+import io.jetspark.pipeline.transform.{AggregatingTransform, StreamSourceTransform, Transform, WindowAggregateTransform}
 
 /** One or two stages for an aggregation.
   *
@@ -14,7 +14,10 @@ import io.jetspark.pipeline.transform.{AggregatingTransform, Transform, WindowAg
   *    008: the local first stage is what rebalancing removes). A global single-input aggregation keeps
   *    two stages: rebalancing spreads the accumulation, and the combining stage is one processor anyway;
   *  - preserved order reaches an order-sensitive operation (to-list): partial lists from several
-  *    processors would be concatenated in no particular order.
+  *    processors would be concatenated in no particular order;
+  *  - a window over a stream routes its failures to a dead-letter sink: its late events are dead letters,
+  *    each the record that came late, and only a stage that takes the events themselves has them (a
+  *    second stage takes frames).
   */
 private[plan] object AggregationStageRule {
 
@@ -30,10 +33,16 @@ private[plan] object AggregationStageRule {
     }
     val singleStage =
       !t.canCombine ||
-        window.exists(w => w.isSession || w.window.earlyResultsPeriodMs > 0) ||
+        window.exists(w => w.isSession || w.window.earlyResultsPeriodMs > 0 || (w.errorSink.isDefined && readsStream(w))) ||
         (rebalanced && (t.isKeyed || t.upstream.size > 1)) ||
         t.upstream.indices.exists(order.isRequired(t, _))
     if (singleStage) SingleStage else TwoStage
+  }
+
+  /** Whether a stream source is upstream of `t`. */
+  private def readsStream(t: Transform): Boolean = t match {
+    case _: StreamSourceTransform => true
+    case other => other.upstream.exists(readsStream)
   }
 
   /** The edge input `ordinal` of the aggregation's first vertex needs, before rebalancing. */

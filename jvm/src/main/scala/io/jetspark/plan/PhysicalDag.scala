@@ -62,7 +62,9 @@ final case class PhysicalDag(vertices: Seq[Vertex], edges: Seq[Edge], preserveOr
     case _ => false
   }
   /** The dead-letter edges of the records that vertex `v`'s own stage fails on (see [[routesFailures]]). */
-  def failureEdges(v: Vertex): Seq[Edge] = edgesFrom(v.name).filter(_.errorsOf.contains(v.fusedChain.headOption.getOrElse(v.name)))
+  def failureEdges(v: Vertex): Seq[Edge] = edgesFrom(v.name).filter(_.errorsOf.contains(ownStage(v)))
+  /** The stage of vertex `v` (the first of a fused chain), whose name its dead letters carry. */
+  def ownStage(v: Vertex): String = v.fusedChain.headOption.getOrElse(v.name)
   /** Whether `edge`'s receiver takes the items with their sequence ids: it carries them on, or it merges
     * by them (an ordered merge).
     */

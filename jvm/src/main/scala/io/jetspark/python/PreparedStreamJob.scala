@@ -58,7 +58,7 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
         }
       case v => dag.edgesInto(v.name).filter(Rebalancing.rebalancedByKey).foreach { e =>
         PythonWorkJson.extraction(extractions, PythonExtraction(v, e.toOrdinal, Rebalancing.rebalanceKey(dag, v, e.toOrdinal), Nil,
-          None, timedInput = true, None, deadLetter = false), sequenced = false, controlled = true)
+          None, timedInput = true, None, deadLetter = dag.routesFailures(v)), sequenced = false, controlled = true)
       }
     }
     // State kept across epochs (`kept`: PythonEpochStage) by a map_stateful, or by a rolling aggregation
@@ -66,13 +66,13 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
     work.set[JsonNode]("stateful", mapper.valueToTree[JsonNode](PythonWork.pythonStateful(dag).map {
       case (vertex, create, fn, keyed, _) =>
         Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "create_ref" -> create, "fn_ref" -> fn,
-          "keyed" -> keyed, "dead_letter" -> false, "sequenced" -> false, "timed" -> true, "controlled" -> true,
-          "kept" -> true).asJava
+          "keyed" -> keyed, "dead_letter" -> dag.routesFailures(vertex), "sequenced" -> false, "timed" -> true,
+          "controlled" -> true, "kept" -> true).asJava
     }.asJava))
     work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregations.work(dag).collect {
       case w if w.mode == "rolling" =>
         Map[String, Any]("vertex" -> w.vertex.name, "stage" -> w.vertex.fusedChain.head, "mode" -> w.mode,
-          "operations" -> w.operations.asJava, "keyed" -> w.keyed, "dead_letter" -> false, "window" -> null,
+          "operations" -> w.operations.asJava, "keyed" -> w.keyed, "dead_letter" -> dag.routesFailures(w.vertex), "window" -> null,
           "sequenced" -> false, "timed" -> true, "controlled" -> true, "kept" -> true).asJava
     }.asJava))
     work.set[JsonNode]("joins", mapper.valueToTree[JsonNode](PythonWork.pythonJoins(dag).map { case (vertex, mapperRef, deadLetter) =>
@@ -103,7 +103,7 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
       sourceTime: Option[Extractor]): Unit = {
     val slots = op.toSeq.flatMap(op => PythonAggregations.extractors(op).map(PythonExtraction.OperationSlot(_, op)))
     PythonWorkJson.extraction(extractions, PythonExtraction(v, 0, key, slots, sourceTime, timedInput = sourceTime.isEmpty, None,
-      deadLetter = false), sequenced = false, controlled = true)
+      deadLetter = dag.routesFailures(v)), sequenced = false, controlled = true)
   }
 
   /** Starts the job with the UDFs Python built (`udfs(i)` named `names(i)`): its state and offsets live

@@ -19,7 +19,8 @@ import scala.jdk.CollectionConverters._
   * order, then the watermark. (At `wm == end` the session stays open: Jet's session interval includes its
   * end.) `complete()` emits every remaining session.
   *
-  * '''Lateness.''' An event with `ts < wm` is late: dropped and counted in [[lateEventsDropped]].
+  * '''Lateness.''' An event with `ts < wm` is late: dropped and counted in [[lateEventsDropped]]; with
+  * `lateEventsOut`, also emitted as a [[LateEvent]].
   *
   * '''Early results.''' With `earlyResultsPeriodMs > 0`, `tryProcess()` emits, at most once per period by
   * `clock` ([[EarlyResultsTimer]]), every open session as it is so far, marked `isEarly = true`, in
@@ -37,6 +38,7 @@ final class SessionWindowProcessor[T, K, A, R](
     op: AggregateOperation[T, A, R],
     earlyResultsPeriodMs: Long = 0,
     clock: () => Long = () => System.currentTimeMillis(),
+    lateEventsOut: Boolean = false,
 ) extends AbstractProcessor {
   import SessionWindowProcessor._
 
@@ -58,12 +60,15 @@ final class SessionWindowProcessor[T, K, A, R](
   private[window] def keysWithState: Int = keys.size
 
   override def process(ordinal: Int, inbox: Inbox): Unit = {
-    var item = inbox.poll()
+    var item = inbox.peek()
     while (item != null) {
       val event = item.asInstanceOf[T]
       val ts = tsFn(event)
-      if (ts < watermark) lateCount += 1 else addEvent(ordinal, keyFn(event), ts, event)
-      item = inbox.poll()
+      if (ts >= watermark) addEvent(ordinal, keyFn(event), ts, event)
+      else if (lateEventsOut && !outbox.offer(-1, LateEvent(event, watermark))) return
+      else lateCount += 1
+      inbox.remove()
+      item = inbox.peek()
     }
   }
 

@@ -25,7 +25,7 @@ import scala.jdk.CollectionConverters._
   * '''Lateness.''' Let `closedEnd` be the highest frame end at or before the watermark: every window
   * ending there or earlier is complete. An event (or stage-2 frame) whose frame ends at or before
   * `closedEnd` is late: its frame was already combined into a complete window. It is dropped and counted
-  * in [[lateEventsDropped]].
+  * in [[lateEventsDropped]]; with `lateEventsOut`, a late event is also emitted as a [[LateEvent]].
   *
   * '''Cost.''' Each event costs one accumulate plus two map look-ups (its key; its frame among the frames
   * not yet complete). Sliding one step costs amortized O(1) combines per key whatever the number of frames
@@ -57,6 +57,7 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
     earlyResultsPeriodMs: Long,
     clock: () => Long,
     newFrameQueue: () => FrameQueue[A],
+    lateEventsOut: Boolean = false,
 ) extends AbstractProcessor {
   import SlidingWindowProcessor._
 
@@ -91,28 +92,37 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
   override protected def initState(): Unit = earlyResults.start()
 
   override def process(ordinal: Int, inbox: Inbox): Unit = {
-    var item = inbox.poll()
+    var item = inbox.peek()
     while (item != null) {
       input match {
         case Events(keyFn, tsFn) =>
           val event = item.asInstanceOf[T]
-          accumulateEvent(ordinal, keyFn(event), policy.frameEnd(tsFn(event)), event)
+          val key = keyFn(event) // taken first: a key that fails is the stage's failure, late or not
+          val frameEnd = policy.frameEnd(tsFn(event))
+          if (frameEnd > closedEnd) accumulateEvent(ordinal, key, frameEnd, event)
+          else if (!droppedLate(event)) return
         case Frames =>
           val frame = item.asInstanceOf[KeyedFrame[Any, A]]
           combineFrame(frame.key, frame.frameEnd, frame.acc)
       }
-      item = inbox.poll()
+      inbox.remove()
+      item = inbox.peek()
     }
   }
 
-  private def accumulateEvent(ordinal: Int, key: Any, frameEnd: Long, event: T): Unit =
-    if (frameEnd <= closedEnd) lateCount += 1
-    else {
+  /** Counts late `event`, and emits it where late events go out: false, with nothing counted, while the
+    * outbox is full.
+    */
+  private def droppedLate(event: Any): Boolean =
+    if (lateEventsOut && !outbox.offer(-1, LateEvent(event, watermark))) false
+    else { lateCount += 1; true }
+
+  private def accumulateEvent(ordinal: Int, key: Any, frameEnd: Long, event: T): Unit = {
       val pending = windowsOf(key).pending
       val acc = pending.get(frameEnd)
       val updated = op.accumulate(if (acc == null) op.create() else acc, ordinal, event)
       if (acc == null || !sameRef(acc, updated)) pending.put(frameEnd, updated)
-    }
+  }
 
   private def combineFrame(key: Any, frameEnd: Long, partial: A): Unit =
     if (frameEnd <= closedEnd) lateCount += 1
@@ -310,7 +320,9 @@ object SlidingWindowProcessor {
 
   private val ProgressKeyName = "sliding-window-progress"
 
-  /** Keyed single-stage windows: events in, [[KeyedWindowResult]]s out. */
+  /** Keyed single-stage windows: events in, [[KeyedWindowResult]]s out; with `lateEventsOut`, each late
+    * event as a [[LateEvent]] too.
+    */
   def singleStage[T, K, A, R](
       policy: SlidingWindowPolicy,
       keyFn: T => K,
@@ -318,20 +330,24 @@ object SlidingWindowProcessor {
       op: AggregateOperation[T, A, R],
       earlyResultsPeriodMs: Long = 0,
       clock: () => Long = () => System.currentTimeMillis(),
+      lateEventsOut: Boolean = false,
   ): SlidingWindowProcessor[T, A, R] =
     new SlidingWindowProcessor(policy, Events(keyFn, tsFn), emitsFrames = false, keyed = true, op,
-      earlyResultsPeriodMs, clock, FrameQueue.forWindow(policy, op))
+      earlyResultsPeriodMs, clock, FrameQueue.forWindow(policy, op), lateEventsOut)
 
-  /** Non-keyed single-stage windows: events in, [[WindowResult]]s out. */
+  /** Non-keyed single-stage windows: events in, [[WindowResult]]s out; with `lateEventsOut`, each late
+    * event as a [[LateEvent]] too.
+    */
   def singleStageNonKeyed[T, A, R](
       policy: SlidingWindowPolicy,
       tsFn: T => Long,
       op: AggregateOperation[T, A, R],
       earlyResultsPeriodMs: Long = 0,
       clock: () => Long = () => System.currentTimeMillis(),
+      lateEventsOut: Boolean = false,
   ): SlidingWindowProcessor[T, A, R] =
     new SlidingWindowProcessor(policy, Events((_: T) => NonKeyed, tsFn), emitsFrames = false, keyed = false, op,
-      earlyResultsPeriodMs, clock, FrameQueue.forWindow(policy, op))
+      earlyResultsPeriodMs, clock, FrameQueue.forWindow(policy, op), lateEventsOut)
 
   /** Stage 1 of two: events in, one [[KeyedFrame]] per (key, frame) out when the watermark reaches the
     * frame's end. Use `keyFn = _ => NonKeyed` for a non-keyed aggregation.

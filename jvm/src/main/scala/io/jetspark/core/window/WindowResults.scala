@@ -14,5 +14,11 @@ final case class KeyedWindowResult[+K, +R](start: Long, end: Long, key: K, resul
   */
 final case class KeyedFrame[+K, +A](frameEnd: Long, key: K, acc: A)
 
+/** An event that a window dropped as late, against the watermark it had then: a window asked to pass
+  * its late events on (`lateEventsOut`, where its stage routes failures to a dead-letter sink) emits this
+  * beside counting it, as soon as it sees the event.
+  */
+final case class LateEvent[+T](event: T, watermark: Long)
+
 /** The one implicit key of a non-keyed window aggregation. */
 case object NonKeyed

@@ -60,6 +60,14 @@ class SessionWindowProcessorTest extends AnyFunSuite {
     verifySessions(10, counting, Seq(wm(20), e(19)), Seq(wm(20)), expectedLate = 1)
   }
 
+  test("case 9, late events out: a late event is emitted as it comes, against the watermark then, and counted") {
+    ProcessorVerifier(() => new SessionWindowProcessor(10, (e: Ev) => e.key, (e: Ev) => e.ts, counting, lateEventsOut = true))
+      .input(Seq(wm(20), e(19), e(25), e(3)))
+      .expectOutput(Seq(wm(20), LateEvent(e(19), 20), LateEvent(e(3), 20), s(25, 35, 1)))
+      .assertAfterComplete(drained(2))
+      .verify()
+  }
+
   /*  timeout 10
    *  e(1) [1,11)   wm(11): session still open    wm(12): [1,11)=1 emitted, then wm(12)
    */

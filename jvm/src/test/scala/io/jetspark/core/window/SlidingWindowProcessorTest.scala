@@ -170,6 +170,25 @@ class SlidingWindowProcessorTest extends AnyFunSuite {
       Seq(wm(10), w(7, 11, 123), w(8, 12, 123), w(9, 13, 123), w(10, 14, 123)), expectedLate = 4)
   }
 
+  // The same input; a window asked to pass its late events on emits each as it comes, against the
+  // watermark 10 it had then, and still counts it (back-pressure and snapshots included).
+  test("case 4, late events out: each late event is emitted as it comes, and counted") {
+    val input = Seq(wm(10)) ++ (6L to 9L).map(t => Ev(t, value = 1000)) :+ Ev(10, value = 123)
+    val late = (6L to 9L).map(t => LateEvent(Ev(t, value = 1000), 10))
+    for (withDeduct <- Seq(true, false); keyed <- Seq(true, false)) withClue(s"[deduct=$withDeduct, keyed=$keyed] ") {
+      val op = summing(withDeduct)
+      ProcessorVerifier(() =>
+        if (keyed) SlidingWindowProcessor.singleStage(SlidingWindowPolicy(4, 1), (e: Ev) => e.key, (e: Ev) => e.ts, op,
+          lateEventsOut = true)
+        else SlidingWindowProcessor.singleStageNonKeyed(SlidingWindowPolicy(4, 1), (e: Ev) => e.ts, op, lateEventsOut = true))
+        .input(input)
+        .expectOutput(Seq(wm(10)) ++ late ++ Seq(7L, 8L, 9L, 10L).map(s =>
+          if (keyed) KeyedWindowResult(s, s + 4, "a", 123L) else w(s, s + 4, 123)))
+        .assertAfterComplete(drained(4))
+        .verify()
+    }
+  }
+
   /*  sliding(4, 2)        frames [8,10) [10,12)
    *  wm(11): window end 10 = frames 8, 10 is complete; frame 12 is not
    *  e(10) -> frame 12: accepted        e(9) -> frame 10: late

@@ -17,7 +17,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
 import org.apache.spark.sql.functions.{col, lit}
 import org.apache.spark.sql.jetspark.SqlBridge
-import org.apache.spark.sql.types.{ArrayType, BinaryType, LongType, StructField, StructType}
+import org.apache.spark.sql.types.{ArrayType, BinaryType, LongType, StringType, StructField, StructType}
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.storage.StorageLevel
 import org.apache.spark.util.LongAccumulator
@@ -156,11 +156,14 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
       case w: WindowAggregate =>
         val schema = if (w.stage == AggregationStage.Combine) FramesSchema else ExtractedSchema
         val (rows, senders) = stagedInput(v, schema)
+        // A single-stage window that routes failures sends its late events to the dead-letter sink.
+        val lateLetters = Option.when(dag.routesFailures(v))(dag.ownStage(v))
         val stage = EpochWindows.stage(v.name, w, PythonAggregations.bindInputs(Seq(w.op.asInstanceOf[PythonAggregateSpec])),
-          dag.onlyNoopSinksRead(v.name), epoch.timeMs, identity)
+          dag.onlyNoopSinksRead(v.name), epoch.timeMs, identity, lateLetters)
         val out = stage.run(spark, rows, schema.length - 1, senders, epoch, operatorIds(v.name), metrics.stateOf(v.name),
           Some(metrics.lateEvents(v.name)))
-        SqlBridge.internalCreateDataFrame(spark, out, if (w.stage == AggregationStage.Accumulate) FramesSchema else ItemRowSchema)
+        SqlBridge.internalCreateDataFrame(spark, out,
+          if (w.stage == AggregationStage.Accumulate) FramesSchema else if (lateLetters.isDefined) RoutedItemRowSchema else ItemRowSchema)
       case MapStateful(_, _, _) => keptInPython(v, PythonUdfName.Stateful(v.name))
       case RollingAggregate(_, op: PythonAggregateSpec) if PythonAggregations.runsInPython(op) => keptInPython(v, PythonUdfName.Custom(v.name))
       case RollingAggregate(key, op: PythonAggregateSpec) =>
@@ -187,9 +190,9 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         case Some(stage) =>
           val own = if (out.columns.contains(Failure)) out.where(col(Failure) === stage || col(EpochControl.Column).isNotNull)
             else out.where(col(EpochControl.Column).isNotNull)
-          val extracted = extractionLetters.get(edge.from).map(_.where(col(Failure) === stage).select(col(Item),
+          val letters = extractionLetters.get(edge.from).map(_.where(col(Failure) === stage).select(col(Item),
             lit(null).cast(LongType).as(Ts), lit(null).cast(BinaryType).as(EpochControl.Column)))
-          (own.select(ItemColumns.map(col): _*) +: extracted.toSeq).reduce(_ union _)
+          (own.select(ItemColumns.map(col): _*) +: letters.toSeq).reduce(_ union _)
       }
     }
 
@@ -201,8 +204,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         val receiver = dag.vertex(edge.to)
         val byKey = Rebalancing.rebalancedByKey(edge)
         val (rows, schema) =
-          if (byKey) (SqlBridge.mapInArrow(sent(edge), pythonUdfs(PythonUdfName.Extract(receiver.name, edge.toOrdinal))), ExtractedSchema)
-          else (sent(edge), ItemRowSchema)
+          if (byKey) (extracted(receiver, edge.toOrdinal, sent(edge)), ExtractedSchema) else (sent(edge), ItemRowSchema)
         val ctlAt = schema.length - 1
         val (moved, senders) = EpochEdges.realize(InPlaceRows.of(rows), schema, ctlAt, kind, receiver.localParallelism,
           Some(0).filter(_ => byKey))
@@ -216,15 +218,23 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     def stagedInput(v: Vertex, schema: StructType): (RDD[InternalRow], Int) = {
       val edge = dag.edgesInto(v.name).head
       val extractsHere = schema == ExtractedSchema && !extraction.extractedAtSource(v)
-      val rows = if (extractsHere) SqlBridge.mapInArrow(sent(edge), pythonUdfs(PythonUdfName.Extract(v.name, 0))) else sent(edge)
+      val rows = if (extractsHere) extracted(v, 0, sent(edge)) else sent(edge)
       EpochEdges.realize(InPlaceRows.of(rows), schema, schema.length - 1, edge.kind, v.localParallelism, Some(0))
+    }
+
+    // What Python takes apart of `items` entering input `ordinal` of `v` (ExtractedSchema); where `v`
+    // routes its failures, the records its extraction failed on kept aside as its dead letters.
+    def extracted(v: Vertex, ordinal: Int, items: DataFrame): DataFrame = {
+      val (rows, failed) = EpochJoins.routed(SqlBridge.mapInArrow(items, pythonUdfs(PythonUdfName.Extract(v.name, ordinal))), keep)
+      failed.foreach(f => extractionLetters(v.name) = extractionLetters.get(v.name).fold(f)(_ union f))
+      rows
     }
 
     // A stage whose Python UDF keeps state over its items (PythonEpochStage).
     def keptInPython(v: Vertex, udf: PythonUdfName): DataFrame = {
       val (rows, senders) = stagedInput(v, ExtractedSchema)
-      new PythonEpochStage(v.name, pythonUdfs(udf)).run(spark, rows, ExtractedSchema, senders, epoch, operatorIds(v.name),
-        metrics.stateOf(v.name))
+      new PythonEpochStage(v.name, pythonUdfs(udf), dag.routesFailures(v)).run(spark, rows, ExtractedSchema, senders, epoch,
+        operatorIds(v.name), metrics.stateOf(v.name))
     }
 
     try {
@@ -309,6 +319,9 @@ object EpochEngine {
   val ItemRowSchema: StructType = StructType(Seq(StructField("item", BinaryType), StructField("ts", LongType),
     StructField(EpochControl.Column, BinaryType)))
   private val ItemColumns = ItemRowSchema.fieldNames.toSeq
+  /** Items where the vertex routes failures: a dead letter's item is its pickle, and `failure` its stage. */
+  val RoutedItemRowSchema: StructType = StructType(ItemRowSchema.fields.head +: StructField(Failure, StringType) +:
+    ItemRowSchema.fields.tail)
   /** The source's items before their time is read. */
   val SourceSchema: StructType = StructType(Seq(StructField("item", BinaryType), StructField(EpochControl.Column, BinaryType)))
   /** An extraction where items enter a window (or are stamped at the source): key, values, item, ts, ctl. */

@@ -27,16 +27,19 @@ import java.util.concurrent.ConcurrentHashMap
   * is committed, at the output's end, and handed to the input's start ([[PythonEpochStage.Handoff]]).
   * The UDF asks for its input only once its output is asked for, so the state is there before its first row.
   */
-final class PythonEpochStage(vertex: String, udf: Column) {
+final class PythonEpochStage(vertex: String, udf: Column, routesFailures: Boolean) {
   import PythonEpochStage._
 
   /** `input` (rows of `schema`, `ctl` its last column) through the UDF in `epoch`, from `senders` upstream
     * tasks; `operatorId` is the vertex's number in the plan. The output: the UDF's items with their time
-    * and the partition's control row ([[EpochEngine.ItemRowSchema]]).
+    * and the partition's control row ([[EpochEngine.ItemRowSchema]]); where the stage `routesFailures`, with
+    * the UDF's failure beside each item, the records its function failed on being dead letters
+    * ([[EpochEngine.RoutedItemRowSchema]]).
     */
   def run(spark: SparkSession, input: RDD[InternalRow], schema: StructType, senders: Int, epoch: EpochRun,
       operatorId: Int, stateSize: LatestPerPartition): DataFrame = {
-    val (name, epochId, width) = (vertex, epoch.id, schema.length)
+    val (name, epochId, width, routed) = (vertex, epoch.id, schema.length, routesFailures)
+    val outSchema = if (routed) EpochEngine.RoutedItemRowSchema else EpochEngine.ItemRowSchema
     val withState = input.mapPartitions { rows =>
       val loaded = Iterator.single(()).map { _ =>
         val row = new GenericInternalRow(width + 1)
@@ -53,12 +56,15 @@ final class PythonEpochStage(vertex: String, udf: Column) {
         var committed = false
         partition.data(rows).map { row =>
           if (committed) throw new IllegalStateException(s"vertex '$name': Python gave rows after the partition's state")
-          if (row.isNullAt(OutStateAt)) InternalRow(row.getBinary(0), if (row.isNullAt(OutTsAt)) null else row.getLong(OutTsAt), null)
-          else {
+          if (row.isNullAt(OutStateAt)) {
+            val ts = if (row.isNullAt(OutTsAt)) null else row.getLong(OutTsAt)
+            if (routed) InternalRow(row.getBinary(0), if (row.isNullAt(OutFailureAt)) null else row.getUTF8String(OutFailureAt).clone(), ts, null)
+            else InternalRow(row.getBinary(0), ts, null)
+          } else {
             partition.close()
             committed = true
             val kept = if (partition.done) Nil else Seq(SnapshotEntry(PythonStateKey, row.getBinary(OutStateAt)))
-            partition.commit(kept, math.max(partition.sentBefore, partition.coalesced), EpochEngine.ItemRowSchema.length)
+            partition.commit(kept, math.max(partition.sentBefore, partition.coalesced), outSchema.length)
           }
         } ++ Iterator.single(()).flatMap { _ =>
           if (!committed) throw new IllegalStateException(s"vertex '$name', partition ${partition.partition}: " +
@@ -66,7 +72,7 @@ final class PythonEpochStage(vertex: String, udf: Column) {
           Iterator.empty
         }
     }
-    SqlBridge.internalCreateDataFrame(spark, out, EpochEngine.ItemRowSchema)
+    SqlBridge.internalCreateDataFrame(spark, out, outSchema)
   }
 }
 
@@ -77,6 +83,7 @@ object PythonEpochStage {
   case object PythonStateKey
 
   // The UDF's output: item, failure, ts, ctl, state (python/jetspark/worker/epoch_state.py).
+  private val OutFailureAt = 1
   private val OutTsAt = 2
   private val OutCtlAt = 3
   private val OutStateAt = 4

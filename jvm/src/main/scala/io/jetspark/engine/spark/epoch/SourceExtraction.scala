@@ -31,10 +31,11 @@ final class SourceExtraction(dag: PhysicalDag, val source: Vertex) {
     if (timeInPython.isEmpty) None
     else dag.edgesFrom(source.name) match {
       case Seq(edge) if edge.errorsOf.isEmpty && dag.edgesInto(edge.to).size == 1 =>
-        Some(dag.vertex(edge.to)).filter(_.description match {
+        // Not where the window routes failures: the source's extraction fails the job on a record.
+        Some(dag.vertex(edge.to)).filter(v => !dag.routesFailures(v) && (v.description match {
           case w: WindowAggregate => w.stage != AggregationStage.Combine
           case _ => false
-        })
+        }))
       case _ => None
     }
 
