@@ -7,7 +7,9 @@ multisets (a stream's windows come out in the order their epochs close them, not
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,8 +20,9 @@ from reference import as_multiset
 from stream_reference import run_stream_reference
 from stream_strategies import StreamInput, stream_inputs
 
-from jetspark import AggregateOperation, AggregateOperations, JobConfig, JobStatus, Pipeline, Sinks, Sources, WindowDefinition
-from jetspark.errors import JobFailedError
+from jetspark import (AggregateOperation, AggregateOperations, JobConfig, JobStatus, Pipeline, ProcessingGuarantee, Sinks,
+                      Sources, WindowDefinition)
+from jetspark.errors import JobFailedError, PipelineDefinitionError
 
 WINDOWS = {
     "sliding": WindowDefinition.sliding(40, 10),
@@ -261,3 +264,80 @@ def test_preserve_order_that_needs_sequence_ids_is_refused_not_ignored(jet: Any)
     with pytest.raises(Exception, match="preserve_order") as failure:
         job.join(timeout=120)
     assert "does not run this yet" in str(failure.value)
+
+
+def failing_once(marker: str, value: int) -> Callable[[dict[str, int]], dict[str, int]]:
+    """A step that raises on the first item of ``value`` it sees while the file ``marker`` does not exist
+    (it creates it): a failure that a replay of the same epoch does not meet again."""
+
+    def step(e: dict[str, int]) -> dict[str, int]:
+        if e["v"] == value and not os.path.exists(marker):
+            open(marker, "w").close()
+            raise RuntimeError("injected once")
+        return e
+
+    return step
+
+
+@pytest.mark.parametrize("sink", ["list", "files", "foreach_batch"])
+def test_an_epoch_replayed_after_a_failure_is_written_once(jet: Any, sink: str, tmp_path: Any) -> None:
+    """Epoch 1 (items 2 and 3 of each substream) fails after the sink under test wrote it: another sink's
+    branch raises. A new job on the same checkpoint_dir replays epoch 1, and the sink holds each item once:
+    the list and the files replace what the epoch wrote; the foreach_batch function gets the same batch id
+    again."""
+    substreams = in_order(2, 6, 10)  # two items a substream an epoch: epochs 0, 1, 2
+    batches: dict[int, list[tuple[int, int]]] = {}
+    files = str(tmp_path / "files")
+
+    def build() -> Pipeline:
+        p = Pipeline.create()
+        source = StreamInput(substreams, 2, 0).source(p)
+        values = source.map(lambda e: {"s": e["s"], "v": e["v"]})
+        if sink == "list":
+            values.write_to(Sinks.list("out"))
+        elif sink == "files":
+            values.write_to(Sinks.files(files, format="json"))
+        else:
+            values.write_to(Sinks.foreach_batch(
+                lambda df, batch_id: batches.__setitem__(batch_id, [(r.s, r.v) for r in df.collect()])))
+        source.map(failing_once(str(tmp_path / "failed"), 3)).write_to(Sinks.noop())
+        return p
+
+    def written() -> list[tuple[int, int]]:
+        if sink == "list":
+            return [(e["s"], e["v"]) for e in jet.get_list("out")]
+        if sink == "files":
+            return [(r.s, r.v) for r in jet.spark.read.json(files).collect()]
+        return [item for epoch in batches.values() for item in epoch]
+
+    jet.clear_list("out")
+    config = JobConfig(checkpoint_dir=str(tmp_path / "checkpoint"))
+    first = jet.new_job(build(), config)
+    with pytest.raises(JobFailedError, match="injected once"):
+        first.join(timeout=300)
+    before = written()
+    assert {(s, 2) for s in (0, 1)} <= set(before)  # epoch 1 was written before it failed
+    second = jet.new_job(build(), config)
+    second.join(timeout=300)
+    assert sorted(written()) == sorted((e["s"], e["v"]) for sub in substreams for e in sub)
+    if sink == "foreach_batch":
+        assert sorted(batches) == [0, 1, 2]
+    jet.clear_list("out")
+
+
+def test_a_console_sink_prints_each_item_of_a_stream(jet: Any, capsys: Any) -> None:
+    p = Pipeline.create()
+    StreamInput(in_order(2, 5, 10), 2, 0).source(p).map(lambda e: f"item {e['s']}-{e['v']}").write_to(Sinks.console())
+    job, _ = run_job(jet, p)
+    assert job.status is JobStatus.COMPLETED
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("item ")]
+    assert sorted(printed) == sorted(f"item {s}-{v}" for s in range(2) for v in range(5))
+
+
+def test_exactly_once_refuses_a_console_sink_naming_it(jet: Any) -> None:
+    p = Pipeline.create()
+    StreamInput(in_order(1, 3, 10), 1, 0).source(p).write_to(Sinks.console()).set_name("show")
+    job = jet.new_job(p, JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE))
+    with pytest.raises(PipelineDefinitionError, match="show.*exactly-once-sink") as failure:
+        job.join(timeout=120)
+    assert failure.value.stage == "show" and failure.value.rule == "exactly-once-sink"

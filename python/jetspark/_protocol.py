@@ -153,6 +153,11 @@ def get_list(jvm_bridge: Any, name: str) -> list[Any]:
     return [pickle.loads(b) for b in unpack_frames(bytes(jvm_bridge.getList(name)))]
 
 
+def drain_list(jvm_bridge: Any, name: str) -> list[Any]:
+    """The items list ``name`` holds, taken out of it (what a console sink has not printed yet)."""
+    return [pickle.loads(b) for b in unpack_frames(bytes(jvm_bridge.drainList(name)))]
+
+
 def start_light(jvm_bridge: Any, spec: dict[str, Any], objects: list[Any], callback: Any, name: str) -> Any:
     """Starts a light job (``LightJobHandle``) whose Python work ``callback`` does; what the local engine
     cannot run raises ``NotImplementedError`` naming the vertex."""
@@ -210,11 +215,17 @@ class PreparedStream:
         """The Python UDFs it asks for, named as it expects (see :func:`python_udfs`)."""
         return python_udfs(json.loads(call(self._j.pythonWorkJson)), self._objects)
 
+    def console_lists(self, group: str) -> list[str]:
+        """The lists the job's console sinks write to, to be printed as the epochs come."""
+        return json.loads(self._j.consoleListsJson(group))
+
     def start(self, udfs: tuple[list[str], list[Any]], name: str, checkpoint_dir: str, trigger_interval_ms: int,
-              idle_timeout_ms: int) -> Any:
-        """Starts the stream's query; the JVM's ``StreamingJob``."""
+              idle_timeout_ms: int, group: str, guarantee: str) -> Any:
+        """Starts the stream's query; the JVM's ``StreamingJob``. ``group`` scopes its console lists and row
+        sinks; under ``guarantee`` ``"EXACTLY_ONCE"`` a console sink is a definition error."""
         names, columns = udfs
-        return call(self._j.start, names, columns, name, checkpoint_dir, trigger_interval_ms, idle_timeout_ms)
+        return call(self._j.start, names, columns, name, checkpoint_dir, trigger_interval_ms, idle_timeout_ms, group,
+                    guarantee)
 
 
 def python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], list[Any]]:

@@ -1,4 +1,4 @@
-"""Files and foreach-batch sinks on the Spark batch engine: the driver's side.
+"""Files and foreach-batch sinks on the Spark engines (batch, and each epoch of a stream): the driver's side.
 
 The JVM (``RowSinks.scala``) calls :class:`RowSinksRuntime` back through py4j on the driver when such a
 sink runs. Items that are rows already (typed items) never come here; opaque items (pickles) become

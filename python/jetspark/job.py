@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jetspark import _protocol
+from jetspark._console import ConsolePrinter
 from jetspark._failures import describe as describe_failure
 from jetspark._progress import ProgressReporter
 from jetspark._row_sinks import attach as attach_row_sinks
@@ -187,12 +188,15 @@ class Job:
         ship_modules_of(objects)
         udfs = prepared.python_udfs()
         checkpoint = self.config.checkpoint_dir or tempfile.mkdtemp(prefix="jetspark-stream-")
+        detach_row_sinks = attach_row_sinks(self._spark, self._bridge, spec, objects, self._group)
+        console = ConsolePrinter(self._bridge, prepared.console_lists(self._group))
         try:
             if self._cancelled:
                 self._status = JobStatus.CANCELLED
                 return
             self._stream = prepared.start(udfs, self.name, checkpoint, self.config.trigger_interval_ms,
-                                          self.config.partition_idle_timeout_ms)
+                                          self.config.partition_idle_timeout_ms, self._group,
+                                          self.config.processing_guarantee.value)
             if self._cancelled:  # cancelled while the query started, before cancel() could reach it
                 self._stream.cancel()
             self._status = JobStatus.RUNNING
@@ -206,6 +210,8 @@ class Job:
             self._metrics = json.loads(self._stream.metricsJson())
             self._status = JobStatus.COMPLETED if completed and not self._cancelled else JobStatus.CANCELLED
         finally:
+            console.stop()
+            detach_row_sinks()
             if self.config.checkpoint_dir is None:
                 shutil.rmtree(checkpoint, ignore_errors=True)
 

@@ -97,14 +97,8 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
     mapper.writeValueAsString(work)
   }
 
-  /** The registry lists of this job's console sinks, for Python to print and clear, as a JSON array: a
-    * Java list would cost Python a converted exception at the end of every iteration over it (py4j's
-    * iterator ends with one), some fifteen JVM round trips each.
-    */
-  def consoleListsJson(jobId: String): String = new ObjectMapper().writeValueAsString(dag.vertices.collect {
-    case v @ io.jetspark.plan.Vertex(_, io.jetspark.plan.VertexDescription.Sink(sink), _, _, _) if sink.name == "console" =>
-      SinkRunner.consoleList(jobId, v.name)
-  }.asJava)
+  /** The registry lists of this job's console sinks ([[SinkRunner.consoleListsJson]]). */
+  def consoleListsJson(jobId: String): String = SinkRunner.consoleListsJson(dag, jobId)
 
   /** Runs the job with the UDFs Python built for `pythonWorkJson`: `udfs(i)` is named `names(i)`;
     * `jobId` scopes what the job's console sinks collect (`SinkRunner.consoleList`).

@@ -2,8 +2,8 @@ package io.jetspark.python
 
 import com.fasterxml.jackson.databind.node.ArrayNode
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import io.jetspark.engine.spark.epoch.{EpochEngine, EpochSources, SourceExtraction, StreamingJob}
-import io.jetspark.engine.spark.runner.CustomAggregations
+import io.jetspark.engine.spark.epoch.{EpochEngine, EpochSinks, EpochSources, SourceExtraction, StreamingJob}
+import io.jetspark.engine.spark.runner.{CustomAggregations, SinkRunner}
 import io.jetspark.engine.spark.{PythonExtraction, PythonUdfName, PythonWork, Rebalancing}
 import io.jetspark.item.PythonAggregations
 import io.jetspark.pipeline.PythonAggregateSpec
@@ -106,13 +106,19 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
       deadLetter = dag.routesFailures(v)), sequenced = false, controlled = true)
   }
 
+  /** The registry lists of this job's console sinks ([[SinkRunner.consoleListsJson]]). */
+  def consoleListsJson(jobId: String): String = SinkRunner.consoleListsJson(dag, jobId)
+
   /** Starts the job with the UDFs Python built (`udfs(i)` named `names(i)`): its state and offsets live
     * under `checkpointDir`; a micro-batch starts every `triggerIntervalMs` (0: as soon as the last ends).
+    * `jobId` scopes its console lists and its Python row sinks. Under `guarantee` EXACTLY_ONCE, a sink
+    * that would write a replayed epoch again is a definition error ([[EpochSinks.requireExactlyOnce]]).
     */
   def start(names: java.util.List[String], udfs: java.util.List[Column], name: String, checkpointDir: String,
-      triggerIntervalMs: Long, idleTimeoutMs: Long): StreamingJob = {
+      triggerIntervalMs: Long, idleTimeoutMs: Long, jobId: String, guarantee: String): StreamingJob = {
+    if (guarantee == "EXACTLY_ONCE") EpochSinks.requireExactlyOnce(dag)
     val engine = new EpochEngine(spark, dag, names.asScala.map(PythonUdfName.parse).zip(udfs.asScala).toMap,
-      s"$checkpointDir/state", idleTimeoutMs, sourceExtraction)
+      s"$checkpointDir/state", idleTimeoutMs, sourceExtraction, jobId)
     val (stream, release) = EpochSources.stream(spark, engine.source)
     new StreamingJob(engine, stream, checkpointDir, triggerIntervalMs, name, release)
   }

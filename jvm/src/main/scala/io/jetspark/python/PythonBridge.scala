@@ -57,6 +57,7 @@ object PythonBridge {
   /** What list sink `name` holds so far: its items' pickles, packed in one byte array. */
   def getList(name: String): Array[Byte] = PythonValues.packFrames(ListSinkRegistry.pickles(name))
   def clearList(name: String): Unit = ListSinkRegistry.clear(name)
+  def drainList(name: String): Array[Byte] = PythonValues.packFrames(ListSinkRegistry.drainPickles(name))
 
   /** The Python side of job `jobId`'s files and foreach-batch sinks, for the time the job runs. */
   def registerRowSinks(jobId: String, sinks: PythonRowSinks): Unit = PythonRowSinks.register(jobId, sinks)

@@ -44,4 +44,6 @@ object PipelineDefinitionError {
   val OnErrorSink = "on-error-sink"
   /** A pipeline with no source. */
   val EmptyPipeline = "empty-pipeline"
+  /** A stream job under EXACTLY_ONCE writes to a sink that writes a replayed epoch again (the console). */
+  val ExactlyOnceSink = "exactly-once-sink"
 }

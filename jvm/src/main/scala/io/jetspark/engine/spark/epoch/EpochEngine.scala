@@ -42,14 +42,12 @@ final case class EpochOutcome(complete: Boolean, watermark: Long)
   *
   * The vertices it runs: a stream source ([[EpochSources]]) with its substreams' watermarks, or none,
   * chains of Python steps, windows whose operations the JVM runs ([[EpochWindows]]; where the first stage
-  * reads a streaming DataFrame's rows, [[RowsWindowStage]]), rolling
-  * aggregations ([[EpochRolling]], or Python's where the operation has a user-defined part) and
-  * `map_stateful` (Python's, [[PythonEpochStage]]), and list and noop sinks. Anything else fails before
-  * the query starts, naming the
-  * vertex.
+  * reads a streaming DataFrame's rows, [[RowsWindowStage]]), rolling aggregations ([[EpochRolling]], or
+  * Python's where the operation has a user-defined part), `map_stateful` (Python's, [[PythonEpochStage]]),
+  * and sinks ([[EpochSinks]]). Anything else fails before the query starts, naming the vertex.
   */
 final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[PythonUdfName, Column], stateRoot: String,
-    idleTimeoutMs: Long, extraction: SourceExtraction) {
+    idleTimeoutMs: Long, extraction: SourceExtraction, jobId: String) {
   import EpochEngine._
 
   private val runId = java.util.UUID.randomUUID()
@@ -60,6 +58,8 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     dag.vertices.collect { case v if v.description.isInstanceOf[WindowAggregate] => v.name }.toSet)
 
   private val joins = new EpochJoins(spark, dag, pythonUdfs)
+  // The sinks' writers are named after the state's root: the same for the life of the checkpoint.
+  private val sinks = new EpochSinks(spark, dag, stateRoot, jobId)
 
   dag.vertices.foreach(requireSupported)
   // Items numbered to restore their order (preserve_order) would need their numbers kept across epochs:
@@ -81,7 +81,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     case RollingAggregate(_, op: PythonAggregateSpec) if !PythonAggregations.runsInPython(op) ||
       pythonUdfs.contains(PythonUdfName.Custom(v.name)) => ()
     case MapStateful(_, _, _) if pythonUdfs.contains(PythonUdfName.Stateful(v.name)) => ()
-    case Sink(sink) if sink.name == "list" || sink.name == "noop" || sink.name == "deadLetter" => ()
+    case Sink(_) if EpochSinks.runs(dag, v) => ()
     case _ => unsupported(v)
   }
 
@@ -239,12 +239,9 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
 
     try {
       // Every sink's senders: the stream is complete when all of them are done.
-      val sinkControls = dag.vertices.collect { case v @ Vertex(_, Sink(sink), _, _, _) =>
-        val keepsItems = sink.name == "list" || sink.name == "deadLetter"
-        val written = SinkPartition.write(spark,
-          metrics.counted(v.name, InPlaceRows.of(received(dag.edgesInto(v.name).head)), SinkPartition.CtlAt), keepItems = keepsItems)
-        if (keepsItems) ListSinkRegistry.append(sink.parameters("name").toString, written.flatMap(_.items).toSeq)
-        written.flatMap(_.controls).map(EpochControl.decode)
+      val sinkControls = dag.vertices.collect { case v @ Vertex(_, Sink(_), _, _, _) =>
+        sinks.write(v, metrics.counted(v.name, InPlaceRows.of(received(dag.edgesInto(v.name).head)), ItemRowSchema.length - 1),
+          epochId, keep)
       }.flatten
       val complete = sinkControls.forall(_.done)
       EpochOutcome(complete, if (complete) Long.MaxValue else EpochControl.coalesce(sinkControls, Long.MinValue).watermark)
@@ -339,24 +336,4 @@ object EpochEngine {
     case _: WindowPath.Columnar => ColumnarFramesSchema
     case _ => FramesSchema
   }
-}
-
-/** What one partition of a sink's input holds in an epoch: its items' pickles where the sink keeps them on
-  * the driver (a list), and the senders' control rows. Only these reach the driver.
-  */
-private final case class SinkPartition(items: Array[Array[Byte]], controls: Array[Array[Byte]])
-
-private object SinkPartition {
-  val CtlAt: Int = EpochEngine.ItemRowSchema.fieldIndex(EpochControl.Column)
-
-  def write(spark: SparkSession, rows: RDD[InternalRow], keepItems: Boolean): Array[SinkPartition] =
-    spark.sparkContext.runJob(rows, (partition: Iterator[InternalRow]) => {
-      val items = mutable.ArrayBuffer.empty[Array[Byte]]
-      val controls = mutable.ArrayBuffer.empty[Array[Byte]]
-      partition.foreach { r =>
-        if (!r.isNullAt(CtlAt)) controls += r.getBinary(CtlAt)
-        else if (keepItems) items += r.getBinary(0)
-      }
-      SinkPartition(items.toArray, controls.toArray)
-    })
 }

@@ -9,13 +9,15 @@ import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.types.BinaryType
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.storage.StorageLevel
+import org.apache.hadoop.fs.Path
 
 import scala.util.control.NonFatal
 
-/** Files and foreach-batch sinks on the Spark batch engine: they take a DataFrame of the items' rows.
+/** Files and foreach-batch sinks on the Spark engines: they take a DataFrame of the items' rows.
   * Typed items (a DataFrame's own columns) are that DataFrame already; opaque items are turned into rows
   * by Python ([[PythonRowSinks.rows]]), and records that do not fit the schema fail the job or, when the
-  * sink stage has `onError`, go out on its error edge as dead letters. A batch job is one batch: id 0.
+  * sink stage has `onError`, go out on its error edge as dead letters. A batch job is one batch: id 0; a
+  * stream's epochs write one at a time ([[writeEpoch]]).
   */
 private[spark] final class RowSinks(spark: SparkSession, dag: PhysicalDag, jobId: String) {
   import RowSinks._
@@ -48,25 +50,39 @@ private[spark] final class RowSinks(spark: SparkSession, dag: PhysicalDag, jobId
       }
     }
 
-  /** Writes the sink's rows (`output` is [[rows]] as the engine counted and keeps it). */
-  def write(v: Vertex, output: DataFrame): Unit = try {
+  /** Writes the sink's rows (`output` is [[rows]] as the engine counted and keeps it): a batch job's one
+    * batch, files in the sink's mode.
+    */
+  def write(v: Vertex, output: DataFrame): Unit = writing(v, output, BatchId) { (rows, sink, path, format) =>
+    rows.write.format(format).mode(param(sink, "mode")).options(options(sink)).save(path)
+  }
+
+  /** Writes epoch `epoch`'s rows of a stream's sink: its files named by the epoch, in place of those an
+    * earlier attempt at the epoch wrote ([[writeEpochFiles]]); the foreach-batch function gets the
+    * epoch's id as its batch id.
+    */
+  def writeEpoch(v: Vertex, output: DataFrame, epoch: Long): Unit = writing(v, output, epoch) { (rows, sink, path, format) =>
+    writeEpochFiles(spark, rows, format, options(sink), path, epoch)
+  }
+
+  private def writing(v: Vertex, output: DataFrame, batchId: Long)(
+      files: (DataFrame, SinkDefinition, String, String) => Unit): Unit = try {
     val sink = definition(v)
     val stage = v.fusedChain.head
     val good =
       if (output.columns.contains(Failure)) output.where(col(Failure).isNull).select(col(s"$RowColumn.*")) else output
     sink.name match {
       case "files" =>
-        val (path, format, mode) = (param(sink, "path"), param(sink, "format"), param(sink, "mode"))
+        val (path, format) = (param(sink, "path"), param(sink, "format"))
         // No items and no schema: nothing to infer columns from, and no format writes a row without columns.
-        if (good.schema.nonEmpty)
-          named(stage, s"writing $format files to $path")(good.write.format(format).mode(mode).options(options(sink)).save(path))
+        if (good.schema.nonEmpty) named(stage, s"writing $format files to $path")(files(good, sink, path, format))
       case "foreachBatch" =>
         val PythonRef(fnRef) = sink.parameters("fn"): @unchecked
         // Computed before the function runs: a failure upstream (or of a record that does not fit) is
         // not the function's, and the function's actions read the kept rows instead of rerunning the job.
         output.count()
         callingPython(stage, "the foreach_batch function raised")(
-          python(stage).foreachBatch(stage, fnRef, good, BatchId))
+          python(stage).foreachBatch(stage, fnRef, good, batchId))
     }
   } finally release(v)
 
@@ -81,6 +97,27 @@ object RowSinks {
   val RowColumn = "row"
   /** The batch id of a batch job's only batch. */
   val BatchId = 0L
+
+  /** Writes `rows` as epoch `epoch`'s files under `path`, so that writing the epoch again replaces them:
+    * into a staging directory first (its name starts with `_`, which Spark's readers skip), then each data
+    * file is moved into `path` as `epoch-<epoch>-<its name>`, once the files an earlier attempt at the epoch
+    * left there are deleted. A reader never sees one epoch's files twice.
+    */
+  def writeEpochFiles(spark: SparkSession, rows: DataFrame, format: String, options: Map[String, String], path: String,
+      epoch: Long): Unit = {
+    val staging = new Path(path, s"_staging-epoch-$epoch")
+    rows.write.format(format).mode("overwrite").options(options).save(staging.toString)
+    val fs = staging.getFileSystem(spark.sparkContext.hadoopConfiguration)
+    val prefix = s"epoch-$epoch-"
+    fs.listStatus(new Path(path)).filter(_.getPath.getName.startsWith(prefix)).foreach(f => fs.delete(f.getPath, false))
+    // Data files only: not `_SUCCESS`, nor the checksum files (`.name.crc`) that move with their file.
+    fs.listStatus(staging).map(_.getPath).filterNot(p => p.getName.startsWith("_") || p.getName.startsWith("."))
+      .foreach { file =>
+        if (!fs.rename(file, new Path(path, prefix + file.getName)))
+          throw new java.io.IOException(s"could not move $file into $path")
+      }
+    fs.delete(staging, true)
+  }
 
   /** Whether the engine must keep the vertex's output for more than one reading: a rows sink's output
     * feeds its writing and its dead letters, and a foreach-batch function may run several actions.

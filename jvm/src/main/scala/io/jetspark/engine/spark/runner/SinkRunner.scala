@@ -51,6 +51,15 @@ object SinkRunner {
     * Python to print.
     */
   def consoleList(jobId: String, vertex: String): String = s"__console__/$jobId/$vertex"
+
+  /** The registry lists of job `jobId`'s console sinks, for Python to print and clear, as a JSON array: a
+    * Java list would cost Python a converted exception at the end of every iteration over it (py4j's
+    * iterator ends with one), some fifteen JVM round trips each.
+    */
+  def consoleListsJson(dag: PhysicalDag, jobId: String): String =
+    new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsString(java.util.Arrays.asList(dag.vertices.collect {
+      case v @ Vertex(_, Sink(sink), _, _, _) if sink.name == "console" => consoleList(jobId, v.name)
+    }: _*))
 }
 
 /** What a noop sink does with a partition: computes its rows and drops them, counting them into `items`

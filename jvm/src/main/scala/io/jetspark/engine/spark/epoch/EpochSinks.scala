@@ -1,0 +1,103 @@
+package io.jetspark.engine.spark.epoch
+
+import io.jetspark.engine.ListSinkRegistry
+import io.jetspark.engine.spark.rows.RowSchemas
+import io.jetspark.engine.spark.runner.{RowSinks, SinkRunner}
+import io.jetspark.pipeline.definition.PipelineDefinitionError
+import io.jetspark.plan.VertexDescription.Sink
+import io.jetspark.plan.{PhysicalDag, Vertex}
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.functions.col
+import org.apache.spark.sql.jetspark.SqlBridge
+import org.apache.spark.sql.{DataFrame, SparkSession}
+
+import scala.collection.mutable
+
+/** The sinks of a stream's epochs (docs/streaming.md, "Sinks"): each takes the epoch's items of its input,
+  * and its senders' control rows, which say whether the stream is complete. What a replayed epoch (the
+  * same epoch run again after a failure, by this job or one resumed from its checkpoint) does to each:
+  *  - a list or dead-letter sink writes the items as the epoch's ([[ListSinkRegistry.writeEpoch]]): a
+  *    replay replaces them;
+  *  - a files sink (appending) writes the epoch's rows as files named by the epoch
+  *    ([[RowSinks.writeEpochFiles]]): a replay replaces them;
+  *  - a foreach-batch function gets the epoch's rows and the epoch's id, as Spark's `foreachBatch` gives
+  *    a micro-batch's: what it does again on a replay is the function's to decide, by the id;
+  *  - a console sink prints the items again: it cannot take them back, and so is refused under
+  *    EXACTLY_ONCE ([[requireExactlyOnce]]);
+  *  - a noop sink computes, counts and drops them.
+  * `writerRoot` names this job's writers for the life of its checkpoint; `jobId` scopes its console lists
+  * and its Python row sinks.
+  */
+private[epoch] final class EpochSinks(spark: SparkSession, dag: PhysicalDag, writerRoot: String, jobId: String) {
+  private lazy val rowSinks = new RowSinks(spark, dag, jobId)
+
+  /** Writes `input` (item, ts, ctl), what sink vertex `v` receives in epoch `epochId`; returns its senders'
+    * control rows. `keep` keeps a DataFrame that is read twice until the epoch's end.
+    */
+  def write(v: Vertex, input: RDD[InternalRow], epochId: Long, keep: DataFrame => DataFrame): Seq[EpochControl] = {
+    val Sink(sink) = v.description: @unchecked
+    sink.name match {
+      case "list" | "deadLetter" =>
+        val written = EpochSinks.collect(spark, input, keepItems = true)
+        ListSinkRegistry.writeEpoch(sink.parameters("name").toString, ListSinkRegistry.Epoch(s"$writerRoot/${v.name}", epochId),
+          written.flatMap(_.items).toSeq)
+        EpochSinks.controls(written)
+      case "console" =>
+        val written = EpochSinks.collect(spark, input, keepItems = true)
+        ListSinkRegistry.append(SinkRunner.consoleList(jobId, v.name), written.flatMap(_.items).toSeq)
+        EpochSinks.controls(written)
+      case "noop" => EpochSinks.controls(EpochSinks.collect(spark, input, keepItems = false))
+      case _ if sink.takesRows =>
+        val rows = keep(SqlBridge.internalCreateDataFrame(spark, input, EpochEngine.ItemRowSchema))
+        val controls = rows.where(col(EpochControl.Column).isNotNull).select(EpochControl.Column).collect()
+          .map(r => EpochControl.decode(r.getAs[Array[Byte]](0))).toSeq
+        rowSinks.writeEpoch(v, rowSinks.rows(v, rows.where(col(EpochControl.Column).isNull).select(RowSchemas.Item)), epochId)
+        controls
+      case other => throw new IllegalStateException(s"sink '${v.name}': no $other sink on a stream")
+    }
+  }
+}
+
+object EpochSinks {
+  /** The sinks the epoch engine writes to; a files or foreach-batch sink only where it does not route the
+    * records that do not fit its rows to a dead-letter sink (not yet on a stream), and files only appended
+    * (each epoch adds its own).
+    */
+  private[epoch] def runs(dag: PhysicalDag, v: Vertex): Boolean = v.description match {
+    case Sink(sink) if sink.takesRows => !dag.routesFailures(v) && sink.parameters.get("mode").forall(_ == "append")
+    case Sink(sink) => Set("list", "noop", "deadLetter", "console")(sink.name)
+    case _ => false
+  }
+
+  /** Fails, naming the sink, where one would write a replayed epoch again: under EXACTLY_ONCE, every sink
+    * must write each epoch once.
+    */
+  def requireExactlyOnce(dag: PhysicalDag): Unit = dag.vertices.foreach {
+    case v @ Vertex(_, Sink(sink), _, _, _) if sink.name == "console" =>
+      throw new PipelineDefinitionError(v.name, PipelineDefinitionError.ExactlyOnceSink,
+        "a console sink prints a replayed epoch's items again, so it cannot be exactly-once: run the job " +
+          "AT_LEAST_ONCE or NONE, or write to a list, files or foreach_batch sink, which replace a replayed epoch")
+    case _ => ()
+  }
+
+  /** What one partition of a sink's input holds in an epoch: its items' pickles where the sink keeps them
+    * on the driver, and the senders' control rows. Only these reach the driver.
+    */
+  private[epoch] final case class Written(items: Array[Array[Byte]], controls: Array[Array[Byte]])
+
+  private val CtlAt: Int = EpochEngine.ItemRowSchema.fieldIndex(EpochControl.Column)
+
+  private[epoch] def collect(spark: SparkSession, rows: RDD[InternalRow], keepItems: Boolean): Array[Written] =
+    spark.sparkContext.runJob(rows, (partition: Iterator[InternalRow]) => {
+      val items = mutable.ArrayBuffer.empty[Array[Byte]]
+      val controls = mutable.ArrayBuffer.empty[Array[Byte]]
+      partition.foreach { r =>
+        if (!r.isNullAt(CtlAt)) controls += r.getBinary(CtlAt)
+        else if (keepItems) items += r.getBinary(0)
+      }
+      Written(items.toArray, controls.toArray)
+    })
+
+  private[epoch] def controls(written: Array[Written]): Seq[EpochControl] = written.toSeq.flatMap(_.controls).map(EpochControl.decode)
+}
