@@ -70,6 +70,7 @@ private[epoch] final class EpochPartition(vertex: String, val partition: Int, ep
     require(closed, "committed before the barrier closed")
     val snapshot = SnapshotFormat.encode(work :+ SnapshotEntry(StateKey, Own(coalescedTo, sent, EncounterPositions.upcoming())))
     state.commit(snapshot)
+    InjectedTaskFailures.afterCommit(vertex, partition, epoch)
     stateSize.add((partition, epoch, snapshot.length.toLong))
     val ctl = new GenericInternalRow(width)
     ctl.update(width - 1, EpochControl(partition, epoch, sent, done, idle = !done && (sendersIdle || idleWork)).encode)
