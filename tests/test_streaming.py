@@ -341,3 +341,16 @@ def test_exactly_once_refuses_a_console_sink_naming_it(jet: Any) -> None:
     with pytest.raises(PipelineDefinitionError, match="show.*exactly-once-sink") as failure:
         job.join(timeout=120)
     assert failure.value.stage == "show" and failure.value.rule == "exactly-once-sink"
+
+
+def test_a_checkpoint_written_for_another_plan_is_refused_saying_what_differs(jet: Any, tmp_path: Any) -> None:
+    config = JobConfig(checkpoint_dir=str(tmp_path / "checkpoint"))
+    stream = StreamInput(in_order(1, 4, 10), 2, 0)
+    written = jet.new_job(windowed(stream, "tumbling", keyed=True, operation="counting"), config)
+    written.join(timeout=300)
+    assert written.status is JobStatus.COMPLETED
+    other = jet.new_job(windowed(stream, "session", keyed=True, operation="counting"), config)
+    with pytest.raises(JobFailedError, match="written for another job") as failure:
+        other.join(timeout=300)
+    assert "tumbling" in str(failure.value) and "session" in str(failure.value)
+    jet.clear_list("out")

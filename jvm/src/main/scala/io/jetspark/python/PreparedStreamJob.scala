@@ -2,7 +2,7 @@ package io.jetspark.python
 
 import com.fasterxml.jackson.databind.node.ArrayNode
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import io.jetspark.engine.spark.epoch.{EpochEngine, EpochSinks, EpochSources, SourceExtraction, StreamingJob}
+import io.jetspark.engine.spark.epoch.{CheckpointManifest, EpochEngine, EpochSinks, EpochSources, SourceExtraction, StreamingJob}
 import io.jetspark.engine.spark.runner.{CustomAggregations, SinkRunner}
 import io.jetspark.engine.spark.{PythonExtraction, PythonUdfName, PythonWork, Rebalancing}
 import io.jetspark.item.PythonAggregations
@@ -112,11 +112,13 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
   /** Starts the job with the UDFs Python built (`udfs(i)` named `names(i)`): its state and offsets live
     * under `checkpointDir`; a micro-batch starts every `triggerIntervalMs` (0: as soon as the last ends).
     * `jobId` scopes its console lists and its Python row sinks. Under `guarantee` EXACTLY_ONCE, a sink
-    * that would write a replayed epoch again is a definition error ([[EpochSinks.requireExactlyOnce]]).
+    * that would write a replayed epoch again is a definition error ([[EpochSinks.requireExactlyOnce]]); a
+    * checkpoint written for another plan is refused ([[CheckpointManifest]]).
     */
   def start(names: java.util.List[String], udfs: java.util.List[Column], name: String, checkpointDir: String,
       triggerIntervalMs: Long, idleTimeoutMs: Long, jobId: String, guarantee: String): StreamingJob = {
     if (guarantee == "EXACTLY_ONCE") EpochSinks.requireExactlyOnce(dag)
+    CheckpointManifest.requireMatching(checkpointDir, dag, spark.sparkContext.hadoopConfiguration)
     val engine = new EpochEngine(spark, dag, names.asScala.map(PythonUdfName.parse).zip(udfs.asScala).toMap,
       s"$checkpointDir/state", idleTimeoutMs, sourceExtraction, jobId)
     val (stream, release) = EpochSources.stream(spark, engine.source)

@@ -16,6 +16,19 @@ class SubstreamsByValueProcessorTest extends AnyFunSuite {
     outbox.drainBucket(0)
   }
 
+  /** `fresh`, initialised and restored from the snapshot `p` saves now into `outbox`; and its own outbox. */
+  private def restoredCopy(p: SubstreamsByValueProcessor[(String, Long)], outbox: BufferedOutbox,
+      fresh: SubstreamsByValueProcessor[(String, Long)]): (SubstreamsByValueProcessor[(String, Long)], BufferedOutbox) = {
+    assert(p.saveToSnapshot())
+    val saved = outbox.drainSnapshot()
+    val after = new BufferedOutbox(1, 100)
+    fresh.init(after, ProcessorContext("source", 0, 1))
+    val inbox = new ArrayDequeInbox
+    saved.foreach { case (k, v) => inbox.add(SnapshotEntry(k, v)) }
+    fresh.restoreFromSnapshot(inbox)
+    (fresh, after)
+  }
+
   test("the watermark is the least of the substream values' own, never goes back, and survives a snapshot") {
     val p = processor()
     val outbox = new BufferedOutbox(1, 100)
@@ -28,14 +41,7 @@ class SubstreamsByValueProcessorTest extends AnyFunSuite {
     assert(run(p, outbox, "c" -> 70L) == Seq("c" -> 70L, Watermark(55)))
     // No event: nothing to say.
     assert(run(p, outbox).isEmpty)
-    assert(p.saveToSnapshot())
-    val saved = outbox.drainSnapshot()
-    val restored = processor()
-    val after = new BufferedOutbox(1, 100)
-    restored.init(after, ProcessorContext("source", 0, 1))
-    val inbox = new ArrayDequeInbox
-    saved.foreach { case (k, v) => inbox.add(SnapshotEntry(k, v)) }
-    restored.restoreFromSnapshot(inbox)
+    val (restored, after) = restoredCopy(p, outbox, processor())
     // c (70) holds it back after the restore; then a null substream value is one of its own.
     assert(run(restored, after, "b" -> 80L) == Seq("b" -> 80L, Watermark(65)))
     assert(run(restored, after, (null, 200L), "a" -> 300L, "c" -> 300L, "b" -> 300L) ==
@@ -61,14 +67,7 @@ class SubstreamsByValueProcessorTest extends AnyFunSuite {
     assert(run(p, outbox) == Seq(IdleMessage))
     assert(run(p, outbox).isEmpty)
     // After a restore (as every epoch does), the timers run on and idleness is said again.
-    assert(p.saveToSnapshot())
-    val saved = outbox.drainSnapshot()
-    val restored = idling()
-    val after = new BufferedOutbox(1, 100)
-    restored.init(after, ProcessorContext("source", 0, 1))
-    val inbox = new ArrayDequeInbox
-    saved.foreach { case (k, v) => inbox.add(SnapshotEntry(k, v)) }
-    restored.restoreFromSnapshot(inbox)
+    val (restored, after) = restoredCopy(p, outbox, idling())
     assert(run(restored, after) == Seq(IdleMessage))
     now = 25
     assert(run(restored, after, "c" -> 300L) == Seq("c" -> 300L, Watermark(295)))
