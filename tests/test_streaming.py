@@ -344,11 +344,19 @@ def test_exactly_once_refuses_a_console_sink_naming_it(jet: Any) -> None:
 
 
 def test_a_checkpoint_written_for_another_plan_is_refused_saying_what_differs(jet: Any, tmp_path: Any) -> None:
+    """The same plan on a checkpoint whose stream completed completes at once, writing nothing again; another
+    plan is refused."""
     config = JobConfig(checkpoint_dir=str(tmp_path / "checkpoint"))
     stream = StreamInput(in_order(1, 4, 10), 2, 0)
+    jet.clear_list("out")
     written = jet.new_job(windowed(stream, "tumbling", keyed=True, operation="counting"), config)
     written.join(timeout=300)
     assert written.status is JobStatus.COMPLETED
+    windows = jet.get_list("out")
+    assert windows
+    again = jet.new_job(windowed(stream, "tumbling", keyed=True, operation="counting"), config)
+    again.join(timeout=120)
+    assert again.status is JobStatus.COMPLETED and jet.get_list("out") == windows
     other = jet.new_job(windowed(stream, "session", keyed=True, operation="counting"), config)
     with pytest.raises(JobFailedError, match="written for another job") as failure:
         other.join(timeout=300)

@@ -1,5 +1,6 @@
 package io.jetspark.engine.spark.epoch
 
+import org.apache.hadoop.fs.Path
 import org.apache.spark.api.java.function.VoidFunction2
 import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
 import org.apache.spark.sql.{DataFrame, Dataset, Row}
@@ -11,6 +12,10 @@ import scala.concurrent.Promise
   * stream source's DataFrame) and each one is an epoch of `engine`. Its query keeps its offsets under
   * `checkpointDir`; the query stops once an epoch finds the stream complete, or when cancelled, and then
   * `release` frees what the source holds for it.
+  *
+  * A complete stream leaves a file `completed` in its checkpoint: a job started again on it has nothing
+  * left to read, so it starts no query and completes at once, instead of waiting for a micro-batch that
+  * never comes.
   */
 final class StreamingJob(engine: EpochEngine, stream: DataFrame, checkpointDir: String, triggerIntervalMs: Long, name: String,
     release: () => Unit) {
@@ -18,8 +23,14 @@ final class StreamingJob(engine: EpochEngine, stream: DataFrame, checkpointDir: 
   private val cancelled = new AtomicBoolean(false)
   private val epochs = new AtomicLong(0)
   @volatile private var watermark = Long.MinValue
+  private val completeMark = new Path(checkpointDir, "completed")
+  private val fs = completeMark.getFileSystem(stream.sparkSession.sparkContext.hadoopConfiguration)
 
-  private val query: StreamingQuery = stream.writeStream
+  private val query: Option[StreamingQuery] = if (fs.exists(completeMark)) {
+    watermark = Long.MaxValue
+    completed.trySuccess(())
+    None
+  } else Some(stream.writeStream
     .queryName(name)
     .option("checkpointLocation", s"$checkpointDir/query")
     .trigger(Trigger.ProcessingTime(triggerIntervalMs))
@@ -28,23 +39,25 @@ final class StreamingJob(engine: EpochEngine, stream: DataFrame, checkpointDir: 
         val outcome = engine.runEpoch(batch, epochId)
         epochs.incrementAndGet()
         watermark = outcome.watermark
-        if (outcome.complete) completed.trySuccess(())
+        if (outcome.complete) { fs.create(completeMark, true).close(); completed.trySuccess(()) }
       }
     })
-    .start()
+    .start())
 
   /** Waits until the stream is complete (true), the job was cancelled (false) or the query failed (its
     * error); the query is stopped then.
     */
   def awaitCompletion(): Boolean = {
     try {
-      while (!completed.isCompleted && !cancelled.get && query.isActive) query.awaitTermination(20)
-      query.exception.foreach(e => throw e)
+      query.foreach { q =>
+        while (!completed.isCompleted && !cancelled.get && q.isActive) q.awaitTermination(20)
+        q.exception.foreach(e => throw e)
+      }
       completed.isCompleted
-    } finally { query.stop(); release(); engine.close() }
+    } finally { query.foreach(_.stop()); release(); engine.close() }
   }
 
-  def cancel(): Unit = { cancelled.set(true); query.stop() }
+  def cancel(): Unit = { cancelled.set(true); query.foreach(_.stop()) }
 
   /** The job's progress so far, as JSON: `{"epochs", "watermark" (the sinks' coalesced input watermark,
     * null before the first), "watermark_lag_ms" (its lag behind the wall clock, while finite),
