@@ -213,6 +213,28 @@ def test_a_rolling_aggregates_failing_operation_sends_its_records_to_dead_letter
     assert len(got["out"]) == 6
 
 
+@pytest.mark.parametrize("routed", [True, False])
+def test_a_record_whose_time_fails_is_the_source_stages_failure_not_the_windows(jet: Any, routed: bool) -> None:
+    """The source's time is read in the Python pass that also takes its window's key: a record whose time
+    fails is the source stage's dead letter, or with no dead-letter sink its failure, not the window's."""
+    items = [{"k": 1, "t": 5}, {"k": 1, "t": None}, {"k": 2, "t": 30}]
+    p = Pipeline.create()
+    source = (p.read_from(Sources.items_stream(items, items_per_batch=1)).with_timestamps(lambda e: e["t"], allowed_lag_ms=0)
+              .set_name("readings"))
+    if routed:
+        source = source.on_error(Sinks.dead_letter("bad_time"))
+    ending(source, "tumbling", lambda e: e["k"])
+    if routed:
+        _, got = run_and_compare(jet, p, "out", "dead_letter:bad_time")
+        assert [(d.record, d.stage) for d in got["dead_letter:bad_time"]] == [({"k": 1, "t": None}, "readings")]
+        return
+    job = jet.new_job(p)
+    with pytest.raises(JobFailedError, match="readings") as failure:
+        job.join(timeout=300)
+    assert failure.value.stage == "readings"
+    jet.clear_list("out")
+
+
 def test_a_failing_join_mapper_without_a_dead_letter_sink_fails_the_job_naming_it(jet: Any) -> None:
     p = Pipeline.create()
     side = p.read_from(Sources.items([{"k": 0}]))

@@ -244,8 +244,9 @@ def python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], li
         udfs[f"chain:{chain['vertex']}"] = udf_columns.chain_udf_column(steps, carried(chain))
     for e in work["extractions"]:
         rows = (e["rows_schema"], e["row_fields"]) if "rows_schema" in e else None
+        time_stage = (e["time_stage"], e["time_dead_letter"]) if "time_stage" in e else None
         udfs[f"extract:{e['vertex']}:{e['ordinal']}"] = udf_columns.extraction_udf_column(
-            e["key"], e["values"], e["stage"], objects, e.get("timestamp"), rows, carried(e), e["dead_letter"])
+            e["key"], e["values"], e["stage"], objects, e.get("timestamp"), rows, carried(e), e["dead_letter"], time_stage)
     for f in work["dataframe_sources"]:
         udfs[f"rows:{f['vertex']}"] = udf_columns.rows_to_items_udf_column(
             f["schema"], [(c["name"], c["type"]) for c in f.get("passed", [])])

@@ -39,14 +39,16 @@ def chain_udf_column(steps: list[Step], carried: Sequence[str] = ()) -> Any:
 def extraction_udf_column(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
                           objects: list[Any], timestamp: dict[str, Any] | None = None,
                           rows: tuple[str, int] | None = None, carried: Sequence[str] = (),
-                          dead_letter: bool = False) -> Any:
+                          dead_letter: bool = False, time_stage: tuple[str, bool] | None = None) -> Any:
     """The Spark Column of an extraction over the ``item`` column, or with ``rows`` (see
     :func:`~jetspark.worker.steps.extraction_function`) over all the rows' columns. Items are stamped here with ``timestamp``;
     they arrive with the ``carried`` columns (:func:`jetspark.worker.carried.carried_columns`: their ``ts``,
     their sequence id), which the extraction passes on after what it extracts (and after the ``ts`` it
-    stamps); ``dead_letter``: the stage routes its failures to a dead-letter sink."""
-    extract = bound_extraction_function(key, values, stage, objects, timestamp, rows, dead_letter)
-    schema = extraction_schema(timestamp is not None, dead_letter) + carried_schema(carried)
+    stamps); ``dead_letter``: the stage routes its failures to a dead-letter sink; ``time_stage``: the
+    stage the time belongs to where it is another's, and whether that one routes its failures."""
+    extract = bound_extraction_function(key, values, stage, objects, timestamp, rows, dead_letter, time_stage)
+    routes = dead_letter or (time_stage is not None and time_stage[1])
+    schema = extraction_schema(timestamp is not None, routes) + carried_schema(carried)
     if carried:
         # The JVM never carries anything beside a DataFrame source's rows read as they are.
         assert rows is None, "carried columns beside a source's rows"

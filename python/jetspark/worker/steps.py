@@ -44,9 +44,9 @@ EXTRACTED_SCHEMA = f"key binary, values array<binary>, {ITEM} binary"
 
 
 def extraction_schema(timed: bool, dead_letter: bool) -> str:
-    """What an extraction gives per item: :data:`EXTRACTED_SCHEMA`, then ``failure`` where the stage
-    routes failures to a dead-letter sink, then ``ts`` last where items carry their time (at a window's
-    input, or where they are stamped)."""
+    """What an extraction gives per item: :data:`EXTRACTED_SCHEMA`, then ``failure`` where a stage whose
+    failures it makes routes them to a dead-letter sink, then ``ts`` last where items carry their time (at
+    a window's input, or where they are stamped)."""
     failure = f", {FAILURE} string" if dead_letter else ""
     return f"{EXTRACTED_SCHEMA}{failure}" + carried_schema([TS] if timed else [])
 
@@ -213,7 +213,8 @@ def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]]
                         functions: dict[int, Callable[[Any], Any]],
                         timestamp: dict[str, Any] | None = None,
                         rows: tuple[str, int] | None = None,
-                        dead_letter: bool = False) -> Callable[[Iterator[Any]], Iterator[Any]]:
+                        dead_letter: bool = False,
+                        time_stage: tuple[str, bool] | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The Arrow map function that gives, per pickled item, its key as :func:`~jetspark._items.canonical_key` bytes (empty
     for a global aggregation), its values' pickles and the item's own pickle, unchanged; at a window's
     input (``timestamp`` given) also the item's timestamp in ms (:func:`~jetspark.worker.event_time.timestamp_ms`).
@@ -221,11 +222,15 @@ def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]]
     An extractor that raises on a record fails the job naming ``stage``, or, with ``dead_letter``, makes
     the record's row a dead letter (see the module docstring): empty key and values, the
     :class:`~jetspark.errors.DeadLetter` of the item as the extractor saw it, ``failure`` = ``stage``.
+    With ``time_stage`` (a stage's name, and whether it routes failures), the time belongs to that stage
+    (a stream source's, read in the pass that takes its window's key): it is read first, and a record
+    whose time fails is that stage's failure.
 
     With ``rows`` (a schema's JSON and a number of fields ``n``), it reads a DataFrame source's rows
     instead: the first ``n`` fields make the item (a ``Row``, as :func:`rows_to_items_function` makes
     it), the others are the values of the Column extractors that Catalyst evaluated next to it."""
     decode = _opaque_items if rows is None else _rows_with_columns(*rows)
+    routes = dead_letter or (time_stage is not None and time_stage[1])
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -244,16 +249,21 @@ def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]]
                     raws.append(None)
                     failures.append(None)
                     continue
+                failing = time_stage or (stage, dead_letter)
                 try:
                     # Everything first, then the row: a record whose timestamp fails has no key either.
+                    if time_stage is not None:
+                        time = timestamp_ms(extract(timestamp, item, functions, columns))
+                        failing = (stage, dead_letter)
                     key_bytes = b"" if key is None else canonical_key(extract(key, item, functions, columns))
                     value_pickles = [pickle.dumps(extract(v, item, functions, columns), protocol=PICKLE_PROTOCOL)
                                      for v in values]
-                    time = None if timestamp is None else timestamp_ms(extract(timestamp, item, functions, columns))
+                    if time_stage is None:
+                        time = None if timestamp is None else timestamp_ms(extract(timestamp, item, functions, columns))
                     failure = None
                 except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
-                    letter = record_failure(stage, dead_letter, item, e)
-                    key_bytes, value_pickles, time, failure = b"", [], None, stage
+                    letter = record_failure(*failing, item, e)
+                    key_bytes, value_pickles, time, failure = b"", [], None, failing[0]
                     raw = pickle.dumps(letter, protocol=PICKLE_PROTOCOL)
                 keys.append(key_bytes)
                 extracted.append(value_pickles)
@@ -262,7 +272,7 @@ def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]]
                 failures.append(failure)
             arrays = [pa.array(keys, pa.binary()), pa.array(extracted, pa.list_(pa.binary())), pa.array(raws, pa.binary())]
             names = ["key", "values", ITEM]
-            if dead_letter:
+            if routes:
                 arrays.append(pa.array(failures, pa.string()))
                 names.append(FAILURE)
             if timestamp is not None:
@@ -322,15 +332,16 @@ def passing_on(one_to_one: Callable[[Iterator[Any]], Iterator[Any]]) -> Callable
 
 def bound_extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]], stage: str,
                               objects: list[Any], timestamp: dict[str, Any] | None = None,
-                              rows: tuple[str, int] | None = None,
-                              dead_letter: bool = False) -> Callable[[Iterator[Any]], Iterator[Any]]:
+                              rows: tuple[str, int] | None = None, dead_letter: bool = False,
+                              time_stage: tuple[str, bool] | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """:func:`extraction_function` with the Python callables its extractors name taken from ``objects``."""
     def refs(spec: dict[str, Any]) -> list[int]:
         return [spec["ref"]] if spec["kind"] == "python" else refs(spec["of"]) if spec["kind"] == "key" else []
 
     specs = ([key] if key else []) + values + ([timestamp] if timestamp else [])
     used = [r for s in specs for r in refs(s)]
-    return extraction_function(key, values, stage, {r: objects[r] for r in used}, timestamp, rows, dead_letter)
+    return extraction_function(key, values, stage, {r: objects[r] for r in used}, timestamp, rows, dead_letter,
+                               time_stage)
 
 
 def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, Any]], keyed: bool, stage: str,

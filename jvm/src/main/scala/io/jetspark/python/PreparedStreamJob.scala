@@ -36,14 +36,17 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
     val extractions = work.putArray("extractions")
     // Where a window reads the source straight, one extraction reads the items' time and its key and values.
     val sourceTime = sourceExtraction.timeInPython
+    // The time read there is the source's: a record whose time fails is the source stage's failure.
+    val sourceTimeStage = PythonExtraction.TimeStage(dag.ownStage(sourceExtraction.source), dag.routesFailures(sourceExtraction.source))
     dag.vertices.foreach {
       case v @ Vertex(_, Source(_, _), _, _, _) if v.name == sourceExtraction.source.name && sourceTime.isDefined &&
           sourceExtraction.windowAtSource.isEmpty =>
         PythonWorkJson.extraction(extractions, PythonExtraction(v, 0, None, Nil, sourceTime, timedInput = false, None,
-          deadLetter = false), sequenced = false, controlled = true)
+          deadLetter = false).copy(timeStage = Some(sourceTimeStage)), sequenced = false, controlled = true)
       case v @ Vertex(_, WindowAggregate(stage, _, op: PythonAggregateSpec, key), _, _, _) if stage != AggregationStage.Combine &&
           !sourceExtraction.readsRows(v) =>
-        timedExtraction(extractions, v, key, Some(op), sourceTime.filter(_ => sourceExtraction.extractedAtSource(v)))
+        val atSource = sourceExtraction.extractedAtSource(v)
+        timedExtraction(extractions, v, key, Some(op), sourceTime.filter(_ => atSource), Some(sourceTimeStage).filter(_ => atSource))
       case v @ Vertex(_, RollingAggregate(key, op: PythonAggregateSpec), _, _, _) => timedExtraction(extractions, v, key, Some(op), None)
       case v @ Vertex(_, MapStateful(key, _, _), _, _, _) => timedExtraction(extractions, v, key, None, None)
       case v @ Vertex(_, HashJoin(clauses, _, _), _, _, _) =>
@@ -97,13 +100,13 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
 
   /** What Python extracts where items enter `v`: its key (none: global), the values of `op`'s slots, with the
     * items' time and the control rows carried beside them; or, where `v` reads the source straight
-    * ([[SourceExtraction]]), with the time it reads from the items (`sourceTime`).
+    * ([[SourceExtraction]]), with the time it reads from the items (`sourceTime`), the source's (`timeStage`).
     */
   private def timedExtraction(extractions: ArrayNode, v: Vertex, key: Option[Extractor], op: Option[PythonAggregateSpec],
-      sourceTime: Option[Extractor]): Unit = {
+      sourceTime: Option[Extractor], timeStage: Option[PythonExtraction.TimeStage] = None): Unit = {
     val slots = op.toSeq.flatMap(op => PythonAggregations.extractors(op).map(PythonExtraction.OperationSlot(_, op)))
     PythonWorkJson.extraction(extractions, PythonExtraction(v, 0, key, slots, sourceTime, timedInput = sourceTime.isEmpty, None,
-      deadLetter = dag.routesFailures(v)), sequenced = false, controlled = true)
+      deadLetter = dag.routesFailures(v)).copy(timeStage = timeStage), sequenced = false, controlled = true)
   }
 
   /** The registry lists of this job's console sinks ([[SinkRunner.consoleListsJson]]). */

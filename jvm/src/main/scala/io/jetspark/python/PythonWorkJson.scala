@@ -33,6 +33,7 @@ private[python] object PythonWorkJson {
     val values = node.putArray("values")
     e.values.foreach(values.add)
     e.timestamp.foreach(node.set[JsonNode]("timestamp", _))
+    e.timeStage.foreach(t => node.put("time_stage", t.stage).put("time_dead_letter", t.deadLetter))
     node
   }
 

@@ -26,10 +26,13 @@ import scala.collection.mutable.ArrayBuffer
   * An extractor belongs to the stage that took it (`vertex`'s first stage: the aggregation that takes a
   * grouping key, the join that takes its clauses' keys, `addTimestamps`, the stage behind a
   * `rebalance(key)`), so a record it fails on is that stage's failure: with `deadLetter` (the stage routes
-  * failures to a dead-letter sink) it becomes a dead letter instead of entering the stage.
+  * failures to a dead-letter sink) it becomes a dead letter instead of entering the stage. The time, where
+  * `timeStage` says so, belongs to another stage: a stream source's, read in the pass that takes its
+  * window's key and values.
   */
 final case class PythonExtraction(vertex: Vertex, ordinal: Int, key: Option[JsonNode], values: Seq[JsonNode],
-    timestamp: Option[JsonNode], timedInput: Boolean, rowSource: Option[String], columns: Seq[Column], deadLetter: Boolean) {
+    timestamp: Option[JsonNode], timedInput: Boolean, rowSource: Option[String], columns: Seq[Column], deadLetter: Boolean,
+    timeStage: Option[PythonExtraction.TimeStage] = None) {
 
   /** The stage whose failures the extraction's are. */
   def stage: String = vertex.fusedChain.head
@@ -66,6 +69,11 @@ object PythonExtraction {
     PythonExtractors.json(e).getOrElse(throw new UnsupportedOperationException(PythonExtractors.unsupported(e)))
 
   private val ColumnPrefix = "__jetspark_column_"
+
+  /** The stage whose failure a record's time is, where not the extraction's own, and whether that stage
+    * routes its failures to a dead-letter sink.
+    */
+  final case class TimeStage(stage: String, deadLetter: Boolean)
 
   /** One value that Python extracts. */
   sealed trait Value

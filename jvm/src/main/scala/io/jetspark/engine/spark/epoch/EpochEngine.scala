@@ -2,7 +2,6 @@ package io.jetspark.engine.spark.epoch
 
 import io.jetspark.core.eventtime.{EventTimePolicy, InsertWatermarksProcessor, SubstreamItem}
 import io.jetspark.core.window.SlidingWindowPolicy
-import io.jetspark.engine.ListSinkRegistry
 import io.jetspark.engine.spark.{PythonUdfName, Rebalancing}
 import io.jetspark.engine.spark.rows.{InPlaceRows, RowSchemas}
 import io.jetspark.engine.spark.window.{FrameWireFormat, WindowPath}
@@ -120,7 +119,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
 
     // A vertex's output: item, ts, ctl; where its Python steps route failures, also `failure` after the item.
     def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, read(v, counted(v, v.description match {
-      case Source(_, timestamps) => sourceOutput(v, batch, timestamps, epoch)
+      case Source(_, timestamps) => sourceOutput(v, batch, timestamps, epoch, lettersKept(v, _))
       case StatelessChain(_) => SqlBridge.mapInArrow(received(dag.edgesInto(v.name).head), pythonUdfs(PythonUdfName.Chain(v.name)))
       case Merge(_, _) =>
         val branches = dag.edgesInto(v.name).map(e => InPlaceRows.of(received(e)))
@@ -224,8 +223,12 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
 
     // What Python takes apart of `items` entering input `ordinal` of `v` (ExtractedSchema); where `v`
     // routes its failures, the records its extraction failed on kept aside as its dead letters.
-    def extracted(v: Vertex, ordinal: Int, items: DataFrame): DataFrame = {
-      val (rows, failed) = EpochJoins.routed(SqlBridge.mapInArrow(items, pythonUdfs(PythonUdfName.Extract(v.name, ordinal))), keep)
+    def extracted(v: Vertex, ordinal: Int, items: DataFrame): DataFrame =
+      lettersKept(v, SqlBridge.mapInArrow(items, pythonUdfs(PythonUdfName.Extract(v.name, ordinal))))
+
+    // An extraction's rows at `v`, the records it failed on kept aside as dead letters of `v`'s edges.
+    def lettersKept(v: Vertex, extraction: DataFrame): DataFrame = {
+      val (rows, failed) = EpochJoins.routed(extraction, keep)
       failed.foreach(f => extractionLetters(v.name) = extractionLetters.get(v.name).fold(f)(_ union f))
       rows
     }
@@ -250,23 +253,26 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
 
   /** The source's items of the epoch, one partition per source task (EpochSources), each ending with its
     * control row; with timestamps, each substream's watermark from a processor kept across epochs, and
-    * where a window reads the source straight, its extraction's rows ([[SourceExtraction]]).
+    * where a window reads the source straight, its extraction's rows ([[SourceExtraction]]). `routed` takes
+    * Python's extraction apart, keeping the records whose time failed aside as dead letters.
     */
-  private def sourceOutput(v: Vertex, batch: DataFrame, timestamps: Option[TimestampPolicy], epoch: EpochRun): DataFrame =
-    if (EpochSources.isDataFrame(v)) dataFrameOutput(v, batch, timestamps, epoch)
+  private def sourceOutput(v: Vertex, batch: DataFrame, timestamps: Option[TimestampPolicy], epoch: EpochRun,
+      routed: DataFrame => DataFrame): DataFrame =
+    if (EpochSources.isDataFrame(v)) dataFrameOutput(v, batch, timestamps, epoch, routed)
     else timestamps match {
       case Some(policy) if EpochSources.stampedInJvm(policy) =>
         watermarked(v, EpochSources.stamped(batch, epoch.id, policy), EpochSources.allowedLag(policy), epoch)
       case _ => timedInPython(v, SqlBridge.internalCreateDataFrame(spark, EpochSources.marked(batch, epoch.id), SourceSchema),
-        timestamps, epoch)
+        timestamps, epoch, routed)
     }
 
   /** The source's items (item, ctl) stamped by Python with their time, or without time. */
-  private def timedInPython(v: Vertex, items: DataFrame, timestamps: Option[TimestampPolicy], epoch: EpochRun): DataFrame =
+  private def timedInPython(v: Vertex, items: DataFrame, timestamps: Option[TimestampPolicy], epoch: EpochRun,
+      routed: DataFrame => DataFrame): DataFrame =
     timestamps match {
       case Some(TimestampPolicy.FromItems(_, lagMs)) =>
         val reader = extraction.windowAtSource.getOrElse(v)
-        val stamped = SqlBridge.mapInArrow(items, pythonUdfs(PythonUdfName.Extract(reader.name, 0)))
+        val stamped = routed(SqlBridge.mapInArrow(items, pythonUdfs(PythonUdfName.Extract(reader.name, 0))))
         watermarked(v, InPlaceRows.of(stamped), lagMs, epoch)
       case _ => items.select(col("item"), org.apache.spark.sql.functions.lit(null).cast(LongType).as("ts"), col(EpochControl.Column))
     }
@@ -290,7 +296,8 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
   /** A streaming DataFrame's micro-batch: its rows as items in one task, their time read beside them in
     * the JVM and each substream value's watermark kept there, or their time read by Python.
     */
-  private def dataFrameOutput(v: Vertex, batch: DataFrame, timestamps: Option[TimestampPolicy], epoch: EpochRun): DataFrame = {
+  private def dataFrameOutput(v: Vertex, batch: DataFrame, timestamps: Option[TimestampPolicy], epoch: EpochRun,
+      routed: DataFrame => DataFrame): DataFrame = {
     val items = SqlBridge.mapInArrow(EpochSources.dataFrameRows(v, batch), pythonUdfs(PythonUdfName.Rows(v.name)))
     val rows = EpochSources.dataFrameItems(items, epoch.id, ingestion = timestamps.contains(TimestampPolicy.Ingestion))
     if (timestamps.exists(EpochSources.dataFrameTimeInJvm)) {
@@ -298,7 +305,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         .run(spark, rows, 3, 1, epoch, operatorIds(v.name), metrics.stateOf(v.name), None)
       SqlBridge.internalCreateDataFrame(spark, out, ItemRowSchema)
     } else timedInPython(v, SqlBridge.internalCreateDataFrame(spark, rows, EpochSources.DataFrameItemsSchema)
-      .select(col("item"), col(EpochControl.Column)), timestamps, epoch)
+      .select(col("item"), col(EpochControl.Column)), timestamps, epoch, routed)
   }
 }
 
