@@ -1,7 +1,7 @@
 package io.jetspark.pipeline
 
 import io.jetspark.core.aggregate.AggregateOperation
-import io.jetspark.pipeline.definition.{Extractor, PipelineDefinitionError, TimestampPolicy, WindowDefinition}
+import io.jetspark.pipeline.definition.{Extractor, PipelineDefinitionError, SinkDefinition, TimestampPolicy, WindowDefinition}
 import io.jetspark.pipeline.transform._
 
 /** A stream source read, before its timestamps are chosen (Jet's rule: a stream source must say how its
@@ -30,6 +30,11 @@ final class StreamSourceStage private[pipeline] (pipeline: Pipeline, override pr
 
   def setLocalParallelism(n: Int): StreamSourceStage = { applyLocalParallelism(n); this }
   def setName(n: String): StreamSourceStage = { applyName(n); this }
+
+  /** Records whose timestamp the source cannot read go, with their errors, to `deadLetterSink` instead of
+    * failing the job (as the stream stage's `onError`, which is this stage's once its timestamps are chosen).
+    */
+  def onError(deadLetterSink: SinkDefinition): StreamSourceStage = { transform.errorSink = Some(deadLetterSink); this }
 }
 
 /** A stage of unbounded (or finite streamed) data with event timestamps. */

@@ -190,7 +190,7 @@ final class PipelineSpecReader private (objects: java.util.List[AnyRef]) {
       case s: GeneralStage[_] =>
         name.foreach(s.setName); parallelism.foreach(s.setLocalParallelism); onError.foreach(s.onError); s
       case s: SinkStage => name.foreach(s.setName); parallelism.foreach(s.setLocalParallelism); onError.foreach(s.onError); s
-      case s: StreamSourceStage => name.foreach(s.setName); parallelism.foreach(s.setLocalParallelism); s
+      case s: StreamSourceStage => name.foreach(s.setName); parallelism.foreach(s.setLocalParallelism); onError.foreach(s.onError); s
       case other => other
     }
   }
