@@ -100,8 +100,9 @@ def test_every_fuzzed_record_is_in_one_window_or_a_dead_letter_of_its_stage(jet:
     assert job.metrics().get("late_events_dropped", 0) == len(late)
 
 
-def test_without_dead_letters_a_bad_record_fails_the_job_naming_its_stage_and_the_record(jet: Any) -> None:
-    job = jet.new_job(stream_pipeline(fuzzed(seed=26), routed=False))
+@pytest.mark.parametrize("build", [stream_pipeline, batch_pipeline], ids=["stream", "batch"])
+def test_without_dead_letters_a_bad_record_fails_the_job_naming_its_stage_and_the_record(jet: Any, build: Any) -> None:
+    job = jet.new_job(build(fuzzed(seed=26), routed=False))
     with pytest.raises(JobFailedError, match="failed on record") as failure:
         job.join(timeout=600)
     assert failure.value.stage in STAGES
