@@ -7,7 +7,8 @@ keyed session windows, for ``--minutes`` (20 by default), on local[2] bound to 1
 makes every key's session end), each to a noop sink, with a one-second trigger. Every ``--every`` seconds
 it prints the epochs done, the watermark's lag, the state the window vertices committed last (bytes), and
 the heap the driver's JVM holds after a GC (local[2]: the executors are that JVM). At the end it prints
-each figure's mean over the first and the last quarter of the samples and their ratio: flat is about 1.
+each figure's mean over the first and the last quarter of the samples after the first ten epochs, and
+their ratio: flat is about 1.
 A measurement, not a test: nothing here asserts.
 
     python benchmarks/python/soak.py                     # 20 minutes at 2 000 events/s
