@@ -15,7 +15,8 @@ from jetspark.worker.custom_windows import custom_window_function
 from jetspark.worker.epoch_state import STATE, kept_across_epochs
 from jetspark.worker.operations import operation_of
 from jetspark.worker.steps import (CHAIN_SCHEMA, ITEM, OPAQUE_SCHEMA, Step, bound_extraction_function, chain_function,
-                                   extraction_schema, passing_on, rows_to_items_function, stateful_function)
+                                   extraction_schema, passing_on, routes_failures, rows_to_items_function,
+                                   stateful_function)
 from jetspark.worker.typed_results import results_to_items_function
 
 
@@ -47,8 +48,7 @@ def extraction_udf_column(key: dict[str, Any] | None, values: list[dict[str, Any
     stamps); ``dead_letter``: the stage routes its failures to a dead-letter sink; ``time_stage``: the
     stage the time belongs to where it is another's, and whether that one routes its failures."""
     extract = bound_extraction_function(key, values, stage, objects, timestamp, rows, dead_letter, time_stage)
-    routes = dead_letter or (time_stage is not None and time_stage[1])
-    schema = extraction_schema(timestamp is not None, routes) + carried_schema(carried)
+    schema = extraction_schema(timestamp is not None, routes_failures(dead_letter, time_stage)) + carried_schema(carried)
     if carried:
         # The JVM never carries anything beside a DataFrame source's rows read as they are.
         assert rows is None, "carried columns beside a source's rows"

@@ -43,6 +43,12 @@ CHAIN_SCHEMA = f"{ITEM} binary, {FAILURE} string"
 EXTRACTED_SCHEMA = f"key binary, values array<binary>, {ITEM} binary"
 
 
+def routes_failures(dead_letter: bool, time_stage: tuple[str, bool] | None) -> bool:
+    """Whether an extraction gives a ``failure`` column: its stage routes failures, or the stage its time
+    belongs to does (see :func:`extraction_function`)."""
+    return dead_letter or (time_stage is not None and time_stage[1])
+
+
 def extraction_schema(timed: bool, dead_letter: bool) -> str:
     """What an extraction gives per item: :data:`EXTRACTED_SCHEMA`, then ``failure`` where a stage whose
     failures it makes routes them to a dead-letter sink, then ``ts`` last where items carry their time (at
@@ -230,7 +236,7 @@ def extraction_function(key: dict[str, Any] | None, values: list[dict[str, Any]]
     instead: the first ``n`` fields make the item (a ``Row``, as :func:`rows_to_items_function` makes
     it), the others are the values of the Column extractors that Catalyst evaluated next to it."""
     decode = _opaque_items if rows is None else _rows_with_columns(*rows)
-    routes = dead_letter or (time_stage is not None and time_stage[1])
+    routes = routes_failures(dead_letter, time_stage)
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa

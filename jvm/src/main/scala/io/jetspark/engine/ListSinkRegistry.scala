@@ -31,7 +31,8 @@ object ListSinkRegistry {
   def writeEpoch(name: String, epoch: Epoch, items: Iterable[Any]): Unit = synchronized {
     val runs = lists.getOrElseUpdate(name, new Runs).runs
     val run = (Some(epoch), items.toIndexedSeq)
-    runs.indexWhere(_._1.contains(epoch)) match {
+    // A replayed epoch is one of the last: look from the end, not through the whole stream's runs.
+    runs.lastIndexWhere(_._1.contains(epoch)) match {
       case -1 => runs += run
       case at => runs(at) = run
     }

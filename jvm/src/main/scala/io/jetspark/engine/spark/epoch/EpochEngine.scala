@@ -127,7 +127,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
           StatelessEpoch.merged(v.name, branches, ItemRowSchema, v.localParallelism, epochId), ItemRowSchema)
       case HashJoin(_, _, _) =>
         val (out, failed) = joins.output(v, received(dag.edgesInto(v.name).head), keep)
-        failed.foreach(extractionLetters(v.name) = _)
+        failed.foreach(keepLetters(v, _))
         out
       case WindowAggregate(_, s: SlidingWindowDefinition, op: PythonAggregateSpec, _) if extraction.readsRows(v) =>
         val rows = extraction.rowsWindow.get
@@ -229,9 +229,13 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     // An extraction's rows at `v`, the records it failed on kept aside as dead letters of `v`'s edges.
     def lettersKept(v: Vertex, extraction: DataFrame): DataFrame = {
       val (rows, failed) = EpochJoins.routed(extraction, keep)
-      failed.foreach(f => extractionLetters(v.name) = extractionLetters.get(v.name).fold(f)(_ union f))
+      failed.foreach(keepLetters(v, _))
       rows
     }
+
+    // Dead letters (item, failure) of `v`'s extractions, beside those it already has this epoch.
+    def keepLetters(v: Vertex, letters: DataFrame): Unit =
+      extractionLetters(v.name) = extractionLetters.get(v.name).fold(letters)(_ union letters)
 
     // A stage whose Python UDF keeps state over its items (PythonEpochStage).
     def keptInPython(v: Vertex, udf: PythonUdfName): DataFrame = {
