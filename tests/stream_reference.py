@@ -65,6 +65,7 @@ emitted:
    shuffle. :func:`order_allowed` says whether an order is one of those. The reference takes an epoch's
    items substream after substream, so a test compares its stateful outputs with the engine's only where
    they do not depend on that interleaving: every key fed by one substream, or state kept per substream.
+   Under ``preserve_order`` the engine promises the reference's order itself (test_streaming_order.py).
 
 Explicit epochs. A source whose items the reference cannot read itself, a streaming DataFrame
 (``Sources.dataframe(streaming_df, substream=None)``), takes them from the caller, cut into epochs:

@@ -254,18 +254,6 @@ def test_early_results_come_at_epoch_ends_and_the_final_windows_stay_those_of_th
         assert 0 < r.result <= complete[(r.start, r.end, r.key)]
 
 
-def test_preserve_order_that_needs_sequence_ids_is_refused_not_ignored(jet: Any) -> None:
-    # Two substreams feed each key's state across a shuffle: under preserve_order the planner numbers the
-    # items to restore their order, which streams do not run yet.
-    p = Pipeline.create(preserve_order=True)
-    StreamInput(in_order(2, 3, 10), 1, 0).source(p).grouping_key("k").map_stateful(
-        lambda: 0, lambda seen, key, e: (seen + 1, (key, seen + 1))).write_to(Sinks.list("out"))
-    job = jet.new_job(p)
-    with pytest.raises(Exception, match="preserve_order") as failure:
-        job.join(timeout=120)
-    assert "does not run this yet" in str(failure.value)
-
-
 def failing_once(marker: str, value: int) -> Callable[[dict[str, int]], dict[str, int]]:
     """A step that raises on the first item of ``value`` it sees while the file ``marker`` does not exist
     (it creates it): a failure that a replay of the same epoch does not meet again."""

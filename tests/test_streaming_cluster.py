@@ -1,6 +1,6 @@
 """Streams on two executor JVMs (local-cluster[2,1,1024]): keyed sliding windows and sessions over three
 skewed substreams with out-of-order items give the brute-force stream reference's windows and late
-counts, and so do sliding windows over a streaming DataFrame's rows read in the JVM in three tasks. The state of each epoch lives in the executors' state stores, and every substream's items travel
+counts; under preserve_order, keyed state and a diamond's merge see the reference's order; and so do sliding windows over a streaming DataFrame's rows read in the JVM in three tasks. The state of each epoch lives in the executors' state stores, and every substream's items travel
 inside its micro-batch's partitions."""
 
 from __future__ import annotations
@@ -39,6 +39,28 @@ for name, window in (("sliding", WindowDefinition.sliding(40, 10)), ("session", 
     jet.clear_list("out")
     results[name] = {{"same_windows": as_multiset(got) == as_multiset(expected.outputs["out"]), "windows": len(got),
                      "late": job.metrics()["late_events_dropped"], "expected_late": sum(expected.late_dropped.values())}}
+
+# preserve_order: each key's state, and a diamond's merge read by one global state, see the items in the
+# reference's order, although they cross a shuffle between the executors.
+def history(state, key, e):
+    state = (*state, (e["s"], e["i"], e.get("tag")))
+    return state, {{"key": key, "seen": state}}
+numbered = [[{{**e, "i": i}} for i, e in enumerate(sub)] for sub in substreams]
+for name in ("order keyed", "order diamond"):
+    p = Pipeline.create(preserve_order=True)
+    source = StreamInput(numbered, 3, 5).source(p)
+    if name == "order keyed":
+        source.grouping_key("k").map_stateful(tuple, history).write_to(Sinks.list("out"))
+    else:
+        fanned = source.flat_map(lambda e: [{{**e, "tag": j}} for j in range(e["v"] % 3)])
+        source.merge(fanned).map_stateful(tuple, lambda state, e: history(state, None, e)).write_to(Sinks.list("out"))
+    expected = run_stream_reference(p).outputs["out"]
+    job = jet.new_job(p)
+    job.join(timeout=900)
+    got = jet.get_list("out")
+    jet.clear_list("out")
+    per_key = lambda outputs: sorted((repr(k), [o["seen"] for o in outputs if o["key"] == k]) for k in {{o["key"] for o in outputs}})
+    results[name] = {{"same_outputs": per_key(got) == per_key(expected), "outputs": len(got)}}
 
 # A streaming DataFrame read as rows in the JVM, each micro-batch in 3 tasks spread over both executors:
 # one JSON file per epoch of the same items (all substreams' rows of a cut, as one substream).
@@ -87,5 +109,7 @@ def test_stream_windows_on_two_executor_jvms_match_the_reference() -> None:
         result = results[name]
         assert result["same_windows"] and result["windows"] > 0, (name, result)
         assert result["late"] == result["expected_late"] > 0, (name, result)  # the input makes some events late
+    for name in ("order keyed", "order diamond"):
+        assert results[name]["same_outputs"] and results[name]["outputs"] > 0, (name, results[name])
     for name in ("rows counting", "rows max_by"):  # the window read the rows in the JVM, as columns
         assert results[name]["typed"] == results[name]["columnar"] == ["windowAggregate-accumulate"], results[name]

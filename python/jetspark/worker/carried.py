@@ -61,6 +61,7 @@ def carried_for(batch: Any, rows: Sequence[int], start: int = 1,
     names = batch.schema.names[start:]
     if below is not None and FAN_OUT in names:
         at = names.index(FAN_OUT)
-        paths = [path + list(extra) for path, extra in zip(columns[at].to_pylist(), below)]
+        # A control row has no id: its path stays null.
+        paths = [None if path is None else path + list(extra) for path, extra in zip(columns[at].to_pylist(), below)]
         columns[at] = pa.array(paths, pa.list_(pa.int32()))
     return columns

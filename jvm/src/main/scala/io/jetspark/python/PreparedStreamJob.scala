@@ -3,7 +3,7 @@ package io.jetspark.python
 import com.fasterxml.jackson.databind.node.ArrayNode
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.engine.spark.epoch.{CheckpointManifest, EpochEngine, EpochSinks, EpochSources, SourceExtraction, StreamingJob}
-import io.jetspark.engine.spark.runner.{CustomAggregations, SinkRunner}
+import io.jetspark.engine.spark.runner.{CustomAggregations, SequenceRestore, SinkRunner}
 import io.jetspark.engine.spark.{PythonExtraction, PythonUdfName, PythonWork, Rebalancing}
 import io.jetspark.item.PythonAggregations
 import io.jetspark.pipeline.PythonAggregateSpec
@@ -31,7 +31,7 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
     val work = mapper.createObjectNode()
     val chains = work.putArray("chains")
     PythonWork.pythonChains(dag).foreach { case (vertex, steps) =>
-      PythonWorkJson.chain(chains, vertex, steps, sequenced = false, timed = true, controlled = true)
+      PythonWorkJson.chain(chains, vertex, steps, sequenced = dag.keepsSequenceIn(vertex), timed = true, controlled = true)
     }
     val extractions = work.putArray("extractions")
     // Where a window reads the source straight, one extraction reads the items' time and its key and values.
@@ -57,11 +57,12 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
             clauses.map(c => (Some(c.rightKey), Nil))
         sides.zipWithIndex.foreach { case ((key, values), ordinal) =>
           PythonWorkJson.extraction(extractions, PythonExtraction(v, ordinal, key, values, None, timedInput = true, None,
-            deadLetter = dag.routesFailures(v)), sequenced = false, controlled = true)
+            deadLetter = dag.routesFailures(v)), sequenced = ordinal == 0 && dag.keepsSequenceIn(v), controlled = true)
         }
       case v => dag.edgesInto(v.name).filter(Rebalancing.rebalancedByKey).foreach { e =>
         PythonWorkJson.extraction(extractions, PythonExtraction(v, e.toOrdinal, Rebalancing.rebalanceKey(dag, v, e.toOrdinal), Nil,
-          None, timedInput = true, None, deadLetter = dag.routesFailures(v)), sequenced = false, controlled = true)
+          None, timedInput = true, None, deadLetter = dag.routesFailures(v)),
+          sequenced = SequenceRestore.extractionKeepsSequence(dag, v, e.toOrdinal), controlled = true)
       }
     }
     // State kept across epochs (`kept`: PythonEpochStage) by a map_stateful, or by a rolling aggregation
@@ -69,18 +70,18 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
     work.set[JsonNode]("stateful", mapper.valueToTree[JsonNode](PythonWork.pythonStateful(dag).map {
       case (vertex, create, fn, keyed, _) =>
         Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "create_ref" -> create, "fn_ref" -> fn,
-          "keyed" -> keyed, "dead_letter" -> dag.routesFailures(vertex), "sequenced" -> false, "timed" -> true,
+          "keyed" -> keyed, "dead_letter" -> dag.routesFailures(vertex), "sequenced" -> dag.keepsSequenceIn(vertex), "timed" -> true,
           "controlled" -> true, "kept" -> true).asJava
     }.asJava))
     work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregations.work(dag).collect {
       case w if w.mode == "rolling" =>
         Map[String, Any]("vertex" -> w.vertex.name, "stage" -> w.vertex.fusedChain.head, "mode" -> w.mode,
           "operations" -> w.operations.asJava, "keyed" -> w.keyed, "dead_letter" -> dag.routesFailures(w.vertex), "window" -> null,
-          "sequenced" -> false, "timed" -> true, "controlled" -> true, "kept" -> true).asJava
+          "sequenced" -> dag.keepsSequenceIn(w.vertex), "timed" -> true, "controlled" -> true, "kept" -> true).asJava
     }.asJava))
     work.set[JsonNode]("joins", mapper.valueToTree[JsonNode](PythonWork.pythonJoins(dag).map { case (vertex, mapperRef, deadLetter) =>
       Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "mapper_ref" -> mapperRef,
-        "dead_letter" -> deadLetter, "sequenced" -> false, "timed" -> true, "controlled" -> true).asJava
+        "dead_letter" -> deadLetter, "sequenced" -> dag.keepsSequenceIn(vertex), "timed" -> true, "controlled" -> true).asJava
     }.asJava))
     // A batch DataFrame's rows (a join's enriching side) as items; the stream's, with the columns the JVM
     // reads beside them passed on, unless a window reads them as rows.
@@ -99,14 +100,15 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
   }
 
   /** What Python extracts where items enter `v`: its key (none: global), the values of `op`'s slots, with the
-    * items' time and the control rows carried beside them; or, where `v` reads the source straight
+    * items' time, their sequence ids where the edge into `v` carries them, and the control rows beside them; or, where `v` reads the source straight
     * ([[SourceExtraction]]), with the time it reads from the items (`sourceTime`), the source's (`timeStage`).
     */
   private def timedExtraction(extractions: ArrayNode, v: Vertex, key: Option[Extractor], op: Option[PythonAggregateSpec],
       sourceTime: Option[Extractor], timeStage: Option[PythonExtraction.TimeStage] = None): Unit = {
     val slots = op.toSeq.flatMap(op => PythonAggregations.extractors(op).map(PythonExtraction.OperationSlot(_, op)))
     PythonWorkJson.extraction(extractions, PythonExtraction(v, 0, key, slots, sourceTime, timedInput = sourceTime.isEmpty, None,
-      deadLetter = dag.routesFailures(v)).copy(timeStage = timeStage), sequenced = false, controlled = true)
+      deadLetter = dag.routesFailures(v)).copy(timeStage = timeStage),
+      sequenced = sourceTime.isEmpty && SequenceRestore.extractionKeepsSequence(dag, v, 0), controlled = true)
   }
 
   /** The registry lists of this job's console sinks ([[SinkRunner.consoleListsJson]]). */

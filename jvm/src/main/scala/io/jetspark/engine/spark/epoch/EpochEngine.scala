@@ -61,19 +61,14 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
   private val sinks = new EpochSinks(spark, dag, stateRoot, jobId)
 
   dag.vertices.foreach(requireSupported)
-  // Items numbered to restore their order (preserve_order) would need their numbers kept across epochs:
-  // refused rather than run out of order.
-  dag.vertices.find(_.assignsSequence).foreach { v =>
-    throw new UnsupportedOperationException(s"vertex '${v.name}' numbers its items so that their order is restored " +
-      "further on (preserve_order): the Spark streaming engine does not run this yet")
-  }
+  EpochSequence.requireSupported(dag, v => pythonUdfs.contains(PythonUdfName.Custom(v.name)))
 
   private def requireSupported(v: Vertex): Unit = v.description match {
     // A batch stage: read once, as a join's enriching side.
     case _ if joins.batchVertices(v.name) => if (!joins.runsBatch(v) || !dag.edgesFrom(v.name).forall(enriches)) unsupported(v)
     case Source(_, _) => EpochSources.requireSupported(v)
     case StatelessChain(_) if pythonUdfs.contains(PythonUdfName.Chain(v.name)) => ()
-    case Merge(_, false) => ()
+    case Merge(_, _) => ()
     case HashJoin(_, _, _) if pythonUdfs.contains(PythonUdfName.Join(v.name)) => ()
     case WindowAggregate(_, _, op: PythonAggregateSpec, _) if !PythonAggregations.runsInPython(op) => ()
     // In the JVM, or in Python with its state kept across epochs where the operation has a user-defined part.
@@ -118,13 +113,14 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     def keep(df: DataFrame): DataFrame = { kept += df.persist(StorageLevel.MEMORY_AND_DISK); df }
 
     // A vertex's output: item, ts, ctl; where its Python steps route failures, also `failure` after the item.
-    def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, read(v, counted(v, v.description match {
+    def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, read(v, counted(v, assignedWhereNeeded(v, v.description match {
       case Source(_, timestamps) => sourceOutput(v, batch, timestamps, epoch, lettersKept(v, _))
       case StatelessChain(_) => SqlBridge.mapInArrow(received(dag.edgesInto(v.name).head), pythonUdfs(PythonUdfName.Chain(v.name)))
-      case Merge(_, _) =>
+      case Merge(_, ordered) =>
+        val schema = if (dag.keepsSequenceIn(v)) EpochSequence.withIds(ItemRowSchema) else ItemRowSchema
         val branches = dag.edgesInto(v.name).map(e => InPlaceRows.of(received(e)))
         SqlBridge.internalCreateDataFrame(spark,
-          StatelessEpoch.merged(v.name, branches, ItemRowSchema, v.localParallelism, epochId), ItemRowSchema)
+          StatelessEpoch.merged(v.name, branches, schema, v.localParallelism, epochId, ordered), schema)
       case HashJoin(_, _, _) =>
         val (out, failed) = joins.output(v, received(dag.edgesInto(v.name).head), keep)
         failed.foreach(keepLetters(v, _))
@@ -139,7 +135,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         SqlBridge.internalCreateDataFrame(spark, frames, framesSchemaOf(rows.path))
       case w @ WindowAggregate(AggregationStage.Combine, s: SlidingWindowDefinition, _, key) if rowsPathInto(v).isDefined =>
         val path = rowsPathInto(v).get
-        val (rows, senders) = stagedInput(v, framesSchemaOf(path))
+        val (rows, senders, _) = stagedInput(v, framesSchemaOf(path))
         val unread = dag.onlyNoopSinksRead(v.name)
         val out = path match {
           case WindowPath.Columnar(_, frames) =>
@@ -154,7 +150,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         SqlBridge.internalCreateDataFrame(spark, out, ItemRowSchema)
       case w: WindowAggregate =>
         val schema = if (w.stage == AggregationStage.Combine) FramesSchema else ExtractedSchema
-        val (rows, senders) = stagedInput(v, schema)
+        val (rows, senders, _) = stagedInput(v, schema)
         // A single-stage window that routes failures sends its late events to the dead-letter sink.
         val lateLetters = Option.when(dag.routesFailures(v))(dag.ownStage(v))
         val stage = EpochWindows.stage(v.name, w, PythonAggregations.bindInputs(Seq(w.op.asInstanceOf[PythonAggregateSpec])),
@@ -166,12 +162,18 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
       case MapStateful(_, _, _) => keptInPython(v, PythonUdfName.Stateful(v.name))
       case RollingAggregate(_, op: PythonAggregateSpec) if PythonAggregations.runsInPython(op) => keptInPython(v, PythonUdfName.Custom(v.name))
       case RollingAggregate(key, op: PythonAggregateSpec) =>
-        val (rows, senders) = stagedInput(v, ExtractedSchema)
+        val (rows, senders, _) = stagedInput(v, ExtractedSchema)
         val out = EpochRolling.stage(v.name, key.isDefined, PythonAggregations.bindInputs(Seq(op)))
           .run(spark, rows, ExtractedSchema.length - 1, senders, epoch, operatorIds(v.name), metrics.stateOf(v.name), None)
         SqlBridge.internalCreateDataFrame(spark, out, ItemRowSchema)
       case other => throw new IllegalStateException(s"unsupported ${other.describe}")
-    })))
+    }))))
+
+    // A vertex that starts an ordered stream gives each data row its id of the epoch (EpochSequence).
+    def assignedWhereNeeded(v: Vertex, df: DataFrame): DataFrame =
+      if (!v.assignsSequence) df
+      else SqlBridge.internalCreateDataFrame(spark, EpochSequence.assigned(InPlaceRows.of(df), df.schema, dag.firstSubstream(v)),
+        EpochSequence.withIds(df.schema))
 
     def counted(v: Vertex, df: DataFrame): DataFrame =
       SqlBridge.internalCreateDataFrame(spark, metrics.counted(v.name, InPlaceRows.of(df), df.schema.length - 1), df.schema)
@@ -179,13 +181,14 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     // Read by several edges: computed once, so that a stateful vertex commits its epoch once.
     def read(v: Vertex, df: DataFrame): DataFrame = if (dag.edgesFrom(v.name).size > 1) keep(df) else df
 
-    // What the sender of `edge` sends on it (item, ts, ctl): its results, or on an error edge the dead
-    // letters of the stage, with the sender's control rows.
+    // What the sender of `edge` sends on it (item, ts, ctl): its results, with their ids where the edge
+    // carries them, or on an error edge the dead letters of the stage, with the sender's control rows.
     def sent(edge: Edge): DataFrame = {
       val out = output(dag.vertex(edge.from))
+      val results = EpochSequence.keptIf(edge.carriesSequence, out)
       edge.errorsOf match {
-        case None if out.columns.contains(Failure) => out.where(col(Failure).isNull).drop(Failure)
-        case None => out
+        case None if out.columns.contains(Failure) => results.where(col(Failure).isNull).drop(Failure)
+        case None => results
         case Some(stage) =>
           val own = if (out.columns.contains(Failure)) out.where(col(Failure) === stage || col(EpochControl.Column).isNotNull)
             else out.where(col(EpochControl.Column).isNotNull)
@@ -195,30 +198,44 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
       }
     }
 
-    // What `edge` delivers to a vertex that keeps nothing between epochs (item, ts, ctl), moved as its kind
-    // says: behind a distributed edge, each partition with one control row of its own (StatelessEpoch).
-    def received(edge: Edge): DataFrame = edge.kind match {
-      case EdgeKind.Local | EdgeKind.Isolated => sent(edge)
-      case kind =>
-        val receiver = dag.vertex(edge.to)
-        val byKey = Rebalancing.rebalancedByKey(edge)
-        val (rows, schema) =
-          if (byKey) (extracted(receiver, edge.toOrdinal, sent(edge)), ExtractedSchema) else (sent(edge), ItemRowSchema)
-        val ctlAt = schema.length - 1
-        val (moved, senders) = EpochEdges.realize(InPlaceRows.of(rows), schema, ctlAt, kind, receiver.localParallelism,
-          Some(0).filter(_ => byKey))
-        val own = StatelessEpoch.ownControls(receiver.name, moved, ctlAt, schema.length, senders, epochId)
-        SqlBridge.internalCreateDataFrame(spark, own, schema).select(ItemColumns.map(col): _*)
+    // What `edge` delivers to a vertex that keeps nothing between epochs (item, ts, ctl; with their ids
+    // where the receiver carries them on), moved as its kind says: behind a distributed edge, each
+    // partition in sequence order where the edge restores it, and with one control row of its own
+    // (StatelessEpoch).
+    def received(edge: Edge): DataFrame = {
+      val moved = edge.kind match {
+        case EdgeKind.Local | EdgeKind.Isolated => sent(edge)
+        case kind =>
+          val receiver = dag.vertex(edge.to)
+          val byKey = Rebalancing.rebalancedByKey(edge)
+          val rows = if (byKey) extracted(receiver, edge.toOrdinal, sent(edge)) else sent(edge)
+          val (schema, ctlAt) = (rows.schema, rows.schema.length - 1)
+          val (shuffled, senders) = EpochEdges.realize(InPlaceRows.of(rows), schema, ctlAt, kind, receiver.localParallelism,
+            Some(0).filter(_ => byKey))
+          val ordered = if (edge.restoresSequence) EpochSequence.restored(shuffled, schema) else shuffled
+          val own = StatelessEpoch.ownControls(receiver.name, ordered, ctlAt, schema.length, senders, epochId)
+          SqlBridge.internalCreateDataFrame(spark, own, schema).select(itemColumns(schema).map(col): _*)
+      }
+      EpochSequence.keptIf(dag.keepsSequence(edge), moved)
     }
 
-    /** What stateful vertex `v` receives over its one input edge, as rows of `schema`: where that is an extraction, its
-      * items taken apart by Python on the sending side; and from how many senders.
+    /** What stateful vertex `v` receives over its one input edge, as rows of `schema` (with the items' ids
+      * where `v` carries them on, in their order where the edge restores it): where that is an extraction,
+      * its items taken apart by Python on the sending side; and from how many senders, and the rows' schema.
       */
-    def stagedInput(v: Vertex, schema: StructType): (RDD[InternalRow], Int) = {
+    def stagedInput(v: Vertex, schema: StructType): (RDD[InternalRow], Int, StructType) = {
       val edge = dag.edgesInto(v.name).head
       val extractsHere = schema == ExtractedSchema && !extraction.extractedAtSource(v)
       val rows = if (extractsHere) extracted(v, 0, sent(edge)) else sent(edge)
-      EpochEdges.realize(InPlaceRows.of(rows), schema, schema.length - 1, edge.kind, v.localParallelism, Some(0))
+      val sentSchema = if (EpochSequence.carried(rows.schema)) EpochSequence.withIds(schema) else schema
+      val (moved, senders) = EpochEdges.realize(InPlaceRows.of(rows), sentSchema, sentSchema.length - 1, edge.kind,
+        v.localParallelism, Some(0))
+      if (!EpochSequence.carried(sentSchema)) (moved, senders, schema)
+      else {
+        val ordered = if (edge.restoresSequence) EpochSequence.restored(moved, sentSchema) else moved
+        val kept = EpochSequence.keptIf(dag.keepsSequence(edge), SqlBridge.internalCreateDataFrame(spark, ordered, sentSchema))
+        (InPlaceRows.of(kept), senders, kept.schema)
+      }
     }
 
     // What Python takes apart of `items` entering input `ordinal` of `v` (ExtractedSchema); where `v`
@@ -239,8 +256,8 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
 
     // A stage whose Python UDF keeps state over its items (PythonEpochStage).
     def keptInPython(v: Vertex, udf: PythonUdfName): DataFrame = {
-      val (rows, senders) = stagedInput(v, ExtractedSchema)
-      new PythonEpochStage(v.name, pythonUdfs(udf), dag.routesFailures(v)).run(spark, rows, ExtractedSchema, senders, epoch,
+      val (rows, senders, schema) = stagedInput(v, ExtractedSchema)
+      new PythonEpochStage(v.name, pythonUdfs(udf), dag.routesFailures(v)).run(spark, rows, schema, senders, epoch,
         operatorIds(v.name), metrics.stateOf(v.name))
     }
 
@@ -327,6 +344,9 @@ object EpochEngine {
   val ItemRowSchema: StructType = StructType(Seq(StructField("item", BinaryType), StructField("ts", LongType),
     StructField(EpochControl.Column, BinaryType)))
   private val ItemColumns = ItemRowSchema.fieldNames.toSeq
+  /** The columns of an item between vertices among those of `schema`: with their ids where it has them. */
+  private def itemColumns(schema: StructType): Seq[String] =
+    if (EpochSequence.carried(schema)) EpochSequence.withIds(ItemRowSchema).fieldNames.toSeq else ItemColumns
   /** Items where the vertex routes failures: a dead letter's item is its pickle, and `failure` its stage. */
   val RoutedItemRowSchema: StructType = StructType(ItemRowSchema.fields.head +: StructField(Failure, StringType) +:
     ItemRowSchema.fields.tail)

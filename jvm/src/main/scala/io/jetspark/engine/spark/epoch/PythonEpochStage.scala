@@ -7,6 +7,8 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow}
 import org.apache.spark.sql.jetspark.SqlBridge
+import io.jetspark.engine.spark.rows.RowSchemas.{Failure, Item}
+import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.types.{BinaryType, StructField, StructType}
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 
@@ -34,12 +36,19 @@ final class PythonEpochStage(vertex: String, udf: Column, routesFailures: Boolea
     * tasks; `operatorId` is the vertex's number in the plan. The output: the UDF's items with their time
     * and the partition's control row ([[EpochEngine.ItemRowSchema]]); where the stage `routesFailures`, with
     * the UDF's failure beside each item, the records its function failed on being dead letters
-    * ([[EpochEngine.RoutedItemRowSchema]]).
+    * ([[EpochEngine.RoutedItemRowSchema]]). Where the input carries the items' sequence ids
+    * ([[EpochSequence]]), each output keeps its item's.
     */
   def run(spark: SparkSession, input: RDD[InternalRow], schema: StructType, senders: Int, epoch: EpochRun,
       operatorId: Int, stateSize: LatestPerPartition): DataFrame = {
     val (name, epochId, width, routed) = (vertex, epoch.id, schema.length, routesFailures)
-    val outSchema = if (routed) EpochEngine.RoutedItemRowSchema else EpochEngine.ItemRowSchema
+    val sequenced = EpochSequence.carried(schema)
+    val plain = if (routed) EpochEngine.RoutedItemRowSchema else EpochEngine.ItemRowSchema
+    val outSchema = if (sequenced) EpochSequence.withIds(plain) else plain
+    // The UDF's output: item, failure, what the items carry (ts, the ids where carried), ctl, state
+    // (python/jetspark/worker/epoch_state.py).
+    val carriedTypes = outSchema.fields.filterNot(f => f.name == Item || f.name == Failure).init.map(_.dataType).toIndexedSeq
+    val (ctlAt, stateAt) = (OutTsAt + carriedTypes.length, OutTsAt + carriedTypes.length + 1)
     val withState = input.mapPartitions { rows =>
       val loaded = Iterator.single(()).map { _ =>
         val row = new GenericInternalRow(width + 1)
@@ -51,19 +60,23 @@ final class PythonEpochStage(vertex: String, udf: Column, routesFailures: Boolea
     val stateful = SqlBridge.mapInArrow(SqlBridge.internalCreateDataFrame(spark, withState, schema.add(StateField)), udf)
     val out = SqlBridge.withPartitionState(spark, InPlaceRows.of(stateful), epoch.stateRoot, epoch.runId, operatorId, epochId) {
       (state, rows) =>
-        val partition = new EpochPartition(name, TaskContext.getPartitionId(), epochId, senders, state, OutCtlAt, stateSize)
+        val partition = new EpochPartition(name, TaskContext.getPartitionId(), epochId, senders, state, ctlAt, stateSize)
         Handoff.give(operatorId, partition.restored.collectFirst { case SnapshotEntry(PythonStateKey, bytes: Array[Byte]) => bytes })
         var committed = false
         partition.data(rows).map { row =>
           if (committed) throw new IllegalStateException(s"vertex '$name': Python gave rows after the partition's state")
-          if (row.isNullAt(OutStateAt)) {
-            val ts = if (row.isNullAt(OutTsAt)) null else row.getLong(OutTsAt)
-            if (routed) InternalRow(row.getBinary(0), if (row.isNullAt(OutFailureAt)) null else row.getUTF8String(OutFailureAt).clone(), ts, null)
-            else InternalRow(row.getBinary(0), ts, null)
+          if (row.isNullAt(stateAt)) {
+            // Item, failure where routed, then what the item carries (ts, ids), then a null ctl.
+            val carried = carriedTypes.indices.map { j =>
+              if (row.isNullAt(OutTsAt + j)) null
+              else row.get(OutTsAt + j, carriedTypes(j)) match { case a: ArrayData => a.copy(); case value => value }
+            }
+            val failure = if (row.isNullAt(OutFailureAt)) null else row.getUTF8String(OutFailureAt).clone()
+            InternalRow.fromSeq((row.getBinary(0) +: (if (routed) Seq(failure) else Nil)) ++ carried :+ null)
           } else {
             partition.close()
             committed = true
-            val kept = if (partition.done) Nil else Seq(SnapshotEntry(PythonStateKey, row.getBinary(OutStateAt)))
+            val kept = if (partition.done) Nil else Seq(SnapshotEntry(PythonStateKey, row.getBinary(stateAt)))
             partition.commit(kept, math.max(partition.sentBefore, partition.coalesced), outSchema.length)
           }
         } ++ Iterator.single(()).flatMap { _ =>
@@ -82,11 +95,8 @@ object PythonEpochStage {
   /** The key of the Python state among the partition's entries. */
   case object PythonStateKey
 
-  // The UDF's output: item, failure, ts, ctl, state (python/jetspark/worker/epoch_state.py).
   private val OutFailureAt = 1
   private val OutTsAt = 2
-  private val OutCtlAt = 3
-  private val OutStateAt = 4
   private val NoState: InternalRow = new GenericInternalRow(1)
 
   /** Hands the state a task loaded for a vertex (`operatorId`) at its output's end to the same task's

@@ -26,9 +26,11 @@ final class SourceExtraction(dag: PhysicalDag, val source: Vertex) {
   /** The extractor of the items' time, where Python reads it ([[EpochSources.timeInPython]]). */
   val timeInPython: Option[Extractor] = EpochSources.timeInPython(source)
 
-  /** The window first stage whose key and values the source's extraction reads, if any. */
+  /** The window first stage whose key and values the source's extraction reads, if any. Not where the
+    * source numbers its items (preserve_order): their ids are given to its items after their time is read.
+    */
   val windowAtSource: Option[Vertex] =
-    if (timeInPython.isEmpty) None
+    if (timeInPython.isEmpty || source.assignsSequence) None
     else dag.edgesFrom(source.name) match {
       case Seq(edge) if edge.errorsOf.isEmpty && dag.edgesInto(edge.to).size == 1 =>
         // Not where the window routes failures: the source's extraction fails the job on a record.
@@ -48,7 +50,7 @@ final class SourceExtraction(dag: PhysicalDag, val source: Vertex) {
 
   private def typedFirstStage: Option[(Vertex, TypedWindow, Long)] = source.description match {
     case Source(definition, Some(TimestampPolicy.FromItems(ts @ (Extractor.FieldName(_) | Extractor.ColumnExpr(_)), lag)))
-        if EpochSources.isDataFrame(source) && EpochSources.substreamColumn(definition).isEmpty =>
+        if EpochSources.isDataFrame(source) && EpochSources.substreamColumn(definition).isEmpty && !source.assignsSequence =>
       dag.edgesFrom(source.name) match {
         case Seq(edge) if edge.errorsOf.isEmpty && dag.edgesInto(edge.to).size == 1 =>
           val window = dag.vertex(edge.to)

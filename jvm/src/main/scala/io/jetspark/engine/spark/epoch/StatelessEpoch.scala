@@ -42,15 +42,23 @@ object StatelessEpoch {
     * merge processor `i` reads processor `i` of each branch over isolated local edges (over a stream's
     * source, the same substream). Else each branch is spread round-robin over the merge's `parallelism`
     * partitions, and each of them hears from every sender of every branch. Each partition ends with its own
-    * control row.
+    * control row. A merge `ordered` by sequence id (whose branches the planner lines up partition by
+    * partition) gives each partition's data rows in id order ([[EpochSequence]]).
     */
-  def merged(vertex: String, branches: Seq[RDD[InternalRow]], schema: StructType, parallelism: Int, epoch: Long): RDD[InternalRow] = {
+  def merged(vertex: String, branches: Seq[RDD[InternalRow]], schema: StructType, parallelism: Int, epoch: Long,
+      ordered: Boolean): RDD[InternalRow] = {
     val (ctlAt, width) = (schema.length - 1, schema.length)
     val widths = branches.map(_.getNumPartitions)
     if (widths.distinct.size == 1) {
       // Partition i hears from partition i of each branch: told apart by the branch.
-      val labelled = branches.zipWithIndex.map { case (rows, branch) => relabelled(rows, ctlAt, width, _ => branch) }
-      ownControls(vertex, labelled.reduce(zip), ctlAt, width, branches.size, epoch)
+      val labelled = branches.zipWithIndex.map { case (rows, branch) =>
+        val own = relabelled(rows, ctlAt, width, _ => branch)
+        if (ordered) EpochSequence.laned(own, schema, branch) else own
+      }
+      val all = labelled.reduce(zip)
+      ownControls(vertex, if (ordered) EpochSequence.restored(all, schema) else all, ctlAt, width, branches.size, epoch)
+    } else if (ordered) {
+      throw new IllegalStateException(s"vertex '$vertex': an ordered merge of branches of ${widths.mkString(", ")} partitions")
     } else {
       val firsts = widths.scanLeft(0)(_ + _)
       val spread = branches.zip(firsts).map { case (rows, first) =>
