@@ -6,8 +6,8 @@ import io.jetspark.plan.VertexDescription.{HashJoin, MapStateful, Merge, Rolling
 import io.jetspark.plan.{PhysicalDag, Vertex}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.types.{ArrayType, IntegerType, LongType, StructField, StructType}
 
@@ -47,12 +47,11 @@ private[epoch] object EpochSequence {
 
   /** `rows` of `schema` (`ctl` last) with each data row's id of this epoch before `ctl`. */
   def assigned(rows: RDD[InternalRow], schema: StructType, firstSubstream: Int): RDD[InternalRow] = {
-    val (width, types) = (schema.length, schema.fields.map(_.dataType))
+    val (width, ctlAt, types) = (schema.length, schema.length - 1, schema.fields.map(_.dataType))
     rows.mapPartitionsWithIndex { (partition, partitionRows) =>
       var offset = -1L
       partitionRows.map { row =>
         val values = new Array[Any](width + Fields.size)
-        val ctlAt = width - 1
         var i = 0
         while (i < ctlAt) { values(i) = if (row.isNullAt(i)) null else row.get(i, types(i)); i += 1 }
         if (row.isNullAt(ctlAt)) {

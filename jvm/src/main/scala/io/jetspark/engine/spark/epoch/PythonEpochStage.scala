@@ -2,13 +2,13 @@ package io.jetspark.engine.spark.epoch
 
 import io.jetspark.core.snapshot.SnapshotEntry
 import io.jetspark.engine.spark.rows.InPlaceRows
+import io.jetspark.engine.spark.rows.RowSchemas.{Failure, Item}
 import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow}
-import org.apache.spark.sql.jetspark.SqlBridge
-import io.jetspark.engine.spark.rows.RowSchemas.{Failure, Item}
 import org.apache.spark.sql.catalyst.util.ArrayData
+import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.types.{BinaryType, StructField, StructType}
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 
