@@ -269,6 +269,11 @@ def run_stream_reference(pipeline: Pipeline, epochs: list[list[Any]] | None = No
                      {_label(run.nodes[i]): marks for i, marks in run.watermarks.items()}, run.early)
 
 
+def _user_defined(op: dict[str, Any]) -> bool:
+    """Whether ``op`` (an operation's spec) or a part of it is ``AggregateOperation.of``."""
+    return op["name"] == "custom" or any(_user_defined(part) for part in op.get("parts", []))
+
+
 def _modelled(what: str, ms: int) -> bool:
     """Whether a timeout or period of ``ms`` is due at every epoch end (True) or never in a test (False)."""
     if ms > AT_EVERY_EPOCH_MS and ms < NEVER_IN_A_TEST_MS:
@@ -382,7 +387,8 @@ class _StreamRun(_Run):
         """Whether the first stage of the window at the end of ``path`` reads one substream alone: a
         two-stage window (the planner's ``AggregationStageRule``: two stages unless the operation cannot
         combine, a session window, early results, a keyed window's rebalanced input, preserved order
-        reaching an order-sensitive operation, or failures routed to a dead-letter sink) whose first stage sits next to the source, over local
+        reaching an order-sensitive operation, failures routed to a dead-letter sink, or an operation
+        with a user-defined part, which Python runs in one stage) whose first stage sits next to the source, over local
         edges only, so nothing between the source and the window is rebalanced, on any branch a merge
         on the way joins (a merge's partition ``i`` holds substream ``i`` of each branch). Otherwise the
         items cross a shuffle, and the receiver coalesces the watermarks of every substream; so it does
@@ -393,7 +399,7 @@ class _StreamRun(_Run):
                         or bool(definition["early_results_period_ms"])
                         or (window["keys"][0] is not None and window["rebalance"][0] is not None)
                         or (self.preserve_order and op["order_sensitive"])
-                        or window["on_error"] is not None)
+                        or window["on_error"] is not None or _user_defined(op))
         rebalanced = any(r is not None for node in self.stream_stages_before(window)
                          for r, i in zip(node["rebalance"], node["inputs"]) if self.nodes[i]["stream"])
         return not single_stage and path[0]["id"] not in self.unending and not rebalanced
@@ -449,8 +455,13 @@ class _StreamRun(_Run):
         if not period or not _modelled("an early-results period", period):
             return [[] for _ in range(marks.epochs)]
         early: list[list[Any]] = [[]]
+        # Each early aggregate goes over records the final one has gone over: their dead letters are its.
+        letters = _dead_letter_key(node) if node["on_error"] is not None else None
+        written = list(self.results[letters]) if letters else []
         for b in range(1, marks.epochs - 1):
             so_far = super()._window_aggregate(node, args, [(seq, item, ts) for seq, item, ts in kept if seq[1] <= b])
             early.append([dataclasses.replace(r, is_early=True) for _, r, _ in so_far
                           if (e := emission_epoch(marks, window, r.end)) is None or e > b])
+        if letters:
+            self.results[letters] = written
         return early + [[]] * (marks.epochs - len(early))

@@ -19,6 +19,8 @@ from jetspark import WindowResult as W
 INF = math.inf
 #: Counts like ops.counting() but cannot combine: the planner gives it a single stage.
 COUNT_WITHOUT_COMBINE = AggregateOperation.of(lambda: 0, lambda n, _: n + 1)
+#: Counts and combines, but is user-defined: on a stream, a single stage too (Python runs it).
+USER_DEFINED_COUNT = AggregateOperation.of(lambda: 0, lambda n, _: n + 1, combine=lambda a, b: a + b)
 
 
 def stream(substreams, k, lag, build, ts=lambda x: x, preserve_order=False):
@@ -108,12 +110,13 @@ def test_single_stage_window_drops_an_item_only_behind_the_coalesced_watermark(f
 
 @pytest.mark.parametrize("build, preserve_order", [
     (tumbling_count(10, COUNT_WITHOUT_COMBINE), False),  # cannot combine
+    (tumbling_count(10, USER_DEFINED_COUNT), False),  # user-defined
     (lambda s: s.window(Window.tumbling(10).set_early_results_period(1000)).aggregate(ops.counting()), False),
     (lambda s: s.window(Window.tumbling(10)).aggregate(ops.to_list()), True),  # preserved order, order-sensitive op
     (lambda s: s.rebalance(lambda x: x % 2).grouping_key(lambda x: x % 2).window(Window.tumbling(10))
      .aggregate(ops.counting()), False),  # a keyed window's input rebalanced
     (lambda s: s.rebalance().map(lambda x: x).window(Window.tumbling(10)).aggregate(ops.counting()), False),
-], ids=["no_combine", "early_results", "ordered_to_list", "rebalanced_keyed", "rebalanced_upstream"])
+], ids=["no_combine", "user_defined", "early_results", "ordered_to_list", "rebalanced_keyed", "rebalanced_upstream"])
 def test_every_way_to_a_first_stage_that_reads_all_substreams_coalesces_before_lateness(build, preserve_order):
     # slow B as above: 12 is behind A's own watermark only. Where the first stage reads every substream
     # (a single stage, or a shuffle before it) it sees the coalesced watermark, and keeps 12.
@@ -244,6 +247,20 @@ def test_a_late_item_whose_key_fails_is_the_window_stages_dead_letter_not_a_late
     assert out.late_dropped == {"w": 1}
     assert out.outputs["out"] == [KeyedWindowResult(0, 10, 0, 1), KeyedWindowResult(20, 30, 0, 1)]
     assert as_multiset(out.outputs["dead_letter:bad"]) == as_multiset([("x", "w", "TypeError"), (3, "w", "LateEvent")])
+
+
+def test_a_failing_record_is_one_dead_letter_however_many_early_results_count_it():
+    #  one substream 1 0 2 3, k = 1, no lag: four epochs, early results after epochs 1 and 2 (rule 7). The
+    #  sum fails on 0 (10 // 0): one dead letter, though the early results of epochs 1 and 2 hold it.
+    p = Pipeline.create()
+    (p.read_from(Sources.items_stream([1, 0, 2, 3])).with_timestamps(lambda x: 0, allowed_lag_ms=0)
+     .window(Window.tumbling(10).set_early_results_period(1)).aggregate(AggregateOperation.of(
+         lambda: 0, lambda a, x: a + 10 // x, combine=lambda a, b: a + b)).set_name("w")
+     .on_error(Sinks.dead_letter("bad")).write_to(Sinks.list("out")))
+    out = run_stream_reference(p)
+    assert out.outputs["dead_letter:bad"] == [(0, "w", "ZeroDivisionError")]
+    assert out.early["w"] == [[], [W(0, 10, 10, is_early=True)], [W(0, 10, 15, is_early=True)], []]
+    assert out.outputs["out"] == [W(0, 10, 18)]
 
 
 def test_order_allowed_keeps_the_epochs_and_each_substreams_order():
