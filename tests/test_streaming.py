@@ -20,7 +20,7 @@ from reference import as_multiset
 from stream_reference import run_stream_reference
 from stream_strategies import StreamInput, stream_inputs
 
-from jetspark import (AggregateOperation, AggregateOperations, JobConfig, JobStatus, Pipeline, ProcessingGuarantee, Sinks,
+from jetspark import (AggregateOperations, JobConfig, JobStatus, Pipeline, ProcessingGuarantee, Sinks,
                       Sources, WindowDefinition)
 from jetspark.errors import JobFailedError, PipelineDefinitionError
 
@@ -193,17 +193,6 @@ def test_cancel_stops_a_stream_job(jet: Any) -> None:
         job.join(timeout=120)
     assert job.status is JobStatus.CANCELLED
     jet.clear_list("out")
-
-
-def test_a_stream_transform_the_engine_does_not_run_yet_names_its_vertex(jet: Any) -> None:
-    p = Pipeline.create()
-    (StreamInput(in_order(1, 3, 10), 1, 0).source(p).window(WindowDefinition.tumbling(10))
-     .aggregate(AggregateOperation.of(create=list, accumulate=lambda acc, e: [*acc, e], combine=list.__add__))
-     .set_name("user-defined").write_to(Sinks.list("out")))
-    job = jet.new_job(p)
-    with pytest.raises(Exception, match="user-defined") as failure:
-        job.join(timeout=120)
-    assert "does not run this yet" in str(failure.value)
 
 
 @pytest.mark.parametrize("timed", [True, False])

@@ -1,6 +1,7 @@
-"""Streams on two executor JVMs (local-cluster[2,1,1024]): keyed sliding windows and sessions over three
-skewed substreams with out-of-order items give the brute-force stream reference's windows and late
-counts; under preserve_order, keyed state and a diamond's merge see the reference's order; and so do sliding windows over a streaming DataFrame's rows read in the JVM in three tasks. The state of each epoch lives in the executors' state stores, and every substream's items travel
+"""Streams on two executor JVMs (local-cluster[2,1,1024]): keyed sliding windows (of a built-in operation, or
+of a user-defined one that Python runs, its failures and late events dead letters) and sessions over three
+skewed substreams with out-of-order items give the brute-force stream reference's windows, late counts and
+dead letters; under preserve_order, keyed state and a diamond's merge see the reference's order; and so do sliding windows over a streaming DataFrame's rows read in the JVM in three tasks. The state of each epoch lives in the executors' state stores, and every substream's items travel
 inside its micro-batch's partitions."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ CLUSTER_JOB = f"""
 import json, sys
 sys.path.insert(0, "tests")
 import jetspark as js
-from jetspark import AggregateOperations, Pipeline, Sinks, WindowDefinition
+from jetspark import AggregateOperation, AggregateOperations, Pipeline, Sinks, WindowDefinition
 from reference import as_multiset
 from stream_reference import run_stream_reference
 from stream_strategies import StreamInput
@@ -28,17 +29,26 @@ substreams = [[{{"s": 0, "k": i % 3, "v": i, "t": 100_000 + i * 7 - (30 if i % 5
               [{{"s": 1, "k": i % 3, "v": i, "t": i * 9}} for i in range(30)],
               [{{"s": 2, "k": i % 3, "v": i, "t": 50 + i * 5 - (40 if i % 4 == 3 else 0)}} for i in range(25)]]
 results = {{}}
-for name, window in (("sliding", WindowDefinition.sliding(40, 10)), ("session", WindowDefinition.session(12))):
+# A user-defined sum that fails on every value divisible by 7 runs in Python, its windows kept in the
+# executors' state stores; its failures and late events are dead letters.
+failing_sum = AggregateOperation.of(lambda: 0, lambda a, e: a + e["v"] + 0 // (e["v"] % 7), combine=lambda a, b: a + b)
+for name, window, operation in (("sliding", WindowDefinition.sliding(40, 10), AggregateOperations.summing("v")),
+                                ("session", WindowDefinition.session(12), AggregateOperations.summing("v")),
+                                ("user-defined sliding", WindowDefinition.sliding(40, 10), failing_sum)):
     p = Pipeline.create()
-    (StreamInput(substreams, 3, 5).source(p).grouping_key("k").window(window)
-     .aggregate(AggregateOperations.summing("v")).write_to(Sinks.list("out")))
+    stage = StreamInput(substreams, 3, 5).source(p).grouping_key("k").window(window).aggregate(operation).set_name("w")
+    stage.write_to(Sinks.list("out"))
+    if operation is failing_sum:
+        stage.on_error(Sinks.dead_letter("bad"))
     expected = run_stream_reference(p)
     job = jet.new_job(p)
     job.join(timeout=900)
-    got = jet.get_list("out")
+    got, letters = jet.get_list("out"), [(d.record, d.stage, d.error.split(":")[0]) for d in jet.get_list("bad")]
     jet.clear_list("out")
+    jet.clear_list("bad")
     results[name] = {{"same_windows": as_multiset(got) == as_multiset(expected.outputs["out"]), "windows": len(got),
-                     "late": job.metrics()["late_events_dropped"], "expected_late": sum(expected.late_dropped.values())}}
+                     "late": job.metrics()["late_events_dropped"], "expected_late": sum(expected.late_dropped.values()),
+                     "same_letters": as_multiset(letters) == as_multiset(expected.outputs.get("dead_letter:bad", []))}}
 
 # preserve_order: each key's state, and a diamond's merge read by one global state, see the items in the
 # reference's order, although they cross a shuffle between the executors.
@@ -46,11 +56,18 @@ def history(state, key, e):
     state = (*state, (e["s"], e["i"], e.get("tag")))
     return state, {{"key": key, "seen": state}}
 numbered = [[{{**e, "i": i}} for i, e in enumerate(sub)] for sub in substreams]
-for name in ("order keyed", "order diamond"):
+names = [{{"k": k, "n": n}} for k in range(3) for n in range(k + 1)]  # key k matches k + 1 names
+for name in ("order keyed", "order diamond", "order join rolling"):
     p = Pipeline.create(preserve_order=True)
     source = StreamInput(numbered, 3, 5).source(p)
     if name == "order keyed":
         source.grouping_key("k").map_stateful(tuple, history).write_to(Sinks.list("out"))
+    elif name == "order join rolling":
+        # each item once per matching name, in the reference's order, into a running list per key
+        in_order = AggregateOperation.of(tuple, lambda acc, e: (*acc, (e["s"], e["i"], e["n"])))
+        (source.hash_join(p.read_from(js.Sources.items(names)), js.JoinClause.on("k", "k"), lambda e, r: {{**e, "n": r["n"]}})
+         .grouping_key("k").rolling_aggregate(in_order)
+         .map(lambda kv: {{"key": kv[0], "seen": kv[1]}}).write_to(Sinks.list("out")))
     else:
         fanned = source.flat_map(lambda e: [{{**e, "tag": j}} for j in range(e["v"] % 3)])
         source.merge(fanned).map_stateful(tuple, lambda state, e: history(state, None, e)).write_to(Sinks.list("out"))
@@ -105,11 +122,12 @@ def test_stream_windows_on_two_executor_jvms_match_the_reference() -> None:
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.startswith(("EXECUTORS", "RESULTS")))
     assert lines["EXECUTORS"] == "2"
     results = json.loads(lines["RESULTS"])
-    for name in ("sliding", "session", "rows counting", "rows max_by"):
+    for name in ("sliding", "session", "user-defined sliding", "rows counting", "rows max_by"):
         result = results[name]
         assert result["same_windows"] and result["windows"] > 0, (name, result)
         assert result["late"] == result["expected_late"] > 0, (name, result)  # the input makes some events late
-    for name in ("order keyed", "order diamond"):
+        assert result.get("same_letters", True), (name, result)
+    for name in ("order keyed", "order diamond", "order join rolling"):
         assert results[name]["same_outputs"] and results[name]["outputs"] > 0, (name, results[name])
     for name in ("rows counting", "rows max_by"):  # the window read the rows in the JVM, as columns
         assert results[name]["typed"] == results[name]["columnar"] == ["windowAggregate-accumulate"], results[name]

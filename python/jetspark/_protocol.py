@@ -257,7 +257,7 @@ def python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], li
         if c["window"] is not None:
             (operation,) = c["operations"]
             udfs[f"custom:{c['vertex']}"] = udf_columns.custom_window_udf_column(
-                operation, objects, c["mode"], c["window"], c["keyed"], c["stage"], c["dead_letter"])
+                operation, objects, c["mode"], c["window"], c["keyed"], c["stage"], c["dead_letter"], c.get("kept", False))
         else:
             udfs[f"custom:{c['vertex']}"] = udf_columns.custom_aggregation_udf_column(
                 c["operations"], objects, c["mode"], c["keyed"], c["stage"], c["dead_letter"], carried(c), c.get("kept", False))

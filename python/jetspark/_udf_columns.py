@@ -9,9 +9,9 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from jetspark.worker.carried import carried_schema
+from jetspark.worker.carried import carried_columns, carried_schema
 from jetspark.worker.custom_aggregations import SCHEMAS, custom_aggregation_function
-from jetspark.worker.custom_windows import custom_window_function
+from jetspark.worker.custom_windows import STREAM_WINDOW_SCHEMA, custom_window_function, stream_window_function
 from jetspark.worker.epoch_state import STATE, kept_across_epochs
 from jetspark.worker.operations import operation_of
 from jetspark.worker.steps import (CHAIN_SCHEMA, ITEM, OPAQUE_SCHEMA, Step, bound_extraction_function, chain_function,
@@ -70,10 +70,12 @@ def stateful_udf_column(create: Callable[[], Any], fn: Callable[..., tuple[Any, 
 
 def _stateful_udf(run: Any, schema: str, columns: list[str], stage: str, kept: bool) -> Any:
     """The Column of an Arrow map function that keeps state over a partition's rows: where the state is
-    ``kept`` across a stream's epochs, wrapped to take and give it in a last column (:func:`kept_across_epochs`)."""
+    ``kept`` across a stream's epochs, wrapped to take and give it in a last column (:func:`kept_across_epochs`);
+    it acts on no watermark, so the epoch's end is nothing to it."""
     if not kept:
         return arrow_udf(run, schema, columns)
-    return arrow_udf(kept_across_epochs(run, stage), f"{schema}, {STATE} binary", [*columns, STATE])
+    return arrow_udf(kept_across_epochs(lambda batches, state, _end: run(batches, state), stage), f"{schema}, {STATE} binary",
+                     [*columns, STATE])
 
 
 def rows_to_items_udf_column(schema_json: str, passed: Sequence[tuple[str, str]] = ()) -> Any:
@@ -99,13 +101,18 @@ def custom_aggregation_udf_column(specs: Sequence[Mapping[str, Any]], objects: S
 
 
 def custom_window_udf_column(spec: Mapping[str, Any], objects: list[Any], mode: str, window: Mapping[str, Any],
-                             keyed: bool, stage: str, dead_letter: bool) -> Any:
+                             keyed: bool, stage: str, dead_letter: bool, kept: bool = False) -> Any:
     """The Spark Column of one vertex of a window with a user-defined part (``custom:<vertex>``), its
     operation ``spec`` as the JVM sends it (``CustomAggregations.Work``), its functions among ``objects``;
-    ``dead_letter``: the stage has a dead-letter sink."""
+    ``dead_letter``: the stage has a dead-letter sink; ``kept``: a window on a stream, its frames or
+    sessions kept from one epoch to the next (:func:`~jetspark.worker.custom_windows.stream_window_function`)."""
     operation = operation_of(spec, objects, atomic=dead_letter)
-    return arrow_udf(custom_window_function(operation, mode, window, keyed, stage, dead_letter), SCHEMAS[mode],
-                      ["key", ITEM])
+    if not kept:
+        return arrow_udf(custom_window_function(operation, mode, window, keyed, stage, dead_letter), SCHEMAS[mode],
+                         ["key", ITEM])
+    columns = ["key", "values", ITEM, *carried_columns(timed=True, sequenced=False, controlled=True)]
+    return arrow_udf(kept_across_epochs(stream_window_function(operation, window, keyed, stage, dead_letter), stage),
+                     f"{STREAM_WINDOW_SCHEMA}, {STATE} binary", [*columns, STATE])
 
 
 def results_to_items_udf_column(schema_json: str, shape: dict[str, Any]) -> Any:

@@ -1,7 +1,10 @@
 """Windows of an operation with a user-defined part (:meth:`AggregateOperation.of`, alone or inside
-``all_of``) on the Spark batch engine. Its functions are Python's, so the window runs here, one Arrow UDF
+``all_of``) on the Spark engine. Its functions are Python's, so the window runs here, one Arrow UDF
 per vertex, in the stages the planner gave it (``CustomAggregations`` in the JVM says which vertex runs
 which ``mode``); everything about groups, records and their failures is :mod:`jetspark.worker.custom_aggregations`'s.
+On a stream the window is one stage, its frames or sessions kept from one epoch to the next
+(:func:`stream_window_function`); what follows is about a batch, and both build on the same frames,
+sessions and sliding.
 
 A batch is one epoch that ends with a watermark of +infinity: nothing is late, every non-empty window is
 emitted once, complete, and early results are ignored. Windows are aligned to 0 and cover
@@ -49,14 +52,18 @@ import copy
 import pickle
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from jetspark.errors import DeadLetter
 from jetspark._items import loads_key
 from jetspark.window import KeyedWindowResult, WindowResult
+from jetspark.worker.carried import CTL
 from jetspark.worker.custom_aggregations import VALUES, Output, StageCalls, column
+from jetspark.worker.epoch_state import EpochEnd
 from jetspark.worker.event_time import out_of_range
-from jetspark.worker.steps import ITEM, PICKLE_PROTOCOL, TS, StepFailedError
+from jetspark.worker.steps import CHAIN_SCHEMA, FAILURE, ITEM, PICKLE_PROTOCOL, TS, StepFailedError
 
 #: Results per Arrow batch: a partition's windows leave a slice at a time, not all in one batch.
 _BATCH_ROWS = 1024
@@ -111,6 +118,142 @@ def custom_window_function(operation: Any, mode: str, window: Mapping[str, Any],
         yield out.batch()
 
     return run
+
+
+#: What a window on a stream gives (``PythonEpochStage``): results and dead letters with their time, and the
+#: control column the JVM fills.
+STREAM_WINDOW_SCHEMA = f"{CHAIN_SCHEMA}, {TS} bigint, {CTL} binary"
+#: The watermark before any (the JVM's ``Long.MinValue``).
+_NO_WATERMARK = -2**63
+
+
+@dataclass
+class StreamWindowState:
+    """What a window on a stream keeps from one epoch to the next (:mod:`jetspark.worker.epoch_state`):
+    its frames or sessions per key, the highest ``watermark`` it has had, the end of the last window the
+    watermark closed (``closed_end``: a sliding or tumbling window's; None before any), and when early
+    results are next due (``early_at``, the epochs' time; None before the first epoch)."""
+
+    table: dict[bytes, Any] = field(default_factory=dict)
+    watermark: int = _NO_WATERMARK
+    closed_end: int | None = None
+    early_at: int | None = None
+
+
+def stream_window_function(operation: Any, window: Mapping[str, Any], keyed: bool, stage: str, dead_letter: bool
+                           ) -> Callable[[Iterator[Any], StreamWindowState | None, EpochEnd], Generator[Any, None, Any]]:
+    """The function, run from epoch to epoch (:func:`~jetspark.worker.epoch_state.kept_across_epochs`), of
+    a single-stage window of ``operation`` on a stream (the planner gives such a window one stage), over
+    the columns ``key``, ``values``, ``item`` and ``ts``. It does what the JVM's window processors do in an
+    epoch (docs/streaming.md, "Windows"):
+
+    - an event is late where the watermark of an epoch before had closed its frame (a session: where its
+      time is below that watermark): dropped and counted, and where the stage routes its failures, a
+      ``LateEvent`` dead letter; the others go into their frames or sessions as in a batch;
+    - at the epoch's end, the windows the new watermark closes (ending at or before it; a session: before
+      it) are emitted, in end order, and their frames or sessions that no later window holds are let go;
+      when every sender is done, every window;
+    - then, at most once per ``early_results_period_ms`` of the epochs' time (the first one period after
+      the first epoch), the partial result (``export``) of every window still open, ``is_early=True``.
+
+    Each result leaves with the time ``end - 1``."""
+    sliding = window["kind"] == "sliding"
+    period = window.get("early_results_period_ms") or 0
+    calls = StageCalls(stage, dead_letter)
+
+    def about(key: bytes, what: str, start: int, end: int) -> _About:
+        return _About(key if keyed else None, what, start, end)
+
+    def result(key: bytes, start: int, end: int, value: Any, early: bool) -> bytes:
+        r = (KeyedWindowResult(start, end, loads_key(key), value, early) if keyed
+             else WindowResult(start, end, value, early))
+        return pickle.dumps(r, protocol=PICKLE_PROTOCOL)
+
+    def run(batches: Iterator[Any], state: StreamWindowState | None, end: EpochEnd) -> Generator[Any, None, Any]:
+        state = StreamWindowState() if state is None else state
+        held: _Frames | _Sessions = (_Frames(operation, calls, window["size_ms"], window["slide_ms"], about) if sliding
+                                     else _Sessions(operation, calls, window["timeout_ms"], about))
+        held.table = state.table
+        out = _TimedOutput()
+        for batch in batches:
+            groups = [key if keyed else b"" for key in batch.column("key").to_pylist()]
+            for group, raw, values, ts in zip(groups, batch.column(ITEM).to_pylist(), column(batch, VALUES, ()),
+                                              batch.column(TS).to_pylist()):
+                item = pickle.loads(raw)
+                out.ts = ts
+                late = (state.closed_end is not None and (ts // held.slide + 1) * held.slide <= state.closed_end
+                        if isinstance(held, _Frames) else ts < state.watermark)
+                if not late:
+                    held.add(group, ts, item, values, out)
+                    continue
+                end.late_dropped += 1
+                if dead_letter:
+                    letter = DeadLetter(item, stage, f"LateEvent: the event at {ts} came after watermark {state.watermark} "
+                                                     f"of window stage '{stage}' had closed its window")
+                    out.add(pickle.dumps(letter, protocol=PICKLE_PROTOCOL), stage)
+            yield out.batch()
+        if end.done:
+            closed = held.windows()
+        elif end.watermark > state.watermark:
+            state.watermark = end.watermark
+            if isinstance(held, _Frames):
+                upto = end.watermark // held.slide * held.slide
+                closed = held.windows(after=state.closed_end, upto=upto)
+                state.closed_end = upto
+            else:
+                closed = held.windows(before=end.watermark)
+        else:
+            closed = iter(())
+        yield from out.results(sorted(closed, key=lambda w: w[2]),
+                               lambda key, start, stop, acc: result(key, start, stop, calls.of_group(
+                                   "finish", about(key, "window", start, stop), lambda: operation.finish(acc)), False))
+        if state.early_at is None:
+            state.early_at = end.time_ms + period
+        elif period and not end.done and end.time_ms >= state.early_at:
+            state.early_at = end.time_ms + period
+            still_open = (held.windows(after=state.closed_end, keep=True) if isinstance(held, _Frames)
+                          else held.windows(keep=True))
+            yield from out.results(sorted(still_open, key=lambda w: w[2]),
+                                   lambda key, start, stop, acc: result(key, start, stop, calls.of_group(
+                                       "export", about(key, "window", start, stop), lambda: operation.export(acc)), True))
+        return state
+
+    return run
+
+
+class _TimedOutput:
+    """The rows of a window on a stream (:data:`STREAM_WINDOW_SCHEMA`): each result or dead letter with its
+    time, ``ts`` (set before a record is accumulated, so that its dead letter keeps the record's time)."""
+
+    def __init__(self) -> None:
+        self.ts = 0
+        self._items: list[bytes] = []
+        self._failures: list[str | None] = []
+        self._times: list[int] = []
+
+    def add(self, item: bytes, failure: str | None = None, key: bytes = b"", row: int = -1) -> None:
+        self._items.append(item)
+        self._failures.append(failure)
+        self._times.append(self.ts)
+
+    def results(self, windows: Iterable[tuple[bytes, int, int, Any]], made: Callable[[bytes, int, int, Any], bytes]
+                ) -> Iterator[Any]:
+        """The batches of ``windows``' results, as ``made`` pickles each, timed ``end - 1``."""
+        for key, start, end, acc in windows:
+            self.ts = end - 1
+            self.add(made(key, start, end, acc))
+            if len(self._items) >= _BATCH_ROWS:
+                yield self.batch()
+        yield self.batch()
+
+    def batch(self) -> Any:
+        import pyarrow as pa
+
+        n = len(self._items)
+        columns = [pa.array(self._items, pa.binary()), pa.array(self._failures, pa.string()),
+                   pa.array(self._times, pa.int64()), pa.nulls(n, pa.binary())]
+        self._items, self._failures, self._times = [], [], []
+        return pa.RecordBatch.from_arrays(columns, names=[ITEM, FAILURE, TS, CTL])
 
 
 def _require_in_range(calls: StageCalls, item: Any, ts: int, first_start: int, last_end: int, what: str) -> None:
@@ -170,33 +313,49 @@ class _Frames:
             key, frames = self.table.popitem()
             yield key, list(frames.items())
 
-    def windows(self) -> Iterator[tuple[bytes, int, int, Any]]:
-        """Every non-empty window ``(key, start, end, accumulator)``, a key's in increasing end order."""
-        size, slide = self.size, self.slide
-        while self.table:
-            key, frames = self.table.popitem()
-            ends = sorted(frames)
-            if size == slide:
-                for end in ends:
-                    yield key, end - size, end, frames[end]
+    def windows(self, after: int | None = None, upto: int | None = None, keep: bool = False
+                ) -> Iterator[tuple[bytes, int, int, Any]]:
+        """The non-empty windows ``(key, start, end, accumulator)`` with ``after < end <= upto`` (None: no
+        bound), a key's in increasing end order. Unless ``keep``, the frames that no window after ``upto``
+        holds are dropped as their key's windows are given: every frame, where ``upto`` is None."""
+        for key in list(self.table):
+            frames = self.table[key]
+            yield from self._windows_of(key, frames, after, upto)
+            if keep:
                 continue
-            window: _Deducting | _TwoStacks = (_Deducting(self.op, self.calls) if self.op.deduct is not None
-                                               else _TwoStacks(self.op, self.calls))
-            i, end = 0, ends[0]
-            while True:
-                about = self.about(key, "window", end - size, end)
-                while window and window.oldest_end <= end - size:
-                    window.drop_oldest(about)
-                while i < len(ends) and ends[i] <= end:
-                    window.push(ends[i], frames[ends[i]], about)
-                    i += 1
-                if not window:  # no frame in this window: on to the next window that has one
-                    if i == len(ends):
-                        break
-                    end = ends[i]
-                    continue
-                yield key, end - size, end, window.aggregate(about)
-                end += slide
+            if upto is not None:
+                # The next window ends at upto + slide: it holds the frames ending after upto + slide - size.
+                for end in [end for end in frames if end <= upto + self.slide - self.size]:
+                    del frames[end]
+            if upto is None or not frames:
+                del self.table[key]
+
+    def _windows_of(self, key: bytes, frames: dict[int, Any], after: int | None, upto: int | None
+                    ) -> Iterator[tuple[bytes, int, int, Any]]:
+        size, slide = self.size, self.slide
+        ends = sorted(frames)
+        if size == slide:
+            for end in ends:
+                if (after is None or end > after) and (upto is None or end <= upto):
+                    yield key, end - size, end, frames[end]
+            return
+        window: _Deducting | _TwoStacks = (_Deducting(self.op, self.calls) if self.op.deduct is not None
+                                           else _TwoStacks(self.op, self.calls))
+        i, end = 0, ends[0] if after is None else max(ends[0], after + slide)
+        while upto is None or end <= upto:
+            about = self.about(key, "window", end - size, end)
+            while window and window.oldest_end <= end - size:
+                window.drop_oldest(about)
+            while i < len(ends) and ends[i] <= end:
+                window.push(ends[i], frames[ends[i]], about)
+                i += 1
+            if not window:  # no frame in this window: on to the next window that has one
+                if i == len(ends):
+                    return
+                end = ends[i]
+                continue
+            yield key, end - size, end, window.aggregate(about)
+            end += slide
 
 
 class _Deducting:
@@ -313,8 +472,15 @@ class _Sessions:
         _, acc = self.calls.accumulated(self.op, acc, item, values, out, key)
         sessions[low:high] = [[start, end, acc]]
 
-    def windows(self) -> Iterator[tuple[bytes, int, int, Any]]:
-        while self.table:
-            key, sessions = self.table.popitem()
-            for start, end, acc in sessions:
+    def windows(self, before: int | None = None, keep: bool = False) -> Iterator[tuple[bytes, int, int, Any]]:
+        """The sessions ``(key, start, end, accumulator)`` ending before ``before`` (None: every one), a
+        key's in end order; unless ``keep``, dropped as they are given."""
+        for key in list(self.table):
+            sessions = self.table[key]
+            given = [s for s in sessions if before is None or s[1] < before]
+            for start, end, acc in given:
                 yield key, start, end, acc
+            if not keep:
+                del sessions[:len(given)]  # disjoint, in end order: those ending first
+                if not sessions:
+                    del self.table[key]

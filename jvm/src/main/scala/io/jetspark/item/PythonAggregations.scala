@@ -22,7 +22,7 @@ object PythonAggregations {
     * operations without one; a mix runs in Python with its built-in parts too, so that one accumulator
     * holds every part.
     */
-  def runsInPython(op: PythonAggregateSpec): Boolean = hasUserDefinedPart(op.operation)
+  def runsInPython(op: PythonAggregateSpec): Boolean = op.operation.hasUserDefinedPart
 
   /** Whether `v` aggregates in Python: some operation of it has a user-defined part. */
   def runsInPython(v: Vertex): Boolean = v.description match {
@@ -30,13 +30,6 @@ object PythonAggregations {
     case RollingAggregate(_, op: PythonAggregateSpec) => runsInPython(op)
     case WindowAggregate(_, _, op: PythonAggregateSpec, _) => runsInPython(op)
     case _ => false
-  }
-
-  private def hasUserDefinedPart(op: PythonOperation): Boolean = op match {
-    case UserDefined(_) => true
-    case AllOf(parts) => parts.exists(hasUserDefinedPart)
-    case Counting | Summing(_) | Averaging(_) | Variance(_) | LinearTrend(_, _) | MinBy(_) | MaxBy(_) | TopN(_, _) |
-         BottomN(_, _) | ToList | ToSet => false
   }
 
   /** What Python extracts from an item for `op`, in slot order ([[PythonOperation.slots]]). */

@@ -30,6 +30,16 @@ sealed abstract class PythonOperation(val name: String) extends Serializable {
     case Counting | ToList | ToSet | AllOf(_) | UserDefined(_) => Nil
   }
 
+  /** Whether a part of this operation (itself, or one inside `all_of`) is `AggregateOperation.of(...)`:
+    * functions only Python can run.
+    */
+  def hasUserDefinedPart: Boolean = this match {
+    case UserDefined(_) => true
+    case AllOf(parts) => parts.exists(_.hasUserDefinedPart)
+    case Counting | Summing(_) | Averaging(_) | Variance(_) | LinearTrend(_, _) | MinBy(_) | MaxBy(_) | TopN(_, _) |
+         BottomN(_, _) | ToList | ToSet => false
+  }
+
   /** The values of this operation and of its parts, in slot order: what Python extracts for it. */
   def slots: Seq[ValueSlot] = this match {
     case AllOf(parts) => parts.flatMap(_.slots)

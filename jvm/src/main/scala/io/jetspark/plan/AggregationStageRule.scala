@@ -1,5 +1,6 @@
 package io.jetspark.plan
 
+import io.jetspark.pipeline.PythonAggregateSpec
 import io.jetspark.pipeline.transform.{AggregatingTransform, StreamSourceTransform, Transform, WindowAggregateTransform}
 
 /** One or two stages for an aggregation.
@@ -17,7 +18,9 @@ import io.jetspark.pipeline.transform.{AggregatingTransform, StreamSourceTransfo
   *    processors would be concatenated in no particular order;
   *  - a window over a stream routes its failures to a dead-letter sink: its late events are dead letters,
   *    each the record that came late, and only a stage that takes the events themselves has them (a
-  *    second stage takes frames).
+  *    second stage takes frames);
+  *  - a window over a stream has an operation with a user-defined part: Python runs it, keeping its windows
+  *    from one epoch to the next as one stateful stage (docs/streaming.md), so the events go to it whole.
   */
 private[plan] object AggregationStageRule {
 
@@ -33,10 +36,16 @@ private[plan] object AggregationStageRule {
     }
     val singleStage =
       !t.canCombine ||
-        window.exists(w => w.isSession || w.window.earlyResultsPeriodMs > 0 || (w.errorSink.isDefined && readsStream(w))) ||
+        window.exists(w => w.isSession || w.window.earlyResultsPeriodMs > 0 ||
+          (readsStream(w) && (w.errorSink.isDefined || w.ops.exists(userDefined)))) ||
         (rebalanced && (t.isKeyed || t.upstream.size > 1)) ||
         t.upstream.indices.exists(order.isRequired(t, _))
     if (singleStage) SingleStage else TwoStage
+  }
+
+  private def userDefined(op: Any): Boolean = op match {
+    case p: PythonAggregateSpec => p.operation.hasUserDefinedPart
+    case _ => false
   }
 
   /** Whether a stream source is upstream of `t`. */

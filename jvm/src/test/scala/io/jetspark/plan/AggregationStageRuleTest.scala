@@ -90,6 +90,26 @@ class AggregationStageRuleTest extends AnyFunSuite {
     }
   }
 
+  //  rate(4) ==partitioned by name==> windowAggregate(4, single stage)
+  //  df(4) --local--> windowAggregate-accumulate(4) ==partitioned by name (extracted)==> windowAggregate-combine(4)
+  test("a window of a user-defined operation is single-stage over a stream (Python keeps it across epochs), two-stage over a batch") {
+    val userDefined = PythonAggregateSpec("""{"name": "all_of", "extractors": [], "parts": [
+      {"name": "counting", "extractors": []}, {"name": "custom", "extractors": [], "ref": 0}]}""",
+      canCombineSpec = true, canDeductSpec = false, orderSensitive = false)
+    val stream = Pipeline.create()
+    stream.readFrom(Sources.rateStream(100, 4)).setName("rate").withTimestamps("timestamp", 10)
+      .groupingKey(name).window(WindowDefinition.sliding(10, 5)).aggregate(userDefined).writeTo(list())
+    val s = stream.plan(4)
+    assert(s.kind("rate", "windowAggregate") == EdgeKind.Partitioned(name))
+    assert(stageOf(s, "windowAggregate") == SingleStage)
+
+    val batch = Pipeline.create()
+    wideSource(batch).addTimestamps("ts", 0).groupingKey(name).window(WindowDefinition.sliding(10, 5)).aggregate(userDefined)
+      .writeTo(list())
+    val b = batch.plan(4)
+    assert(stageOf(b, "windowAggregate-accumulate") == Accumulate && stageOf(b, "windowAggregate-combine") == Combine)
+  }
+
   //  df(4) --local--> sort-local(4) ==all-to-one==> sort-merge(1) ==isolated==> out(1)
   test("a sort sorts runs locally, then merges them on one processor, which feeds its sink in order") {
     val p = Pipeline.create()

@@ -41,7 +41,8 @@ final case class EpochOutcome(complete: Boolean, watermark: Long)
   *
   * The vertices it runs: a stream source ([[EpochSources]]) with its substreams' watermarks, or none,
   * chains of Python steps, windows whose operations the JVM runs ([[EpochWindows]]; where the first stage
-  * reads a streaming DataFrame's rows, [[RowsWindowStage]]), rolling aggregations ([[EpochRolling]], or
+  * reads a streaming DataFrame's rows, [[RowsWindowStage]]) or, with a user-defined part, Python runs
+  * ([[PythonEpochStage]]), rolling aggregations ([[EpochRolling]], or
   * Python's where the operation has a user-defined part), `map_stateful` (Python's, [[PythonEpochStage]]),
   * and sinks ([[EpochSinks]]). Anything else fails before the query starts, naming the vertex.
   */
@@ -71,6 +72,8 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     case Merge(_, _) => ()
     case HashJoin(_, _, _) if pythonUdfs.contains(PythonUdfName.Join(v.name)) => ()
     case WindowAggregate(_, _, op: PythonAggregateSpec, _) if !PythonAggregations.runsInPython(op) => ()
+    // A user-defined operation: the window runs in Python, one stage (the planner's AggregationStageRule).
+    case WindowAggregate(AggregationStage.SingleStage, _, _, _) if pythonUdfs.contains(PythonUdfName.Custom(v.name)) => ()
     // In the JVM, or in Python with its state kept across epochs where the operation has a user-defined part.
     case RollingAggregate(_, op: PythonAggregateSpec) if !PythonAggregations.runsInPython(op) ||
       pythonUdfs.contains(PythonUdfName.Custom(v.name)) => ()
@@ -125,6 +128,8 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         val (out, failed) = joins.output(v, received(dag.edgesInto(v.name).head), keep)
         failed.foreach(keepLetters(v, _))
         out
+      case WindowAggregate(_, _, op: PythonAggregateSpec, _) if PythonAggregations.runsInPython(op) =>
+        keptInPython(v, PythonUdfName.Custom(v.name), Some(metrics.lateEvents(v.name)))
       case WindowAggregate(_, s: SlidingWindowDefinition, op: PythonAggregateSpec, _) if extraction.readsRows(v) =>
         val rows = extraction.rowsWindow.get
         // The substream's watermark as of the epoch before, as the stage's tasks noted it.
@@ -254,11 +259,11 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     def keepLetters(v: Vertex, letters: DataFrame): Unit =
       extractionLetters(v.name) = extractionLetters.get(v.name).fold(letters)(_ union letters)
 
-    // A stage whose Python UDF keeps state over its items (PythonEpochStage).
-    def keptInPython(v: Vertex, udf: PythonUdfName): DataFrame = {
+    // A stage whose Python UDF keeps state over its items (PythonEpochStage); `late` counts the events it drops.
+    def keptInPython(v: Vertex, udf: PythonUdfName, late: Option[LongAccumulator] = None): DataFrame = {
       val (rows, senders, schema) = stagedInput(v, ExtractedSchema)
       new PythonEpochStage(v.name, pythonUdfs(udf), dag.routesFailures(v)).run(spark, rows, schema, senders, epoch,
-        operatorIds(v.name), metrics.stateOf(v.name))
+        operatorIds(v.name), metrics.stateOf(v.name), late)
     }
 
     try {

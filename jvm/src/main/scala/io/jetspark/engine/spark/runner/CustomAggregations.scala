@@ -74,8 +74,8 @@ object CustomAggregations {
   private val modes: Map[AggregationStage, String] = Map(AggregationStage.Accumulate -> "accumulate",
     AggregationStage.Combine -> "combine", AggregationStage.SingleStage -> "single")
 
-  /** A window definition as Python's `WindowDefinition.to_spec` writes it. Early results are left out:
-    * a batch has no watermark before its end, so there is nothing early to emit.
+  /** A window definition as Python's `WindowDefinition.to_spec` writes it. Its early-results period
+    * matters only on a stream: a batch has no watermark before its end, so there is nothing early to emit.
     */
   private def windowJson(w: WindowDefinition): JsonNode = {
     val node = JsonNodeFactory.instance.objectNode()
@@ -83,7 +83,7 @@ object CustomAggregations {
       case s: SlidingWindowDefinition => node.put("kind", "sliding").put("size_ms", s.sizeMs).put("slide_ms", s.slideMs)
       case s: SessionWindowDefinition => node.put("kind", "session").put("timeout_ms", s.timeoutMs)
     }
-    node
+    node.put("early_results_period_ms", w.earlyResultsPeriodMs)
   }
 
   /** What the UDF of `v` reads, given what each of its input edges delivers: that one input, or both
