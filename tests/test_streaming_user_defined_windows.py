@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -80,7 +81,7 @@ def run_and_compare(jet: Any, p: Pipeline, dead_letters: str | None = None, idle
     return metrics
 
 
-@settings(max_examples=examples(5))
+@settings(max_examples=examples(8))
 @given(stream=stream_inputs(max_substreams=3, max_items=8), window=st.sampled_from(sorted(WINDOWS)),
        operation=st.sampled_from(sorted(OPERATIONS)), keyed=st.booleans(), early=st.booleans())
 def test_random_user_defined_windows_match_the_reference(jet: Any, stream: StreamInput, window: str, operation: str,
@@ -103,6 +104,17 @@ def test_late_events_and_failing_records_of_a_user_defined_window_are_its_dead_l
     p, stage = windowed(stream, window, failing, keyed, early=True)
     stage.on_error(Sinks.dead_letter("bad"))
     run_and_compare(jet, p, dead_letters="bad", idle_timeout_ms=AT_EVERY_EPOCH_MS)
+
+
+@pytest.mark.parametrize("window", sorted(WINDOWS))
+def test_a_long_skewed_stream_gives_the_references_windows(jet: Any, window: str) -> None:
+    """Three substreams, one 100 s ahead, every fifth item of it and every fourth of another out of order,
+    cut into 10 epochs: windows close epoch after epoch while later ones still need their frames."""
+    substreams = [[{"s": 0, "k": i % 3, "v": i, "t": 100_000 + i * 7 - (30 if i % 5 == 4 else 0)} for i in range(30)],
+                  [{"s": 1, "k": i % 3, "v": i, "t": i * 9} for i in range(30)],
+                  [{"s": 2, "k": i % 3, "v": i, "t": 50 + i * 5 - (40 if i % 4 == 3 else 0)} for i in range(25)]]
+    p, _ = windowed(StreamInput(substreams, 3, 5), window, squares(), keyed=True, early=False)
+    run_and_compare(jet, p)
 
 
 def test_a_window_behind_the_watermark_drops_its_late_event_and_counts_it(jet: Any) -> None:

@@ -193,7 +193,7 @@ def stream_window_function(operation: Any, window: Mapping[str, Any], keyed: boo
                     out.add(pickle.dumps(letter, protocol=PICKLE_PROTOCOL), stage)
             yield out.batch()
         if end.done:
-            closed = held.windows()
+            closed = held.windows(after=state.closed_end) if isinstance(held, _Frames) else held.windows()
         elif end.watermark > state.watermark:
             state.watermark = end.watermark
             if isinstance(held, _Frames):
