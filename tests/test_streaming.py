@@ -148,6 +148,19 @@ def test_metrics_count_each_vertex_and_end_at_the_final_watermark(jet: Any) -> N
     assert chain["state_bytes"] == sink["state_bytes"] == 0
 
 
+def test_metrics_count_a_stages_dead_letters_at_its_dead_letter_sink_not_among_its_items(jet: Any) -> None:
+    # 2 substreams of 10 items, v = 0..9: 10 // (v % 4) fails on v = 0, 4, 8 of each, 6 dead letters.
+    p = Pipeline.create()
+    (StreamInput(in_order(2, 10, 10), 3, 0).source(p).map(lambda e: 10 // (e["v"] % 4)).set_name("divide")
+     .on_error(Sinks.dead_letter("bad")).write_to(Sinks.list("out")))
+    job, (got, letters) = run_job(jet, p, "out", "bad")
+    vertices = job.metrics()["vertices"]
+    assert (len(got), len(letters)) == (14, 6)
+    assert (vertices["divide"]["items_in"], vertices["divide"]["items_out"]) == (20, 14)
+    assert vertices["list-sink"]["items_in"] == vertices["list-sink"]["items_out"] == 14
+    assert vertices["divide-dead-letter"]["items_in"] == vertices["divide-dead-letter"]["items_out"] == 6
+
+
 def test_a_noop_sink_counts_every_window_it_drops(jet: Any) -> None:
     stream = StreamInput(in_order(2, 10, 10), 3, 0)
     expected = run_stream_reference(windowed(stream, "sliding", keyed=True, operation="counting"))

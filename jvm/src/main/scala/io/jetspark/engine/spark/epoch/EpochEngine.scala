@@ -181,7 +181,8 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         EpochSequence.withIds(df.schema))
 
     def counted(v: Vertex, df: DataFrame): DataFrame =
-      SqlBridge.internalCreateDataFrame(spark, metrics.counted(v.name, InPlaceRows.of(df), df.schema.length - 1), df.schema)
+      SqlBridge.internalCreateDataFrame(spark, metrics.counted(v.name, InPlaceRows.of(df), df.schema.length - 1,
+        Option.when(df.columns.contains(Failure))(df.schema.fieldIndex(Failure))), df.schema)
 
     // Read by several edges: computed once, so that a stateful vertex commits its epoch once.
     def read(v: Vertex, df: DataFrame): DataFrame = if (dag.edgesFrom(v.name).size > 1) keep(df) else df

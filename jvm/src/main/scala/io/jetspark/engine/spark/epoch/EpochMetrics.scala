@@ -9,9 +9,11 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.util.{AccumulatorV2, LongAccumulator}
 
 /** A stream job's figures per vertex, gathered by the epochs' tasks as they run (accumulators), readable on
-  * the driver at any time: items each vertex emitted, the watermark each of its partitions sent on,
-  * the size of the state each partition committed last, and a window's late drops. A vertex's items in
-  * are what its senders emitted (every edge of a stream delivers each item to one receiver).
+  * the driver at any time: items each vertex emitted (its results, not its dead letters), the watermark
+  * each of its partitions sent on, the size of the state each partition committed last, and a window's
+  * late drops. A vertex's items in are what its senders emitted (every edge of a stream delivers each
+  * item to one receiver); a sink's are what it was given, which for a dead-letter sink are the dead
+  * letters of the stage it serves.
   */
 final class EpochMetrics(sc: SparkContext, dag: PhysicalDag, windows: Set[String]) {
   import EpochMetrics.lag
@@ -28,17 +30,19 @@ final class EpochMetrics(sc: SparkContext, dag: PhysicalDag, windows: Set[String
   /** What a stateful vertex's partition adds once it commits `bytes` of state in `epoch`. */
   def stateOf(vertex: String): LatestPerPartition = stateBytes(vertex)
 
-  /** `rows`, the output of `vertex` (control rows in column `ctlAt`), counting its items and noting the
-    * watermark each partition sends on as the rows pass.
+  /** `rows`, the output of `vertex` (control rows in column `ctlAt`; where it has one, the dead letters'
+    * stage in column `failureAt`), counting its items, not its dead letters, and noting the watermark each
+    * partition sends on as the rows pass.
     */
-  def counted(vertex: String, rows: RDD[InternalRow], ctlAt: Int): RDD[InternalRow] = {
+  def counted(vertex: String, rows: RDD[InternalRow], ctlAt: Int, failureAt: Option[Int] = None): RDD[InternalRow] = {
+    val failure = failureAt.getOrElse(-1)
     val (items, marks) = (itemsOut(vertex), watermarks(vertex))
     rows.mapPartitions(input => new Iterator[InternalRow] {
       private var count = 0L
       def hasNext: Boolean = input.hasNext || { if (count > 0) { items.add(count); count = 0 }; false }
       def next(): InternalRow = {
         val row = input.next()
-        if (row.isNullAt(ctlAt)) count += 1
+        if (row.isNullAt(ctlAt)) { if (failure < 0 || row.isNullAt(failure)) count += 1 }
         else {
           val control = EpochControl.decode(row.getBinary(ctlAt))
           val watermark = if (control.done) Long.MaxValue else control.watermark
@@ -72,7 +76,7 @@ final class EpochMetrics(sc: SparkContext, dag: PhysicalDag, windows: Set[String
     val vertices = job.putObject("vertices")
     dag.vertices.foreach { v =>
       val node = vertices.putObject(v.name)
-        .put("items_in", dag.edgesInto(v.name).map(e => itemsOutOf(e.from)).sum)
+        .put("items_in", if (v.description.isInstanceOf[Sink]) itemsOutOf(v.name) else dag.edgesInto(v.name).map(e => itemsOutOf(e.from)).sum)
         .put("items_out", itemsOutOf(v.name))
       watermarkOf(v.name).foreach { wm =>
         node.put("watermark", wm)
