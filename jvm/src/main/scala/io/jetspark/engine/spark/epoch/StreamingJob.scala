@@ -52,9 +52,19 @@ final class StreamingJob(engine: EpochEngine, stream: DataFrame, checkpointDir: 
       query.foreach { q =>
         while (!completed.isCompleted && !cancelled.get && q.isActive) q.awaitTermination(20)
         q.exception.foreach(e => throw e)
+        if (completed.isCompleted) letLastBatchCommit(q)
       }
       completed.isCompleted
     } finally { query.foreach(_.stop()); release(); engine.close() }
+  }
+
+  /** Waits, a few seconds at most, until the query has committed the micro-batch that completed the
+    * stream: stopped while it writes its commit log, it logs the interruption as an error, noise to a user
+    * whose job succeeded. The output is written by then either way.
+    */
+  private def letLastBatchCommit(q: StreamingQuery): Unit = {
+    val deadline = System.nanoTime() + 5_000_000_000L
+    while (q.isActive && q.status.isTriggerActive && System.nanoTime() < deadline) Thread.sleep(5)
   }
 
   def cancel(): Unit = { cancelled.set(true); query.foreach(_.stop()) }
