@@ -1,8 +1,14 @@
-"""Streams on two executor JVMs (local-cluster[2,1,1024]): keyed sliding windows (of a built-in operation, or
-of a user-defined one that Python runs, its failures and late events dead letters) and sessions over three
-skewed substreams with out-of-order items give the brute-force stream reference's windows, late counts and
-dead letters; under preserve_order, keyed state and a diamond's merge see the reference's order; and so do sliding windows over a streaming DataFrame's rows read in the JVM in three tasks. The state of each epoch lives in the executors' state stores, and every substream's items travel
-inside its micro-batch's partitions."""
+"""Streams on two executor JVMs (local-cluster[2,1,1024]), against the brute-force stream reference:
+
+- keyed sliding windows (of a built-in operation, or of a user-defined one that Python runs, its failures
+  and late events dead letters) and sessions, over three skewed substreams with out-of-order items: the
+  windows, late counts and dead letters;
+- under preserve_order, keyed state, a diamond's merge and a join into a rolling aggregation: the order;
+- random windows, built-in or user-defined, over random stream inputs;
+- sliding windows over a streaming DataFrame's rows read in the JVM in three tasks.
+
+The state of each epoch lives in the executors' state stores, and every substream's items travel inside
+its micro-batch's partitions."""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ import json
 
 import pytest
 
-from conftest import CLUSTER_SESSION, REPO, run_python
+from conftest import CLUSTER_SESSION, REPO, examples, run_python
 
 pytestmark = pytest.mark.slow
 
@@ -110,6 +116,33 @@ for name, operation in (("rows counting", AggregateOperations.counting()), ("row
         results[name] = {{"same_windows": settled(got) == settled(expected.outputs["out"]), "windows": len(got),
                          "late": metrics["late_events_dropped"], "expected_late": sum(expected.late_dropped.values()),
                          "typed": metrics["typed_windows"], "columnar": metrics["columnar_windows"]}}
+# Random windows, built-in or user-defined, over random stream inputs (test_streaming_user_defined_windows.py),
+# each with a dozen items or more: early results at every epoch's end, late events, skew.
+from hypothesis import HealthCheck, given, settings, strategies as st
+from stream_strategies import stream_inputs
+from test_streaming_user_defined_windows import OPERATIONS, WINDOWS, windowed
+random_problems = results.setdefault("random windows", [])
+
+@settings(max_examples=int(sys.argv[1]), derandomize=True, database=None, deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(stream=stream_inputs(max_substreams=3, max_items=8).filter(lambda s: sum(map(len, s.substreams)) >= 12),
+       window=st.sampled_from(sorted(WINDOWS)), operation=st.sampled_from(sorted(OPERATIONS) + ["summing"]),
+       keyed=st.booleans(), early=st.booleans())
+def random_windows(stream, window, operation, keyed, early):
+    op = AggregateOperations.summing("v") if operation == "summing" else OPERATIONS[operation]()
+    p, _ = windowed(stream, "tumbling" if operation == "values" else window, op, keyed, early)
+    expected = run_stream_reference(p)
+    job = jet.new_job(p)
+    job.join(timeout=900)
+    got = jet.get_list("out")
+    jet.clear_list("out")
+    expected_early = [r for stage in expected.early.values() for epoch in stage for r in epoch]
+    if (as_multiset([r for r in got if not r.is_early]) != as_multiset(expected.outputs["out"])
+            or as_multiset([r for r in got if r.is_early]) != as_multiset(expected_early)
+            or job.metrics()["late_events_dropped"] != sum(expected.late_dropped.values())):
+        random_problems.append(f"{{stream}} {{window}} {{operation}} keyed={{keyed}} early={{early}}")
+
+random_windows()
 print("EXECUTORS", jet.spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1)
 print("RESULTS", json.dumps(results))
 jet.stop()
@@ -117,7 +150,7 @@ jet.stop()
 
 
 def test_stream_windows_on_two_executor_jvms_match_the_reference() -> None:
-    done = run_python(CLUSTER_JOB, cwd=REPO, timeout=1200)
+    done = run_python(CLUSTER_JOB, cwd=REPO, timeout=1200, args=[str(examples(3))])
     assert done.returncode == 0, done.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.startswith(("EXECUTORS", "RESULTS")))
     assert lines["EXECUTORS"] == "2"
@@ -127,6 +160,7 @@ def test_stream_windows_on_two_executor_jvms_match_the_reference() -> None:
         assert result["same_windows"] and result["windows"] > 0, (name, result)
         assert result["late"] == result["expected_late"] > 0, (name, result)  # the input makes some events late
         assert result.get("same_letters", True), (name, result)
+    assert not results["random windows"], "\n".join(results["random windows"])
     for name in ("order keyed", "order diamond", "order join rolling"):
         assert results[name]["same_outputs"] and results[name]["outputs"] > 0, (name, results[name])
     for name in ("rows counting", "rows max_by"):  # the window read the rows in the JVM, as columns
