@@ -75,6 +75,22 @@ def test_random_stateful_stages_see_each_keys_items_in_source_order(jet: Any, st
 
 
 @settings(max_examples=examples(3))
+@given(stream=stream_inputs(max_substreams=3, max_items=8), operation=st.sampled_from(["counting", "summing"]))
+def test_a_built_in_rolling_aggregation_passes_its_items_ids_on_to_a_later_keyed_stage(jet: Any, stream: StreamInput,
+                                                                                       operation: str) -> None:
+    """A running count (or sum) per key, a built-in operation, re-keyed by the parity of its result into a
+    history per parity: the ids must pass through the rolling aggregation for the history to see its
+    results in source order."""
+    op = AggregateOperations.counting() if operation == "counting" else AggregateOperations.summing("v")
+    p = Pipeline.create(preserve_order=True)
+    (numbered(stream).source(p).grouping_key("k").rolling_aggregate(op)
+     .grouping_key(lambda kv: kv[1] % 2).map_stateful(tuple, lambda state, key, kv: ((*state, kv), {"key": key, "seen": (*state, kv)}))
+     .write_to(Sinks.list("out")))
+    [[got, expected]] = check(jet, p, "out")
+    assert by_key(got) == by_key(expected)
+
+
+@settings(max_examples=examples(3))
 @given(stream=stream_inputs(max_substreams=3, max_items=8))
 def test_random_diamond_merges_its_branches_in_source_order(jet: Any, stream: StreamInput) -> None:
     """A fork of the stream into a map and a flat_map, merged and read by one global state: it sees each

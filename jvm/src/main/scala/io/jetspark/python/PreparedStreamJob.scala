@@ -2,7 +2,7 @@ package io.jetspark.python
 
 import com.fasterxml.jackson.databind.node.ArrayNode
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import io.jetspark.engine.spark.epoch.{CheckpointManifest, EpochEngine, EpochSinks, EpochSources, SourceExtraction, StreamingJob}
+import io.jetspark.engine.spark.epoch.{CheckpointManifest, EpochEngine, EpochRolling, EpochSinks, EpochSources, SourceExtraction, StreamingJob}
 import io.jetspark.engine.spark.runner.{CustomAggregations, SequenceRestore, SinkRunner}
 import io.jetspark.engine.spark.{PythonExtraction, PythonUdfName, PythonWork, Rebalancing}
 import io.jetspark.item.PythonAggregations
@@ -65,15 +65,16 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
           sequenced = SequenceRestore.extractionKeepsSequence(dag, v, e.toOrdinal), controlled = true)
       }
     }
-    // State kept across epochs (`kept`: PythonEpochStage) by a map_stateful, or by a rolling aggregation or
-    // a window with a user-defined part.
+    // State kept across epochs (`kept`: PythonEpochStage) by a map_stateful, by a window with a user-defined
+    // part, or by a rolling aggregation that runs in Python (EpochRolling.runsInPython).
     work.set[JsonNode]("stateful", mapper.valueToTree[JsonNode](PythonWork.pythonStateful(dag).map {
       case (vertex, create, fn, keyed, _) =>
         Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "create_ref" -> create, "fn_ref" -> fn,
           "keyed" -> keyed, "dead_letter" -> dag.routesFailures(vertex), "sequenced" -> dag.keepsSequenceIn(vertex), "timed" -> true,
           "controlled" -> true, "kept" -> true).asJava
     }.asJava))
-    work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregations.work(dag).collect { case w if w.mode == "rolling" || w.window.isDefined =>
+    work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregations.work(dag,
+      v => PythonAggregations.runsInPython(v) || EpochRolling.runsInPython(dag, v)).collect { case w if w.mode == "rolling" || w.window.isDefined =>
       Map[String, Any]("vertex" -> w.vertex.name, "stage" -> w.vertex.fusedChain.head, "mode" -> w.mode,
         "operations" -> w.operations.asJava, "keyed" -> w.keyed, "dead_letter" -> dag.routesFailures(w.vertex),
         "window" -> w.window.orNull, "sequenced" -> dag.keepsSequenceIn(w.vertex), "timed" -> true, "controlled" -> true,

@@ -43,7 +43,7 @@ final case class EpochOutcome(complete: Boolean, watermark: Long)
   * chains of Python steps, windows whose operations the JVM runs ([[EpochWindows]]; where the first stage
   * reads a streaming DataFrame's rows, [[RowsWindowStage]]) or, with a user-defined part, Python runs
   * ([[PythonEpochStage]]), rolling aggregations ([[EpochRolling]], or
-  * Python's where the operation has a user-defined part), `map_stateful` (Python's, [[PythonEpochStage]]),
+  * Python's where [[EpochRolling.runsInPython]]), `map_stateful` (Python's, [[PythonEpochStage]]),
   * and sinks ([[EpochSinks]]). Anything else fails before the query starts, naming the vertex.
   */
 final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[PythonUdfName, Column], stateRoot: String,
@@ -74,7 +74,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     case WindowAggregate(_, _, op: PythonAggregateSpec, _) if !PythonAggregations.runsInPython(op) => ()
     // A user-defined operation: the window runs in Python, one stage (the planner's AggregationStageRule).
     case WindowAggregate(AggregationStage.SingleStage, _, _, _) if pythonUdfs.contains(PythonUdfName.Custom(v.name)) => ()
-    // In the JVM, or in Python with its state kept across epochs where the operation has a user-defined part.
+    // In the JVM, or in Python with its state kept across epochs (EpochRolling.runsInPython).
     case RollingAggregate(_, op: PythonAggregateSpec) if !PythonAggregations.runsInPython(op) ||
       pythonUdfs.contains(PythonUdfName.Custom(v.name)) => ()
     case MapStateful(_, _, _) if pythonUdfs.contains(PythonUdfName.Stateful(v.name)) => ()
@@ -165,7 +165,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         SqlBridge.internalCreateDataFrame(spark, out,
           if (w.stage == AggregationStage.Accumulate) FramesSchema else if (lateLetters.isDefined) RoutedItemRowSchema else ItemRowSchema)
       case MapStateful(_, _, _) => keptInPython(v, PythonUdfName.Stateful(v.name))
-      case RollingAggregate(_, op: PythonAggregateSpec) if PythonAggregations.runsInPython(op) => keptInPython(v, PythonUdfName.Custom(v.name))
+      case RollingAggregate(_, _) if pythonUdfs.contains(PythonUdfName.Custom(v.name)) => keptInPython(v, PythonUdfName.Custom(v.name))
       case RollingAggregate(key, op: PythonAggregateSpec) =>
         val (rows, senders, _) = stagedInput(v, ExtractedSchema)
         val out = EpochRolling.stage(v.name, key.isDefined, PythonAggregations.bindInputs(Seq(op)))

@@ -3,7 +3,9 @@ package io.jetspark.engine.spark.epoch
 import io.jetspark.core.aggregate.{AggregateOperation, AggregateOperations}
 import io.jetspark.core.processor.RollingAggregateProcessor
 import io.jetspark.engine.spark.rows.ExtractedRows
-import io.jetspark.item.{Extracted, PythonValues}
+import io.jetspark.item.{Extracted, PythonAggregations, PythonValues}
+import io.jetspark.plan.VertexDescription.RollingAggregate
+import io.jetspark.plan.{PhysicalDag, Vertex}
 import org.apache.spark.sql.catalyst.InternalRow
 
 /** A rolling aggregation on a stream whose operation the JVM runs: the core's [[RollingAggregateProcessor]],
@@ -12,6 +14,16 @@ import org.apache.spark.sql.catalyst.InternalRow
   * time, as Jet gives a rolling result its item's timestamp.
   */
 object EpochRolling {
+
+  /** Whether rolling aggregation `v` runs in Python on a stream ([[PythonEpochStage]], with
+    * python/jetspark/worker/custom_aggregations.py, which runs built-in operations too): where its operation
+    * has a user-defined part, or where the plan carries the items' sequence ids through it to a later
+    * restore point (preserve_order), which Python's keeps beside each result and the JVM's processor does not.
+    */
+  def runsInPython(dag: PhysicalDag, v: Vertex): Boolean = v.description match {
+    case RollingAggregate(_, _) => PythonAggregations.runsInPython(v) || dag.carriesSequenceThrough(v)
+    case _ => false
+  }
 
   /** The stage of rolling aggregation vertex `vertex` running `op`, per key where `keyed`. */
   def stage(vertex: String, keyed: Boolean, op: AggregateOperation[Extracted, Any, Any]): EpochStage = {

@@ -60,7 +60,11 @@ object CustomAggregations {
   /** The column that tells a row's input when an aggregation has two. */
   val Ordinal = "ordinal"
 
-  def work(dag: PhysicalDag): Seq[Work] = dag.vertices.filter(PythonAggregations.runsInPython).map { v =>
+  /** What each vertex of `dag` that aggregates in Python (`inPython`: those with a user-defined part,
+    * unless an engine decides more) runs.
+    */
+  def work(dag: PhysicalDag, inPython: Vertex => Boolean = PythonAggregations.runsInPython): Seq[Work] =
+    dag.vertices.filter(inPython).map { v =>
     def of(mode: String, ops: Seq[PythonAggregateSpec], keyed: Boolean, window: Option[WindowDefinition] = None) =
       Work(v, mode, ops.map(_.slottedJson), keyed, deadLetter = dag.routesFailures(v), window.map(windowJson))
     v.description match {
