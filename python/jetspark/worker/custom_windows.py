@@ -56,8 +56,8 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jetspark.errors import DeadLetter
 from jetspark._items import loads_key
+from jetspark.errors import DeadLetter
 from jetspark.window import KeyedWindowResult, WindowResult
 from jetspark.worker.carried import CTL
 from jetspark.worker.custom_aggregations import VALUES, Output, StageCalls, column
@@ -232,6 +232,8 @@ class _TimedOutput:
         self._times: list[int] = []
 
     def add(self, item: bytes, failure: str | None = None, key: bytes = b"", row: int = -1) -> None:
+        """As :meth:`Output.add`, which a record's failure goes to (:meth:`StageCalls.accumulated`); its group
+        and input row mean nothing here."""
         self._items.append(item)
         self._failures.append(failure)
         self._times.append(self.ts)
