@@ -54,4 +54,5 @@ final case class PythonAggregateSpec(json: String, canCombineSpec: Boolean, canD
   override def exportResult(acc: Any): Any = unbound
   override def finishResult(acc: Any): Any = unbound
   override def isOrderSensitive: Boolean = orderSensitive
+  override def hasForeignFunctions: Boolean = operation.hasUserDefinedPart
 }

@@ -1,6 +1,5 @@
 package io.jetspark.plan
 
-import io.jetspark.pipeline.PythonAggregateSpec
 import io.jetspark.pipeline.transform.{AggregatingTransform, StreamSourceTransform, Transform, WindowAggregateTransform}
 
 /** One or two stages for an aggregation.
@@ -19,8 +18,9 @@ import io.jetspark.pipeline.transform.{AggregatingTransform, StreamSourceTransfo
   *  - a window over a stream routes its failures to a dead-letter sink: its late events are dead letters,
   *    each the record that came late, and only a stage that takes the events themselves has them (a
   *    second stage takes frames);
-  *  - a window over a stream has an operation with a user-defined part: Python runs it, keeping its windows
-  *    from one epoch to the next as one stateful stage (docs/streaming.md), so the events go to it whole.
+  *  - a window over a stream has an operation with foreign functions (a user-defined part in Python): that
+  *    runtime keeps its windows from one epoch to the next as one stateful stage (docs/streaming.md), so
+  *    the events go to it whole.
   */
 private[plan] object AggregationStageRule {
 
@@ -37,15 +37,10 @@ private[plan] object AggregationStageRule {
     val singleStage =
       !t.canCombine ||
         window.exists(w => w.isSession || w.window.earlyResultsPeriodMs > 0 ||
-          (readsStream(w) && (w.errorSink.isDefined || w.ops.exists(userDefined)))) ||
+          (readsStream(w) && (w.errorSink.isDefined || w.ops.exists(_.hasForeignFunctions)))) ||
         (rebalanced && (t.isKeyed || t.upstream.size > 1)) ||
         t.upstream.indices.exists(order.isRequired(t, _))
     if (singleStage) SingleStage else TwoStage
-  }
-
-  private def userDefined(op: Any): Boolean = op match {
-    case p: PythonAggregateSpec => p.operation.hasUserDefinedPart
-    case _ => false
   }
 
   /** Whether a stream source is upstream of `t`. */

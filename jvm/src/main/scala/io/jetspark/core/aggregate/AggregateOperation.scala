@@ -27,6 +27,12 @@ trait AggregateOperation[-T, A, +R] extends Serializable {
     */
   def isOrderSensitive: Boolean = false
 
+  /** True when some of its functions live outside the JVM (a user's `AggregateOperation.of` in Python), so
+    * only an engine that calls back into that runtime runs it: the planner then keeps a stream's window of
+    * it in one stage, which that runtime keeps from one epoch to the next.
+    */
+  def hasForeignFunctions: Boolean = false
+
   final def canCombine: Boolean = combineFn.isDefined
   final def canDeduct: Boolean = deductFn.isDefined
   final def accumulate(acc: A, item: T): A = accumulate(acc, 0, item)
