@@ -150,7 +150,7 @@ jet.stop()
 
 
 def test_stream_windows_on_two_executor_jvms_match_the_reference() -> None:
-    done = run_python(CLUSTER_JOB, cwd=REPO, timeout=1200, args=[str(examples(3))])
+    done = run_python(CLUSTER_JOB, cwd=REPO, timeout=1200, args=[str(examples(2))])
     assert done.returncode == 0, done.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.startswith(("EXECUTORS", "RESULTS")))
     assert lines["EXECUTORS"] == "2"

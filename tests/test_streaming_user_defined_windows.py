@@ -81,7 +81,7 @@ def run_and_compare(jet: Any, p: Pipeline, dead_letters: str | None = None, idle
     return metrics
 
 
-@settings(max_examples=examples(8))
+@settings(max_examples=examples(5))
 @given(stream=stream_inputs(max_substreams=3, max_items=8), window=st.sampled_from(sorted(WINDOWS)),
        operation=st.sampled_from(sorted(OPERATIONS)), keyed=st.booleans(), early=st.booleans())
 def test_random_user_defined_windows_match_the_reference(jet: Any, stream: StreamInput, window: str, operation: str,
