@@ -73,12 +73,13 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
           "keyed" -> keyed, "dead_letter" -> dag.routesFailures(vertex), "sequenced" -> dag.keepsSequenceIn(vertex), "timed" -> true,
           "controlled" -> true, "kept" -> true).asJava
     }.asJava))
-    work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregations.work(dag,
-      v => PythonAggregations.runsInPython(v) || EpochRolling.runsInPython(dag, v)).collect { case w if w.mode == "rolling" || w.window.isDefined =>
-      Map[String, Any]("vertex" -> w.vertex.name, "stage" -> w.vertex.fusedChain.head, "mode" -> w.mode,
-        "operations" -> w.operations.asJava, "keyed" -> w.keyed, "dead_letter" -> dag.routesFailures(w.vertex),
-        "window" -> w.window.orNull, "sequenced" -> dag.keepsSequenceIn(w.vertex), "timed" -> true, "controlled" -> true,
-        "kept" -> true).asJava
+    val inPython = (v: Vertex) => PythonAggregations.runsInPython(v) || EpochRolling.runsInPython(dag, v)
+    work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregations.work(dag, inPython).collect {
+      case w if w.mode == "rolling" || w.window.isDefined =>
+        Map[String, Any]("vertex" -> w.vertex.name, "stage" -> w.vertex.fusedChain.head, "mode" -> w.mode,
+          "operations" -> w.operations.asJava, "keyed" -> w.keyed, "dead_letter" -> dag.routesFailures(w.vertex),
+          "window" -> w.window.orNull, "sequenced" -> dag.keepsSequenceIn(w.vertex), "timed" -> true, "controlled" -> true,
+          "kept" -> true).asJava
     }.asJava))
     work.set[JsonNode]("joins", mapper.valueToTree[JsonNode](PythonWork.pythonJoins(dag).map { case (vertex, mapperRef, deadLetter) =>
       Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "mapper_ref" -> mapperRef,

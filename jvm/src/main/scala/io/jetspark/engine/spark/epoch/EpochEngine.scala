@@ -128,7 +128,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         val (out, failed) = joins.output(v, received(dag.edgesInto(v.name).head), keep)
         failed.foreach(keepLetters(v, _))
         out
-      case WindowAggregate(_, _, op: PythonAggregateSpec, _) if PythonAggregations.runsInPython(op) =>
+      case WindowAggregate(_, _, _, _) if pythonUdfs.contains(PythonUdfName.Custom(v.name)) =>
         keptInPython(v, PythonUdfName.Custom(v.name), Some(metrics.lateEvents(v.name)))
       case WindowAggregate(_, s: SlidingWindowDefinition, op: PythonAggregateSpec, _) if extraction.readsRows(v) =>
         val rows = extraction.rowsWindow.get

@@ -65,15 +65,15 @@ object CustomAggregations {
     */
   def work(dag: PhysicalDag, inPython: Vertex => Boolean = PythonAggregations.runsInPython): Seq[Work] =
     dag.vertices.filter(inPython).map { v =>
-    def of(mode: String, ops: Seq[PythonAggregateSpec], keyed: Boolean, window: Option[WindowDefinition] = None) =
-      Work(v, mode, ops.map(_.slottedJson), keyed, deadLetter = dag.routesFailures(v), window.map(windowJson))
-    v.description match {
-      case Aggregate(stage, PythonOps(ops), keys) => of(modes(stage), ops, keys.nonEmpty)
-      case RollingAggregate(key, op: PythonAggregateSpec) => of("rolling", Seq(op), key.isDefined)
-      case WindowAggregate(stage, window, op: PythonAggregateSpec, key) => of(modes(stage), Seq(op), key.isDefined, Some(window))
-      case other => throw new IllegalStateException(s"vertex '${v.name}' (${other.describe}) aggregates nothing in Python")
+      def of(mode: String, ops: Seq[PythonAggregateSpec], keyed: Boolean, window: Option[WindowDefinition] = None) =
+        Work(v, mode, ops.map(_.slottedJson), keyed, deadLetter = dag.routesFailures(v), window.map(windowJson))
+      v.description match {
+        case Aggregate(stage, PythonOps(ops), keys) => of(modes(stage), ops, keys.nonEmpty)
+        case RollingAggregate(key, op: PythonAggregateSpec) => of("rolling", Seq(op), key.isDefined)
+        case WindowAggregate(stage, window, op: PythonAggregateSpec, key) => of(modes(stage), Seq(op), key.isDefined, Some(window))
+        case other => throw new IllegalStateException(s"vertex '${v.name}' (${other.describe}) aggregates nothing in Python")
+      }
     }
-  }
 
   private val modes: Map[AggregationStage, String] = Map(AggregationStage.Accumulate -> "accumulate",
     AggregationStage.Combine -> "combine", AggregationStage.SingleStage -> "single")
