@@ -185,9 +185,6 @@ def custom_aggregation_function(operations: Sequence[Any], mode: str, keyed: boo
             keys, raws = batch.column("key").to_pylist(), batch.column(ITEM).to_pylist()
             ordinals, extracted = column(batch, ORDINAL, 0), column(batch, VALUES, ())
             for row, (key, raw, ordinal, raw_values) in enumerate(zip(keys, raws, ordinals, extracted)):
-                if raw is None:  # a stream's control row (jetspark.worker.carried), passed on
-                    out.add(None, None, b"", row)
-                    continue
                 group = key if keyed else _GLOBAL
                 if mode == "combine":
                     partial = pickle.loads(raw)

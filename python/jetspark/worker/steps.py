@@ -356,9 +356,10 @@ def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, An
     partition, which holds every item of its keys (or, unkeyed, every item), it keeps a state per key
     from ``create()`` and emits what ``fn(state, key, item)`` (unkeyed: ``fn(state, item)``) returns
     besides the new state, unless that is None. The columns after those three (the item's ``ts``, its
-    sequence id, a stream's ``ctl``) are copied from each row to what it gives, result or dead letter; a
-    stream's control row passes on as it is. It starts from ``states`` (per key's canonical bytes; None:
-    none yet) and returns the states it leaves (:mod:`jetspark.worker.epoch_state` keeps them across epochs)."""
+    sequence id, a stream's ``ctl``) are copied from each row to what it gives, result or dead letter (a
+    stream's control rows stay in the JVM: :mod:`jetspark.worker.epoch_state`). It starts from ``states``
+    (per key's canonical bytes; None: none yet) and returns the states it leaves (:mod:`jetspark.worker.epoch_state`
+    keeps them across epochs)."""
 
     def run(batches: Iterator[Any], states: dict[bytes, Any] | None = None) -> Generator[Any, None, dict[bytes, Any]]:
         import pyarrow as pa
@@ -369,11 +370,6 @@ def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, An
             failures: list[str | None] = []
             rows: list[int] = []  # the input row of each output
             for row, (key_bytes, raw) in enumerate(zip(batch.column(0).to_pylist(), batch.column(2).to_pylist())):
-                if raw is None:  # a stream's control row (jetspark.worker.carried)
-                    out.append(None)
-                    failures.append(None)
-                    rows.append(row)
-                    continue
                 item = pickle.loads(raw)
                 state = states[key_bytes] if key_bytes in states else create()
                 try:
