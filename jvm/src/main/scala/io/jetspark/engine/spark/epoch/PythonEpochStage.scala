@@ -47,6 +47,9 @@ final class PythonEpochStage(vertex: String, udf: Column, routesFailures: Boolea
     */
   def run(spark: SparkSession, input: RDD[InternalRow], schema: StructType, senders: Int, epoch: EpochRun,
       operatorId: Int, stateSize: LatestPerPartition, late: Option[LongAccumulator] = None): DataFrame = {
+    // The Handoff needs the UDF's input pulled by the task's own thread, as Spark's default runner does.
+    if (spark.conf.get(PipelinedRunner, "false").toBoolean) throw new UnsupportedOperationException(
+      s"vertex '$vertex': a stream's Python stage with state does not run with $PipelinedRunner=true")
     val (name, epochId, width, routed, timeMs) = (vertex, epoch.id, schema.length, routesFailures, epoch.timeMs)
     val sequenced = EpochSequence.carried(schema)
     val plain = if (routed) EpochEngine.RoutedItemRowSchema else EpochEngine.ItemRowSchema
@@ -62,8 +65,14 @@ final class PythonEpochStage(vertex: String, udf: Column, routesFailures: Boolea
         row.update(width, state)
         row
       }
-      val loaded = Iterator.single(()).map(_ =>
-        only(partition.restored.collectFirst { case SnapshotEntry(PythonStateKey, bytes: Array[Byte]) => bytes }.orNull))
+      val loaded = Iterator.single(()).map { _ =>
+        val state = partition.restored.collectFirst { case SnapshotEntry(PythonStateKey, bytes: Array[Byte]) => bytes }
+        // State another kind of stage wrote (a rolling aggregation runs in the JVM or in Python as the plan
+        // needs): starting from nothing would lose it without a word.
+        if (state.isEmpty && partition.restored.nonEmpty) throw new IllegalStateException(s"vertex '$name': its " +
+          "checkpointed state was written by the JVM, not by Python; a job resumes only with the plan that wrote it")
+        only(state.orNull)
+      }
       val end = Iterator.single(()).map { _ =>
         partition.close()
         only(EpochEnd(partition.coalesced, partition.done, timeMs).json)
@@ -103,7 +112,12 @@ final class PythonEpochStage(vertex: String, udf: Column, routesFailures: Boolea
 }
 
 object PythonEpochStage {
-  /** The column that holds the partition's pickled Python state on the one row that carries it. */
+  /** Spark's runner that writes a Python UDF's input from a thread of its own. */
+  private val PipelinedRunner = "spark.python.udf.pipelined.enabled"
+
+  /** The column that holds the partition's pickled Python state on the first row of the UDF's input and the
+    * last of its output, and on the last row of its input the epoch's end ([[EpochEnd]]).
+    */
   val StateField: StructField = StructField("state", BinaryType)
   /** The key of the Python state among the partition's entries. */
   case object PythonStateKey
