@@ -22,6 +22,7 @@ final class StreamingJob(engine: EpochEngine, stream: DataFrame, checkpointDir: 
   private val completed = Promise[Unit]()
   private val cancelled = new AtomicBoolean(false)
   private val epochs = new AtomicLong(0)
+  private val completingEpoch = new AtomicLong(-1)
   @volatile private var watermark = Long.MinValue
   private val completeMark = new Path(checkpointDir, "completed")
   private val fs = completeMark.getFileSystem(stream.sparkSession.sparkContext.hadoopConfiguration)
@@ -39,7 +40,7 @@ final class StreamingJob(engine: EpochEngine, stream: DataFrame, checkpointDir: 
         val outcome = engine.runEpoch(batch, epochId)
         epochs.incrementAndGet()
         watermark = outcome.watermark
-        if (outcome.complete) { fs.create(completeMark, true).close(); completed.trySuccess(()) }
+        if (outcome.complete) { fs.create(completeMark, true).close(); completingEpoch.set(epochId); completed.trySuccess(()) }
       }
     })
     .start())
@@ -64,7 +65,9 @@ final class StreamingJob(engine: EpochEngine, stream: DataFrame, checkpointDir: 
     */
   private def letLastBatchCommit(q: StreamingQuery): Unit = {
     val deadline = System.nanoTime() + 5_000_000_000L
-    while (q.isActive && q.status.isTriggerActive && System.nanoTime() < deadline) Thread.sleep(5)
+    // A micro-batch's progress is reported once its commit log is written.
+    def committed = Option(q.lastProgress).exists(_.batchId >= completingEpoch.get)
+    while (q.isActive && !committed && System.nanoTime() < deadline) Thread.sleep(5)
   }
 
   def cancel(): Unit = { cancelled.set(true); query.foreach(_.stop()) }
