@@ -120,8 +120,8 @@ def custom_window_function(operation: Any, mode: str, window: Mapping[str, Any],
     return run
 
 
-#: What a window on a stream gives (``PythonEpochStage``): results and dead letters with their time, and the
-#: control column the JVM fills.
+#: What a window on a stream gives (``PythonEpochStage``): results and dead letters with their time, and a
+#: control column, null (the partition's control row is the JVM's).
 STREAM_WINDOW_SCHEMA = f"{CHAIN_SCHEMA}, {TS} bigint, {CTL} binary"
 #: The watermark before any (the JVM's ``Long.MinValue``).
 _NO_WATERMARK = -2**63

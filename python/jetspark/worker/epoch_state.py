@@ -108,7 +108,8 @@ def kept_across_epochs(run: StatefulRun, stage: str) -> Callable[[Iterator[Any]]
 
 
 def _is_state_row(batch: Any) -> bool:
-    """Whether the batch's first row carries nothing but (perhaps) the state."""
+    """Whether the batch's first row carries nothing but (perhaps) the ``state`` column: the partition's
+    state, or the epoch's end."""
     return all(not batch.column(i)[0].is_valid for i in range(batch.num_columns - 1))
 
 
