@@ -15,7 +15,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
   * Micro-batch b holds, for every substream s, its items [b*k, (b+1)*k) as rows (s, position, item, false),
   * in DataFrame partition s (even when that slice is empty). From the batch holding s's last item on (for an
   * empty substream: in every batch), partition s ends with the marker (s, len(s), null, true), so a reader
-  * knows a substream is done from the batch alone. There are max(1, ceil(longest / k)) batches.
+  * knows a substream is done from the batch alone. There are max(1, ceil(longest / k)) batches; read with
+  * [[MicroBatchTable.EveryTriggerOption]], batches after those hold the markers alone, one per trigger.
   *
   * A pause (Python's `Sources.PAUSE`, an empty pickle: no pickle is empty) takes an item's place in the
   * cut and delivers nothing, so a substream can be silent in some batches and deliver again later.
@@ -104,15 +105,17 @@ final class ItemsStreamProvider extends TableProvider {
       throw new IllegalArgumentException(s"items stream: option '${ItemsStreamSource.IdOption}' is required " +
         "(the id ItemsStreamSource.register returned)")
     val items = ItemsStreamSource.lookUp(id)
-    new MicroBatchTable(s"ItemsStream($id)", ItemsStreamSource.Schema, () => new ItemsMicroBatchStream(id, items))
+    val everyTrigger = MicroBatchTable.everyTrigger(properties)
+    new MicroBatchTable(s"ItemsStream($id)", ItemsStreamSource.Schema, () => new ItemsMicroBatchStream(id, items, everyTrigger))
   }
 }
 
-/** Releases one batch per `latestOffset` call, whatever the trigger, up to the last one. The next offset
-  * follows from the start Spark passes in, so asking twice gives the same answer and a restart from a
-  * checkpoint goes on after the last batch Spark logged.
+/** Releases one batch per `latestOffset` call, whatever the trigger, up to the last one (`everyTrigger`:
+  * and on after it, batches of markers alone). The next offset follows from the start Spark passes in, so
+  * asking twice gives the same answer and a restart from a checkpoint goes on after the last batch Spark
+  * logged.
   */
-private[connector] final class ItemsMicroBatchStream(id: String, items: RegisteredItems)
+private[connector] final class ItemsMicroBatchStream(id: String, items: RegisteredItems, everyTrigger: Boolean = false)
     extends MicroBatchStream with SupportsTriggerAvailableNow {
 
   override def initialOffset(): Offset = ReleasedBatches(0)
@@ -123,7 +126,7 @@ private[connector] final class ItemsMicroBatchStream(id: String, items: Register
 
   // The read limit is ignored on purpose: a micro-batch is always exactly one cut.
   override def latestOffset(start: Offset, limit: ReadLimit): Offset =
-    ReleasedBatches(math.min(released(start) + 1, items.totalBatches))
+    ReleasedBatches(if (everyTrigger) released(start) + 1 else math.min(released(start) + 1, items.totalBatches))
 
   override def reportLatestOffset(): Offset = ReleasedBatches(items.totalBatches)
 
@@ -136,7 +139,7 @@ private[connector] final class ItemsMicroBatchStream(id: String, items: Register
   /** The batches an offset says were released, which a restart with fewer batches than its checkpoint fails. */
   private def released(offset: Offset): Long = {
     val count = ReleasedBatches.of(offset).count
-    if (count > items.totalBatches)
+    if (count > items.totalBatches && !everyTrigger)
       throw new IllegalStateException(s"items stream '$id': the checkpoint has released $count batches, but the " +
         s"registered items make only ${items.totalBatches} (were other items or itemsPerBatch registered for the restart?)")
     count

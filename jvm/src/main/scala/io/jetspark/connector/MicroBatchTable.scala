@@ -23,3 +23,16 @@ private[connector] final class MicroBatchTable(tableName: String, tableSchema: S
     override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = stream()
   }
 }
+
+object MicroBatchTable {
+  /** The option that makes one of our sources give a micro-batch at every trigger, its offset advancing
+    * even when it has nothing new. Spark leaves a source without new data out of a micro-batch (no tasks
+    * at all), and in a union of several sources ([[io.jetspark.engine.spark.epoch.StreamUnion]]) each must
+    * still give its every substream a partition in every epoch: a substream's control row, its watermark
+    * and its end come from that partition.
+    */
+  val EveryTriggerOption = "everyTrigger"
+
+  def everyTrigger(properties: java.util.Map[String, String]): Boolean =
+    new CaseInsensitiveStringMap(properties).getBoolean(EveryTriggerOption, false)
+}

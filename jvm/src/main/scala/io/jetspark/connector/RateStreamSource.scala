@@ -30,9 +30,12 @@ object RateStreamSource {
   val PartitionsOption = "partitions"
 }
 
-/** The offset of a rate stream: when its first item was due, and how many items have been released. */
-private[connector] final case class RateOffset(start: Long, released: Long) extends Offset {
-  override def json(): String = s"""{"start":$start,"released":$released}"""
+/** The offset of a rate stream: when its first item was due, how many items have been released, and (read
+  * with [[MicroBatchTable.EveryTriggerOption]]) how many triggers have asked for it, which tells two
+  * offsets apart when no item came due between them.
+  */
+private[connector] final case class RateOffset(start: Long, released: Long, triggers: Long = 0) extends Offset {
+  override def json(): String = s"""{"start":$start,"released":$released,"triggers":$triggers}"""
 }
 
 private[connector] object RateOffset {
@@ -45,7 +48,7 @@ private[connector] object RateOffset {
     val node = new ObjectMapper().readTree(json)
     if (node == null || !node.has("start") || !node.has("released"))
       throw new IllegalArgumentException(s"rate stream: offset '$json' in the checkpoint is not a rate stream's")
-    RateOffset(node.get("start").asLong, node.get("released").asLong)
+    RateOffset(node.get("start").asLong, node.get("released").asLong, Option(node.get("triggers")).fold(0L)(_.asLong))
   }
 }
 
@@ -86,16 +89,18 @@ final class RateStreamProvider extends TableProvider {
     def positive(name: String): Long = Option(options.get(name)).flatMap(_.toLongOption).filter(_ > 0).getOrElse(
       throw new IllegalArgumentException(s"rate stream: option '$name' must be a positive integer, was ${options.get(name)}"))
     val (rate, partitions) = (positive(RateStreamSource.RateOption), positive(RateStreamSource.PartitionsOption).toInt)
+    val everyTrigger = MicroBatchTable.everyTrigger(properties)
     new MicroBatchTable(s"RateStream($rate/s, $partitions partitions)", RateStreamSource.Schema,
-      () => new RateMicroBatchStream(rate, partitions))
+      () => new RateMicroBatchStream(rate, partitions, everyTrigger = everyTrigger))
   }
 }
 
-/** Releases every item due by now. The start is fixed by the first offset and kept in every later one, so
-  * a replayed or restarted batch holds the same items with the same timestamps.
+/** Releases every item due by now (`everyTrigger`: a new offset even when none is). The start is fixed by
+  * the first offset and kept in every later one, so a replayed or restarted batch holds the same items with
+  * the same timestamps.
   */
-private[connector] final class RateMicroBatchStream(rate: Long, partitions: Int, clock: () => Long = () => System.currentTimeMillis())
-    extends MicroBatchStream with SupportsAdmissionControl {
+private[connector] final class RateMicroBatchStream(rate: Long, partitions: Int, clock: () => Long = () => System.currentTimeMillis(),
+    everyTrigger: Boolean = false) extends MicroBatchStream with SupportsAdmissionControl {
 
   // Spark may ask more than once; the start must be one instant, the one the logged offsets carry on.
   private lazy val first = RateOffset(clock(), 0)
@@ -110,7 +115,7 @@ private[connector] final class RateMicroBatchStream(rate: Long, partitions: Int,
     val from = RateOffset.of(start)
     // The items due by now, g with start + floor(g * 1000 / rate) <= now: those with g * 1000 < (now - start + 1) * rate.
     val due = (math.max(0L, clock() - from.start + 1) * rate + 999) / 1000
-    RateOffset(from.start, math.max(from.released, due))
+    RateOffset(from.start, math.max(from.released, due), if (everyTrigger) from.triggers + 1 else from.triggers)
   }
 
   override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = {

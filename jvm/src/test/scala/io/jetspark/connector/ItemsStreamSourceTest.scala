@@ -53,14 +53,16 @@ class ItemsStreamSourceTest extends AnyFunSuite {
   }
 
   /** Starts a query over the registered items whose foreachBatch records what every batch holds. */
-  private def start(id: String, trigger: Trigger, checkpoint: String): (StreamingQuery, ConcurrentLinkedQueue[Batch]) = {
+  private def start(id: String, trigger: Trigger, checkpoint: String,
+      everyTrigger: Boolean = false): (StreamingQuery, ConcurrentLinkedQueue[Batch]) = {
     val batches = new ConcurrentLinkedQueue[Batch]()
     val record: (DataFrame, Long) => Unit = (df, batchId) => {
       val partitions = df.rdd.mapPartitionsWithIndex((i, rows) => Iterator(i -> rows.map(seen).toVector)).collect()
       assert(partitions.map(_._1).toSeq == partitions.indices, "partitions come back in index order")
       batches.add(Batch(batchId, partitions.map(_._2).toVector))
     }
-    val query = spark.readStream.format(ItemsStreamSource.Format).option("id", id).load()
+    val query = spark.readStream.format(ItemsStreamSource.Format).option("id", id)
+      .option(MicroBatchTable.EveryTriggerOption, everyTrigger).load()
       .writeStream.trigger(trigger).option("checkpointLocation", checkpoint).foreachBatch(record).start()
     (query, batches)
   }
@@ -106,6 +108,26 @@ class ItemsStreamSourceTest extends AnyFunSuite {
         } finally query.stop()
         assert(query.exception.isEmpty, query.exception)
         assert(batches.asScala.toVector == expected(3))
+      }
+    } finally ItemsStreamSource.unregister(id)
+  }
+
+  test("read at every trigger, it releases batches of the end markers alone after the last cut") {
+    val id = register(3)
+    try {
+      withCheckpoint { checkpoint =>
+        val (query, batches) = start(id, Trigger.ProcessingTime(20, TimeUnit.MILLISECONDS), checkpoint, everyTrigger = true)
+        val cuts = expected(3)
+        try {
+          val deadline = System.nanoTime() + 60_000_000_000L
+          while (batches.size < cuts.size + 3 && query.isActive && System.nanoTime() < deadline) Thread.sleep(20)
+        } finally query.stop()
+        assert(query.exception.isEmpty, query.exception)
+        val seen = batches.asScala.toVector
+        assert(seen.take(cuts.size) == cuts)
+        val markers = substreams.zipWithIndex.map { case (items, s) => Vector[Seen]((s, items.size.toLong, None, true)) }.toVector
+        assert(seen.size >= cuts.size + 3)
+        assert(seen.drop(cuts.size).map(_.partitions).forall(_ == markers))
       }
     } finally ItemsStreamSource.unregister(id)
   }

@@ -37,4 +37,18 @@ class RateStreamSourceTest extends AnyFunSuite {
     now = start + 5_000
     assert(read(stream, RateOffset.parse(first.json()), RateOffset.parse(second.json())) == read(stream, first, second))
   }
+
+  test("read at every trigger, its offset moves on when no item came due, and the batch between is empty") {
+    var now = start
+    val stream = new RateMicroBatchStream(rate = 300, partitions = 2, clock = () => now, everyTrigger = true)
+    val initial = RateOffset.of(stream.initialOffset())
+    now = start + 9
+    val first = RateOffset.of(stream.latestOffset(initial, ReadLimit.allAvailable()))
+    assert(first == RateOffset(start, 3, triggers = 1))
+    val again = RateOffset.of(stream.latestOffset(first, ReadLimit.allAvailable())) // nothing new is due
+    assert(again == RateOffset(start, 3, triggers = 2))
+    assert(read(stream, first, again) == Seq(Seq(), Seq()), "each substream's partition, empty")
+    assert(RateOffset.parse(again.json()) == again)
+    assert(RateOffset.parse(s"""{"start":$start,"released":3}""") == RateOffset(start, 3), "an offset logged before")
+  }
 }
