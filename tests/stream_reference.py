@@ -3,7 +3,7 @@
 It evaluates stream pipelines of this shape, and refuses others with :class:`NotImplementedError`:
 ``Sources.items_stream(*substreams, items_per_batch=k)`` with ``with_timestamps(ts, allowed_lag_ms=L)``
 or ``without_timestamps()``, then ``map``/``filter``/``flat_map``/``peek``, ``merge`` of branches of
-that stream, ``rebalance``, hash joins of the stream (the streamed side) with batch enriching sides, and
+that stream or of several such streams (rule 10), ``rebalance``, hash joins of the stream (the streamed side) with batch enriching sides, and
 windows (sliding, tumbling, session; keyed or global; any operation the batch reference takes) behind
 those stages, which keep nothing between epochs and let the watermarks pass as they are; the same stages
 after a window, ``map_stateful`` and ``rolling_aggregate`` (rules 8 and 9), and list and dead-letter
@@ -66,6 +66,12 @@ emitted:
    items substream after substream, so a test compares its stateful outputs with the engine's only where
    they do not depend on that interleaving: every key fed by one substream, or state kept per substream.
    Under ``preserve_order`` the engine promises the reference's order itself (test_streaming_order.py).
+10. Several sources. Where a window's items come from several items streams (a ``merge`` of them), each
+   source is cut by its own ``k`` and epoch ``b`` holds every source's epoch ``b``; each substream has its
+   source's ``L``, and ``W(b)`` of rule 3 is over the substreams of all of them (the stream is done when
+   all are). A first stage that reads its partition alone (rule 5) reads substream ``s`` of every
+   source where the sources have as many substreams each (a merge's partition ``s`` holds substream
+   ``s`` of each branch), and ``W`` over those is its watermark; else every substream.
 
 Explicit epochs. A source whose items the reference cannot read itself, a streaming DataFrame
 (``Sources.dataframe(streaming_df, substream=None)``), takes them from the caller, cut into epochs:
@@ -152,23 +158,25 @@ def epoch_count(lengths: list[int], items_per_batch: int) -> int:
     return max(1, *(math.ceil(n / items_per_batch) for n in lengths))
 
 
-def epoch_watermarks(timestamps: list[list[Any]], items_per_batch: int, allowed_lag_ms: int,
+def epoch_watermarks(timestamps: list[list[Any]], items_per_batch: int | list[int], allowed_lag_ms: int | list[int],
                      quiet_epochs_idle: bool = False) -> Watermarks:
     """The watermarks of a source whose substream ``s`` has items with ``timestamps[s]`` (``None``: an
     item whose timestamp could not be read, which raises nothing; ``Sources.PAUSE``: a pause), cut
     ``items_per_batch`` per epoch; with ``quiet_epochs_idle``, a substream is idle after each epoch but
-    the first in which it delivered nothing (rule 3, a timeout of 1 ms)."""
-    k = items_per_batch
-    epochs = epoch_count([len(ts) for ts in timestamps], k)
-    last_epoch = [max(0, math.ceil(len(ts) / k) - 1) for ts in timestamps]  # done after it
+    the first in which it delivered nothing (rule 3, a timeout of 1 ms). Where the substreams are those of
+    several sources (rule 10), ``items_per_batch`` and ``allowed_lag_ms`` are lists: each substream's."""
+    ks = items_per_batch if isinstance(items_per_batch, list) else [items_per_batch] * len(timestamps)
+    lags = allowed_lag_ms if isinstance(allowed_lag_ms, list) else [allowed_lag_ms] * len(timestamps)
+    epochs = max(1, *(epoch_count([len(ts)], k) for ts, k in zip(timestamps, ks)))
+    last_epoch = [max(0, math.ceil(len(ts) / k) - 1) for ts, k in zip(timestamps, ks)]  # done after it
     substreams, coalesced, idle = [], [], []
     previous: Mark = -math.inf
     for b in range(epochs):
         marks = [max((t for t in ts[:(b + 1) * k] if t is not None and t is not Sources.PAUSE), default=-math.inf)
-                 - allowed_lag_ms for ts in timestamps]
+                 - lag for ts, k, lag in zip(timestamps, ks, lags)]
         live = [b < last for last in last_epoch]
         quiet = [b >= 1 and quiet_epochs_idle and all(t is Sources.PAUSE for t in ts[b * k:(b + 1) * k])
-                 for ts in timestamps]
+                 for ts, k in zip(timestamps, ks)]
         idle.append([is_live and is_quiet for is_live, is_quiet in zip(live, quiet)])
         active = [m for m, is_live, is_idle in zip(marks, live, idle[-1]) if is_live and not is_idle]
         if not any(live):
@@ -291,6 +299,8 @@ class _StreamRun(_Run):
         self.epochs = epochs
         self.unending: set[int] = set()  # the stream sources, by node id, that never end
         self.watermarks: dict[int, Watermarks] = {}  # per stream source with timestamps, by node id
+        # per items stream with timestamps, by node id: its substreams' timestamps, k and allowed lag
+        self.cuts: dict[int, tuple[list[list[Any]], int, int]] = {}
         self.late_dropped: dict[str, int] = {}
         self.emitted: dict[str, list[list[Any]]] = {}
         self.early: dict[str, list[list[Any]] | None] = {}
@@ -326,6 +336,7 @@ class _StreamRun(_Run):
                 read_ts[seq[2]][seq[3]] = ts
                 out.append((seq, item, ts))
         self.watermarks[node["id"]] = epoch_watermarks(read_ts, k, timestamps["allowed_lag_ms"], self.quiet_epochs_idle)
+        self.cuts[node["id"]] = (read_ts, k, timestamps["allowed_lag_ms"])
         return out
 
     def _dataframe_stream(self, node: dict[str, Any], source: dict[str, Any], timestamps: dict[str, Any]) -> list[Any]:
@@ -419,6 +430,11 @@ class _StreamRun(_Run):
         self.require_carried(node["inputs"][0])
         path = self.path_from_source(node)
         marks, own_substream = self.watermarks[path[0]["id"]], self.reads_one_substream(path)
+        first_stage_mark = (lambda epoch, seq: marks.of_substream(epoch, seq[2])) if own_substream else (
+            lambda epoch, seq: marks.of_all(epoch))
+        sources = [stage["id"] for stage in self.stream_stages_before(node) if stage["op"] == "source"]
+        if len(set(sources)) > 1:
+            marks, first_stage_mark = self.merged_watermarks(node, sorted(set(sources)), own_substream)
         if own_substream and any(any(idle) for idle in marks.idle):
             # The second stage coalesces without the idle ones, so a resumed substream's frames may be late
             # there, in the epoch the first stage emits them: not modelled.
@@ -426,8 +442,7 @@ class _StreamRun(_Run):
         key_of = None if node["keys"][0] is None else self.extractor(node["keys"][0])
         kept, late = [], 0
         for seq, item, ts in stream:
-            epoch, substream = seq[1], seq[2]
-            seen = marks.of_substream(epoch - 1, substream) if own_substream else marks.of_all(epoch - 1)
+            seen = first_stage_mark(seq[1] - 1, seq)
             if not is_late(args["window"], ts, seen):
                 kept.append((seq, item, ts))
             elif key_of is None or self.call(node, item, key_of, item)[0]:
@@ -443,6 +458,25 @@ class _StreamRun(_Run):
         self.emitted[label] = [[r for (_, r, _), e in zip(results, epochs) if e == b] for b in range(marks.epochs)]
         self.early[label] = self.early_results(node, args, marks, kept)
         return [result for result, e in zip(results, epochs) if e is not None]
+
+    def merged_watermarks(self, node: dict[str, Any], sources: list[int], own_substream: bool) -> tuple[Watermarks, Any]:
+        """Rule 10: the watermarks of the window ``node`` whose items come from several items streams
+        ``sources`` (node ids), over all their substreams, and the watermark its first stage judges an item
+        of epoch ``b`` by (``mark(b, seq)``): ``W(b)`` over all of them, or, where that stage reads its
+        partition's substreams alone (``own_substream``) and the sources have as many substreams each,
+        that over substream ``s`` of each source."""
+        if any(source not in self.cuts for source in sources):
+            raise NotImplementedError(f"{_label(node)}: the stream reference merges items streams with timestamps only")
+        cuts = [self.cuts[source] for source in sources]
+        def over(lanes: list[tuple[list[Any], int, int]]) -> Watermarks:
+            return epoch_watermarks([ts for ts, _, _ in lanes], [k for _, k, _ in lanes], [lag for _, _, lag in lanes],
+                                    self.quiet_epochs_idle)
+        everything = over([(ts, k, lag) for timestamps, k, lag in cuts for ts in timestamps])
+        widths = {len(timestamps) for timestamps, _, _ in cuts}
+        if not own_substream or len(widths) > 1:
+            return everything, lambda epoch, seq: everything.of_all(epoch)
+        lanes = [over([(timestamps[s], k, lag) for timestamps, k, lag in cuts]) for s in range(widths.pop())]
+        return everything, lambda epoch, seq: lanes[seq[2]].of_all(epoch)
 
     def early_results(self, node: dict[str, Any], args: dict[str, Any], marks: Watermarks,
                       kept: list[Any]) -> list[list[Any]] | None:

@@ -48,6 +48,15 @@ def test_watermarks_per_substream_and_coalesced_by_hand():
     assert epoch_watermarks([[7, 2, 9], [1, None, 4]], 1, 0) == Watermarks([[7, 1], [7, 1], [9, 4]], [1, 1, INF])
 
 
+def test_watermarks_of_two_sources_cut_and_lagging_each_by_its_own_by_hand():
+    #  Rule 10.  A: k = 1, lag 0: 0 | 50 (done after epoch 1).  B: k = 2, lag 100: 1000 1001 | 1002 1003 | 1004
+    #  epoch 0: wm_A = 0, wm_B = 1001-100 = 901: W(0) = 0
+    #  epoch 1: wm_A = 50, but A is done; wm_B = 903: W(1) = 903
+    #  epoch 2: wm_B = 904; every substream done: W(2) = +inf
+    assert epoch_watermarks([[0, 50], [1000, 1001, 1002, 1003, 1004]], [1, 2], [0, 100]) == Watermarks(
+        [[0, 901], [50, 903], [50, 904]], [0, 903, INF])
+
+
 def test_unending_watermarks_leave_a_quiet_value_out_with_the_1_ms_timeout():
     #  lag 0; per epoch (value, ts):  0: (0, 5) (1, 2)   1: (0, 8)   2: (2, 1)   3: (1, 20) (2, 30)
     #  no idleness: W = min over the values seen: 2, 2, 1 -> stays 2, then min(8, 20, 30) = 8

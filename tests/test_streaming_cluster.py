@@ -2,7 +2,7 @@
 
 - keyed sliding windows (of a built-in operation, or of a user-defined one that Python runs, its failures
   and late events dead letters) and sessions, over three skewed substreams with out-of-order items: the
-  windows, late counts and dead letters;
+  windows, late counts and dead letters; and the same substreams as two sources, merged;
 - under preserve_order, keyed state, a diamond's merge and a join into a rolling aggregation: the order;
 - random windows, built-in or user-defined, over random stream inputs;
 - sliding windows over a streaming DataFrame's rows read in the JVM in three tasks.
@@ -55,6 +55,19 @@ for name, window, operation in (("sliding", WindowDefinition.sliding(40, 10), Ag
     results[name] = {{"same_windows": as_multiset(got) == as_multiset(expected.outputs["out"]), "windows": len(got),
                      "late": job.metrics()["late_events_dropped"], "expected_late": sum(expected.late_dropped.values()),
                      "same_letters": as_multiset(letters) == as_multiset(expected.outputs.get("dead_letter:bad", []))}}
+
+# Two sources, each cut by its own k, merged: the window coalesces the substreams of both.
+p = Pipeline.create()
+merged = StreamInput(substreams[:2], 3, 5).source(p).merge(StreamInput(substreams[2:], 2, 5).source(p))
+(merged.grouping_key("k").window(WindowDefinition.sliding(40, 10)).aggregate(AggregateOperations.summing("v"))
+ .write_to(Sinks.list("out")))
+expected = run_stream_reference(p)
+job = jet.new_job(p)
+job.join(timeout=900)
+got = jet.get_list("out")
+jet.clear_list("out")
+results["merged sources"] = {{"same_windows": as_multiset(got) == as_multiset(expected.outputs["out"]), "windows": len(got),
+                             "late": job.metrics()["late_events_dropped"], "expected_late": sum(expected.late_dropped.values())}}
 
 # preserve_order: each key's state, and a diamond's merge read by one global state, see the items in the
 # reference's order, although they cross a shuffle between the executors.
@@ -160,6 +173,8 @@ def test_stream_windows_on_two_executor_jvms_match_the_reference() -> None:
         assert result["same_windows"] and result["windows"] > 0, (name, result)
         assert result["late"] == result["expected_late"] > 0, (name, result)  # the input makes some events late
         assert result.get("same_letters", True), (name, result)
+    merged = results["merged sources"]
+    assert merged["same_windows"] and merged["windows"] > 0 and merged["late"] == merged["expected_late"], merged
     assert not results["random windows"], "\n".join(results["random windows"])
     for name in ("order keyed", "order diamond", "order join rolling"):
         assert results[name]["same_outputs"] and results[name]["outputs"] > 0, (name, results[name])

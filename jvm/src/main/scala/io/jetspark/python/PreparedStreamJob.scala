@@ -2,7 +2,7 @@ package io.jetspark.python
 
 import com.fasterxml.jackson.databind.node.ArrayNode
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import io.jetspark.engine.spark.epoch.{CheckpointManifest, EpochEngine, EpochRolling, EpochSinks, EpochSources, SourceExtraction, StreamingJob}
+import io.jetspark.engine.spark.epoch.{CheckpointManifest, EpochEngine, EpochRolling, EpochSinks, EpochSources, SourceExtractions, StreamUnion, StreamingJob}
 import io.jetspark.engine.spark.runner.{CustomAggregations, SequenceRestore, SinkRunner}
 import io.jetspark.engine.spark.{PythonExtraction, PythonUdfName, PythonWork, Rebalancing}
 import io.jetspark.item.PythonAggregations
@@ -19,7 +19,7 @@ import scala.jdk.CollectionConverters._
   * the job with them (`start`), which returns at once.
   */
 final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
-  private lazy val sourceExtraction = new SourceExtraction(dag, EpochEngine.streamSource(dag))
+  private lazy val sourceExtractions = new SourceExtractions(dag)
 
   /** The UDFs: every chain, the source's timestamps, what enters each window, join, rolling aggregation and
     * `map_stateful`, the key of each `rebalance(key)`, all with their time and the control rows
@@ -34,19 +34,18 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
       PythonWorkJson.chain(chains, vertex, steps, sequenced = dag.keepsSequenceIn(vertex), timed = true, controlled = true)
     }
     val extractions = work.putArray("extractions")
-    // Where a window reads the source straight, one extraction reads the items' time and its key and values.
-    val sourceTime = sourceExtraction.timeInPython
+    // Where a window reads a source straight, one extraction reads the items' time and its key and values.
     // The time read there is the source's: a record whose time fails is the source stage's failure.
-    val sourceTimeStage = PythonExtraction.TimeStage(dag.ownStage(sourceExtraction.source), dag.routesFailures(sourceExtraction.source))
+    def sourceTimeStage(source: Vertex) = PythonExtraction.TimeStage(dag.ownStage(source), dag.routesFailures(source))
     dag.vertices.foreach {
-      case v @ Vertex(_, Source(_, _), _, _, _) if v.name == sourceExtraction.source.name && sourceTime.isDefined &&
-          sourceExtraction.windowAtSource.isEmpty =>
-        PythonWorkJson.extraction(extractions, PythonExtraction(v, 0, None, Nil, sourceTime, timedInput = false, None,
-          deadLetter = false).copy(timeStage = Some(sourceTimeStage)), sequenced = false, controlled = true)
+      case v @ Vertex(_, Source(_, _), _, _, _) if sourceExtractions.sources.contains(v) &&
+          sourceExtractions.of(v).timeInPython.isDefined && sourceExtractions.of(v).windowAtSource.isEmpty =>
+        PythonWorkJson.extraction(extractions, PythonExtraction(v, 0, None, Nil, sourceExtractions.of(v).timeInPython, timedInput = false,
+          None, deadLetter = false).copy(timeStage = Some(sourceTimeStage(v))), sequenced = false, controlled = true)
       case v @ Vertex(_, WindowAggregate(stage, _, op: PythonAggregateSpec, key), _, _, _) if stage != AggregationStage.Combine &&
-          !sourceExtraction.readsRows(v) =>
-        val atSource = sourceExtraction.extractedAtSource(v)
-        timedExtraction(extractions, v, key, Some(op), sourceTime.filter(_ => atSource), Some(sourceTimeStage).filter(_ => atSource))
+          sourceExtractions.readingRows(v).isEmpty =>
+        val atSource = sourceExtractions.extractingAtSource(v)
+        timedExtraction(extractions, v, key, Some(op), atSource.flatMap(_.timeInPython), atSource.map(e => sourceTimeStage(e.source)))
       case v @ Vertex(_, RollingAggregate(key, op: PythonAggregateSpec), _, _, _) => timedExtraction(extractions, v, key, Some(op), None)
       case v @ Vertex(_, MapStateful(key, _, _), _, _, _) => timedExtraction(extractions, v, key, None, None)
       case v @ Vertex(_, HashJoin(clauses, _, _), _, _, _) =>
@@ -85,14 +84,15 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
       Map[String, Any]("vertex" -> vertex.name, "stage" -> vertex.fusedChain.head, "mapper_ref" -> mapperRef,
         "dead_letter" -> deadLetter, "sequenced" -> dag.keepsSequenceIn(vertex), "timed" -> true, "controlled" -> true).asJava
     }.asJava))
-    // A batch DataFrame's rows (a join's enriching side) as items; the stream's, with the columns the JVM
+    // A batch DataFrame's rows (a join's enriching side) as items; a stream's, with the columns the JVM
     // reads beside them passed on, unless a window reads them as rows.
     val sources = work.putArray("dataframe_sources")
+    val streams = sourceExtractions.sources.map(_.name).toSet
     PythonWork.dataframeSources(dag).filterNot { case (v, _) =>
-      v.name == sourceExtraction.source.name && sourceExtraction.rowsWindow.isDefined
+      streams(v.name) && sourceExtractions.of(v).rowsWindow.isDefined
     }.foreach { case (v, schema) =>
       val node = sources.addObject().put("vertex", v.name).put("schema", schema.json)
-      if (v.name == sourceExtraction.source.name) {
+      if (streams(v.name)) {
         val passed = node.putArray("passed")
         EpochSources.PassedColumns.foreach(f => passed.addObject().put("name", f.name).put("type", f.dataType.sql))
       }
@@ -127,8 +127,7 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
     if (guarantee == "EXACTLY_ONCE") EpochSinks.requireExactlyOnce(dag)
     CheckpointManifest.requireMatching(checkpointDir, dag, spark.sparkContext.hadoopConfiguration)
     val engine = new EpochEngine(spark, dag, names.asScala.map(PythonUdfName.parse).zip(udfs.asScala).toMap,
-      s"$checkpointDir/state", idleTimeoutMs, sourceExtraction, jobId)
-    val (stream, release) = EpochSources.stream(spark, engine.source)
-    new StreamingJob(engine, stream, checkpointDir, triggerIntervalMs, name, release)
+      s"$checkpointDir/state", idleTimeoutMs, sourceExtractions, jobId)
+    new StreamingJob(engine, new StreamUnion(spark, sourceExtractions.sources), checkpointDir, triggerIntervalMs, name)
   }
 }

@@ -47,7 +47,7 @@ final case class EpochOutcome(complete: Boolean, watermark: Long)
   * and sinks ([[EpochSinks]]). Anything else fails before the query starts, naming the vertex.
   */
 final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[PythonUdfName, Column], stateRoot: String,
-    idleTimeoutMs: Long, extraction: SourceExtraction, jobId: String) {
+    idleTimeoutMs: Long, extractions: SourceExtractions, jobId: String) {
   import EpochEngine._
 
   private val runId = java.util.UUID.randomUUID()
@@ -92,21 +92,18 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
   /** Lets go of what the job kept for its whole life: the joins' enriching sides. */
   def close(): Unit = joins.close()
 
-  /** The stream source's vertex: the one stream source of the job. */
-  val source: Vertex = extraction.source
-
-  /** The windows whose first stage reads the source's rows in the JVM ([[RowsWindowStage]]). */
-  def typedWindows: Seq[String] = extraction.rowsWindow.map(_.window.name).toSeq
+  /** The windows whose first stage reads a source's rows in the JVM ([[RowsWindowStage]]). */
+  def typedWindows: Seq[String] = extractions.rowsWindows.map(_.window.name)
 
   /** Those of them whose frames are columns ([[ColumnarEpochCombine]]). */
-  def columnarWindows: Seq[String] = extraction.rowsWindow.collect { case RowsWindow(v, _: WindowPath.Columnar, _) => v.name }.toSeq
+  def columnarWindows: Seq[String] = extractions.rowsWindows.collect { case RowsWindow(v, _: WindowPath.Columnar, _) => v.name }
 
-  /** The path of the first stage of window second stage `v`, where that stage reads the source's rows. */
+  /** The path of the first stage of window second stage `v`, where that stage reads a source's rows. */
   private def rowsPathInto(v: Vertex): Option[WindowPath] =
-    extraction.rowsWindow.collect { case RowsWindow(first, path, _) if dag.edgesInto(v.name).head.from == first.name => path }
+    extractions.rowsWindows.collectFirst { case RowsWindow(first, path, _) if dag.edgesInto(v.name).head.from == first.name => path }
 
-  /** Runs epoch `epochId` over `batch`, the micro-batch of the stream source. */
-  def runEpoch(batch: DataFrame, epochId: Long): EpochOutcome = {
+  /** Runs epoch `epochId` over `batch`: each stream source's micro-batch, by its vertex ([[StreamUnion.of]]). */
+  def runEpoch(batch: Vertex => DataFrame, epochId: Long): EpochOutcome = {
     val epoch = EpochRun(epochId, stateRoot, runId, clock.nextEpoch())
     val outputs = mutable.Map.empty[String, DataFrame]
     val kept = mutable.ArrayBuffer.empty[DataFrame]
@@ -117,7 +114,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
 
     // A vertex's output: item, ts, ctl; where its Python steps route failures, also `failure` after the item.
     def output(v: Vertex): DataFrame = outputs.getOrElseUpdate(v.name, read(v, counted(v, assignedWhereNeeded(v, v.description match {
-      case Source(_, timestamps) => sourceOutput(v, batch, timestamps, epoch, lettersKept(v, _))
+      case Source(_, timestamps) => sourceOutput(v, batch(v), timestamps, epoch, lettersKept(v, _))
       case StatelessChain(_) => SqlBridge.mapInArrow(received(dag.edgesInto(v.name).head), pythonUdfs(PythonUdfName.Chain(v.name)))
       case Merge(_, ordered) =>
         val schema = if (dag.keepsSequenceIn(v)) EpochSequence.withIds(ItemRowSchema) else ItemRowSchema
@@ -130,12 +127,13 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
         out
       case WindowAggregate(_, _, _, _) if pythonUdfs.contains(PythonUdfName.Custom(v.name)) =>
         keptInPython(v, PythonUdfName.Custom(v.name), Some(metrics.lateEvents(v.name)))
-      case WindowAggregate(_, s: SlidingWindowDefinition, op: PythonAggregateSpec, _) if extraction.readsRows(v) =>
-        val rows = extraction.rowsWindow.get
+      case WindowAggregate(_, s: SlidingWindowDefinition, op: PythonAggregateSpec, _) if extractions.readingRows(v).isDefined =>
+        val extraction = extractions.readingRows(v).get
+        val (source, rows) = (extraction.source, extraction.rowsWindow.get)
         // The substream's watermark as of the epoch before, as the stage's tasks noted it.
         val before = metrics.watermarkOf(source.name).getOrElse(Long.MinValue)
         val frames = new RowsWindowStage(v.name, rows.path, SlidingWindowPolicy(s.sizeMs, s.slideMs),
-          PythonAggregations.bindInputs(Seq(op)), rows.allowedLagMs).run(batch, epochId, before,
+          PythonAggregations.bindInputs(Seq(op)), rows.allowedLagMs).run(batch(source), epochId, before,
           metrics.itemsOutCounter(source.name), metrics.lateEvents(v.name), metrics.watermarksOf(source.name))
         SqlBridge.internalCreateDataFrame(spark, frames, framesSchemaOf(rows.path))
       case w @ WindowAggregate(AggregationStage.Combine, s: SlidingWindowDefinition, _, key) if rowsPathInto(v).isDefined =>
@@ -231,7 +229,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
       */
     def stagedInput(v: Vertex, schema: StructType): (RDD[InternalRow], Int, StructType) = {
       val edge = dag.edgesInto(v.name).head
-      val extractsHere = schema == ExtractedSchema && !extraction.extractedAtSource(v)
+      val extractsHere = schema == ExtractedSchema && extractions.extractingAtSource(v).isEmpty
       val rows = if (extractsHere) extracted(v, 0, sent(edge)) else sent(edge)
       val sentSchema = if (EpochSequence.carried(rows.schema)) EpochSequence.withIds(schema) else schema
       val (moved, senders) = EpochEdges.realize(InPlaceRows.of(rows), sentSchema, sentSchema.length - 1, edge.kind,
@@ -298,7 +296,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
       routed: DataFrame => DataFrame): DataFrame =
     timestamps match {
       case Some(TimestampPolicy.FromItems(_, lagMs)) =>
-        val reader = extraction.windowAtSource.getOrElse(v)
+        val reader = extractions.of(v).windowAtSource.getOrElse(v)
         val stamped = routed(SqlBridge.mapInArrow(items, pythonUdfs(PythonUdfName.Extract(reader.name, 0))))
         watermarked(v, InPlaceRows.of(stamped), lagMs, epoch)
       case _ => items.select(col("item"), org.apache.spark.sql.functions.lit(null).cast(LongType).as("ts"), col(EpochControl.Column))
@@ -317,7 +315,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
     }, _.map(_.asInstanceOf[(Long, InternalRow)]._2), ExtractedSchema.length)
     val out = stage.run(spark, stamped, ExtractedSchema.length - 1, 1, epoch, operatorIds(v.name), metrics.stateOf(v.name), None)
     val extracted = SqlBridge.internalCreateDataFrame(spark, out, ExtractedSchema)
-    if (extraction.windowAtSource.isDefined) extracted else extracted.select(ItemColumns.map(col): _*)
+    if (extractions.of(v).windowAtSource.isDefined) extracted else extracted.select(ItemColumns.map(col): _*)
   }
 
   /** A streaming DataFrame's micro-batch: its rows as items in one task, their time read beside them in
@@ -337,15 +335,6 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
 }
 
 object EpochEngine {
-  /** The stream source of `dag`: the one source of the job with a timestamp choice (the others are batch
-    * sources of a join's enriching side).
-    */
-  def streamSource(dag: PhysicalDag): Vertex = dag.vertices.filter(EpochSources.isStreamSource) match {
-    case Seq(one) => one
-    case several => throw new UnsupportedOperationException(
-      s"the Spark streaming engine runs one stream source per job, not ${several.map(_.name).mkString(", ")}")
-  }
-
   /** Items between vertices: the item's pickle, its time, the control row's bytes. */
   val ItemRowSchema: StructType = StructType(Seq(StructField("item", BinaryType), StructField("ts", LongType),
     StructField(EpochControl.Column, BinaryType)))

@@ -1,6 +1,6 @@
 package io.jetspark.engine.spark.epoch
 
-import io.jetspark.connector.{ItemsStreamSource, RateStreamSource}
+import io.jetspark.connector.{ItemsStreamSource, MicroBatchTable, RateStreamSource}
 import io.jetspark.core.eventtime.SubstreamsByValueProcessor
 import io.jetspark.engine.spark.rows.InPlaceRows
 import io.jetspark.pipeline.definition.{Extractor, SourceDefinition, TimestampPolicy}
@@ -65,22 +65,33 @@ object EpochSources {
   /** The DataFrame source's substream column, if it names one. */
   def substreamColumn(source: SourceDefinition): Option[String] = source.parameters.get("substream").collect { case s: String => s }
 
-  /** The streaming DataFrame whose micro-batches are the epochs, and what to release when the job ends. */
-  def stream(spark: SparkSession, v: Vertex): (DataFrame, () => Unit) = {
+  /** The streaming DataFrame of source `v`, and what to release when the job ends; `everyTrigger`: where
+    * it is one of ours, with a micro-batch at every trigger ([[MicroBatchTable.EveryTriggerOption]]).
+    */
+  def stream(spark: SparkSession, v: Vertex, everyTrigger: Boolean): (DataFrame, () => Unit) = {
     val (source, _) = definition(v)
+    def ours(format: String) = spark.readStream.format(format).option(MicroBatchTable.EveryTriggerOption, everyTrigger)
     source.name match {
       case "itemsStream" =>
         val partitions = source.parameters("partitions").asInstanceOf[Seq[Seq[Any]]].map(_.map(_.asInstanceOf[Array[Byte]]))
         val id = ItemsStreamSource.register(partitions, source.parameters("itemsPerBatch").asInstanceOf[Int])
-        (spark.readStream.format(ItemsStreamSource.Format).option(ItemsStreamSource.IdOption, id).load(),
-          () => ItemsStreamSource.unregister(id))
+        (ours(ItemsStreamSource.Format).option(ItemsStreamSource.IdOption, id).load(), () => ItemsStreamSource.unregister(id))
       case "rateStream" =>
-        (spark.readStream.format(RateStreamSource.Format)
+        (ours(RateStreamSource.Format)
           .option(RateStreamSource.RateOption, source.parameters("itemsPerSecond").toString)
           .option(RateStreamSource.PartitionsOption, source.parameters("partitions").toString).load(), () => ())
       case "dataframe" => (source.parameters("dataframe").asInstanceOf[DataFrame], () => ())
       case other => throw new IllegalStateException(s"vertex '${v.name}': no stream source '$other'")
     }
+  }
+
+  /** How many partitions a micro-batch of source `v` has where that is fixed: an items or rate stream's,
+    * one per substream (read at every trigger, [[stream]]); a streaming DataFrame's varies.
+    */
+  def fixedPartitions(v: Vertex): Option[Int] = definition(v)._1 match {
+    case s if s.name == "itemsStream" => Some(s.parameters("partitions").asInstanceOf[Seq[Any]].size)
+    case s if s.name == "rateStream" => Some(s.parameters("partitions").toString.toInt)
+    case _ => None
   }
 
   /** An items or rate stream's micro-batch as the source's items (item, ctl), each partition (a substream)

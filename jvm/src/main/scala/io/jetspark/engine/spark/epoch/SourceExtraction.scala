@@ -19,9 +19,10 @@ import org.apache.spark.sql.DataFrame
   *
   * Where Python need not read them at all, it does not: a streaming DataFrame of one substream, its time a
   * column, whose only reader is a sliding or tumbling window's first stage that the JVM can read its rows
-  * for ([[TypedWindow.plan]]), goes to that window as rows ([[rowsWindow]], [[RowsWindowStage]]).
+  * for ([[TypedWindow.plan]]), goes to that window as rows ([[rowsWindow]], [[RowsWindowStage]]); where it
+  * is the job's only stream source (`alone`), as that stage reads every task of the micro-batch.
   */
-final class SourceExtraction(dag: PhysicalDag, val source: Vertex) {
+final class SourceExtraction(dag: PhysicalDag, val source: Vertex, alone: Boolean) {
 
   /** The extractor of the items' time, where Python reads it ([[EpochSources.timeInPython]]). */
   val timeInPython: Option[Extractor] = EpochSources.timeInPython(source)
@@ -49,6 +50,7 @@ final class SourceExtraction(dag: PhysicalDag, val source: Vertex) {
   }
 
   private def typedFirstStage: Option[(Vertex, TypedWindow, Long)] = source.description match {
+    case _ if !alone => None
     case Source(definition, Some(TimestampPolicy.FromItems(ts @ (Extractor.FieldName(_) | Extractor.ColumnExpr(_)), lag)))
         if EpochSources.isDataFrame(source) && EpochSources.substreamColumn(definition).isEmpty && !source.assignsSequence =>
       dag.edgesFrom(source.name) match {
@@ -71,6 +73,28 @@ final class SourceExtraction(dag: PhysicalDag, val source: Vertex) {
 
   /** Whether `window`'s rows come extracted from the source already. */
   def extractedAtSource(window: Vertex): Boolean = windowAtSource.exists(_.name == window.name)
+}
+
+/** The [[SourceExtraction]] of each stream source of a job (a source with a choice of timestamps; the
+  * others are batch stages, a join's enriching sides), and what the job asks of them by vertex.
+  */
+final class SourceExtractions(dag: PhysicalDag) {
+  /** The stream sources. */
+  val sources: Seq[Vertex] = dag.vertices.filter(EpochSources.isStreamSource)
+  if (sources.isEmpty) throw new IllegalArgumentException("a stream job has a stream source; this plan has none")
+  val all: Seq[SourceExtraction] = sources.map(new SourceExtraction(dag, _, alone = sources.size == 1))
+
+  def of(source: Vertex): SourceExtraction = all.find(_.source.name == source.name).getOrElse(
+    throw new IllegalArgumentException(s"vertex '${source.name}' is no stream source"))
+
+  /** The windows' first stages that read a source's rows in the JVM. */
+  def rowsWindows: Seq[RowsWindow] = all.flatMap(_.rowsWindow)
+
+  /** The extraction whose source's rows window first stage `window` reads, if any. */
+  def readingRows(window: Vertex): Option[SourceExtraction] = all.find(_.readsRows(window))
+
+  /** The extraction that reads the key and values of window first stage `window` at its source, if any. */
+  def extractingAtSource(window: Vertex): Option[SourceExtraction] = all.find(_.extractedAtSource(window))
 }
 
 /** A window first stage that reads the stream source's rows in the JVM ([[RowsWindowStage]]): its vertex, its

@@ -3,41 +3,40 @@ package io.jetspark.engine.spark.epoch
 import org.apache.hadoop.fs.Path
 import org.apache.spark.api.java.function.VoidFunction2
 import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
-import org.apache.spark.sql.{DataFrame, Dataset, Row}
+import org.apache.spark.sql.{Dataset, Row}
 
 import java.util.concurrent.atomic.{AtomicBoolean, AtomicLong}
 import scala.concurrent.Promise
 
-/** A stream pipeline running on Spark: Structured Streaming drives the micro-batches of `stream` (the
-  * stream source's DataFrame) and each one is an epoch of `engine`. Its query keeps its offsets under
+/** A stream pipeline running on Spark: Structured Streaming drives the micro-batches of `sources` (the
+  * stream sources' DataFrame) and each one is an epoch of `engine`. Its query keeps its offsets under
   * `checkpointDir`; the query stops once an epoch finds the stream complete, or when cancelled, and then
-  * `release` frees what the source holds for it.
+  * the sources let go of what they hold for it.
   *
   * A complete stream leaves a file `completed` in its checkpoint: a job started again on it has nothing
   * left to read, so it starts no query and completes at once, instead of waiting for a micro-batch that
   * never comes.
   */
-final class StreamingJob(engine: EpochEngine, stream: DataFrame, checkpointDir: String, triggerIntervalMs: Long, name: String,
-    release: () => Unit) {
+final class StreamingJob(engine: EpochEngine, sources: StreamUnion, checkpointDir: String, triggerIntervalMs: Long, name: String) {
   private val completed = Promise[Unit]()
   private val cancelled = new AtomicBoolean(false)
   private val epochs = new AtomicLong(0)
   private val completingEpoch = new AtomicLong(-1)
   @volatile private var watermark = Long.MinValue
   private val completeMark = new Path(checkpointDir, "completed")
-  private val fs = completeMark.getFileSystem(stream.sparkSession.sparkContext.hadoopConfiguration)
+  private val fs = completeMark.getFileSystem(sources.stream.sparkSession.sparkContext.hadoopConfiguration)
 
   private val query: Option[StreamingQuery] = if (fs.exists(completeMark)) {
     watermark = Long.MaxValue
     completed.trySuccess(())
     None
-  } else Some(stream.writeStream
+  } else Some(sources.stream.writeStream
     .queryName(name)
     .option("checkpointLocation", s"$checkpointDir/query")
     .trigger(Trigger.ProcessingTime(triggerIntervalMs))
     .foreachBatch(new VoidFunction2[Dataset[Row], java.lang.Long] {
       override def call(batch: Dataset[Row], epochId: java.lang.Long): Unit = if (!completed.isCompleted) {
-        val outcome = engine.runEpoch(batch, epochId)
+        val outcome = engine.runEpoch(sources.of(batch, _), epochId)
         epochs.incrementAndGet()
         watermark = outcome.watermark
         if (outcome.complete) { fs.create(completeMark, true).close(); completingEpoch.set(epochId); completed.trySuccess(()) }
@@ -56,7 +55,7 @@ final class StreamingJob(engine: EpochEngine, stream: DataFrame, checkpointDir: 
         if (completed.isCompleted) letLastBatchCommit(q)
       }
       completed.isCompleted
-    } finally { query.foreach(_.stop()); release(); engine.close() }
+    } finally { query.foreach(_.stop()); sources.release(); engine.close() }
   }
 
   /** Waits, a few seconds at most, until the query has committed the micro-batch that completed the
