@@ -29,7 +29,7 @@ from jetspark.pipeline import (
     StreamStageWithKey,
 )
 from jetspark.sinks import Sink, Sinks
-from jetspark.sources import SimpleEvent, Source, Sources
+from jetspark.sources import KafkaRecord, SimpleEvent, Source, Sources
 from jetspark.window import KeyedWindowResult, WindowDefinition, WindowResult
 
 __version__ = package_version()
@@ -49,6 +49,7 @@ __all__ = [
     "JobFailedError",
     "JobStatus",
     "JoinClause",
+    "KafkaRecord",
     "KeyedWindowResult",
     "LightJob",
     "Pipeline",

@@ -20,6 +20,7 @@ from jetspark._jar import jar_path_or_hint, package_version
 from jetspark.errors import JarNotFoundError, PipelineDefinitionError
 from jetspark.sources import PAUSE
 from jetspark.worker.carried import carried_columns
+from jetspark.worker.kafka import DESERIALIZERS, record_maker
 from jetspark.worker.steps import Step
 
 if TYPE_CHECKING:
@@ -248,8 +249,12 @@ def python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], li
         udfs[f"extract:{e['vertex']}:{e['ordinal']}"] = udf_columns.extraction_udf_column(
             e["key"], e["values"], e["stage"], objects, e.get("timestamp"), rows, carried(e), e["dead_letter"], time_stage)
     for f in work["dataframe_sources"]:
+        kafka = f.get("kafka")
+        # A Kafka source's deserializers: by name, or a function by its number.
+        item_of = None if kafka is None else record_maker(
+            *(DESERIALIZERS[d] if isinstance(d, str) else objects[d] for d in (kafka["key"], kafka["value"])), kafka["stage"])
         udfs[f"rows:{f['vertex']}"] = udf_columns.rows_to_items_udf_column(
-            f["schema"], [(c["name"], c["type"]) for c in f.get("passed", [])])
+            f["schema"], [(c["name"], c["type"]) for c in f.get("passed", [])], item_of)
     for m in work["stateful"]:
         udfs[f"stateful:{m['vertex']}"] = udf_columns.stateful_udf_column(
             ref(m["create_ref"]), ref(m["fn_ref"]), m["keyed"], m["stage"], m["dead_letter"], carried(m), m.get("kept", False))

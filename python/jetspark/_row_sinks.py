@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jetspark._protocol import ensure_callback_server
+from jetspark.worker.kafka import records_function
 from jetspark.worker.rows import fields_of, is_record, is_slotted_dataclass, output_schema, rows_function
 
 if TYPE_CHECKING:
@@ -49,6 +50,18 @@ class RowSinksRuntime:
         large = self._spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") == "true"
         return df.mapInArrow(rows_function(target, stage, dead_letter, large), output_schema(target))._jdf
 
+    def kafkaRecords(self, stage: str, key_ref: int, value_ref: int, dead_letter: bool, items: Any) -> Any:  # noqa: N802
+        """The JVM DataFrame of ``item``, ``failure`` and ``row`` (``key``, ``value``) for a Kafka sink's
+        items, made by its functions numbered ``key_ref`` and ``value_ref`` (-1: none)."""
+        from pyspark.sql.dataframe import DataFrame
+
+        def function(ref: int) -> Any:
+            return None if ref < 0 else self._objects[ref]
+
+        return DataFrame(items, self._spark).mapInArrow(
+            records_function(function(key_ref), function(value_ref), stage, dead_letter),
+            output_schema(parse_schema("key BINARY, value BINARY")))._jdf
+
     def foreachBatch(self, stage: str, fn_ref: int, rows: Any, batch_id: int) -> None:  # noqa: N802 - a JVM name
         """Calls the sink's function with the rows DataFrame and the batch id."""
         from pyspark.sql.dataframe import DataFrame
@@ -71,7 +84,7 @@ def attach(spark: SparkSession, bridge: Any, spec: dict[str, Any], objects: list
     """Registers the runtime for job ``job_id`` with the JVM ``bridge`` when the pipeline ``spec`` has rows
     sinks; returns how to unregister it."""
     kinds = {n["args"]["sink"]["kind"] for n in spec["nodes"] if n["op"] == "sink"}
-    if not kinds & {"files", "foreach_batch"}:
+    if not kinds & {"files", "foreach_batch", "kafka"}:
         return lambda: None
     ensure_callback_server(spark)
     bridge.registerRowSinks(job_id, RowSinksRuntime(spark, objects))

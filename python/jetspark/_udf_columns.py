@@ -78,12 +78,14 @@ def _stateful_udf(run: Any, schema: str, columns: list[str], stage: str, kept: b
                      [*columns, STATE])
 
 
-def rows_to_items_udf_column(schema_json: str, passed: Sequence[tuple[str, str]] = ()) -> Any:
-    """The Spark Column that turns the rows of a DataFrame with this schema into items, followed by the
-    ``passed`` columns (name, DDL type) the JVM put after the rows' own, which each item keeps."""
+def rows_to_items_udf_column(schema_json: str, passed: Sequence[tuple[str, str]] = (),
+                             item_of: Callable[[Any], Any] | None = None) -> Any:
+    """The Spark Column that turns the rows of a DataFrame with this schema into items (``item_of`` of
+    each row, where given), followed by the ``passed`` columns (name, DDL type) the JVM put after the
+    rows' own, which each item keeps."""
     columns = [field["name"] for field in json.loads(schema_json)["fields"]]
     schema = OPAQUE_SCHEMA + "".join(f", {name} {ddl}" for name, ddl in passed)
-    return arrow_udf(rows_to_items_function(schema_json), schema, columns + [name for name, _ in passed])
+    return arrow_udf(rows_to_items_function(schema_json, item_of), schema, columns + [name for name, _ in passed])
 
 
 def custom_aggregation_udf_column(specs: Sequence[Mapping[str, Any]], objects: Sequence[Any], mode: str, keyed: bool,

@@ -72,8 +72,41 @@ class Sinks:
 
     @staticmethod
     def kafka(bootstrap_servers: str, topic: str, **options: Any) -> Sink:
-        """Writes records to a Kafka topic."""
-        return Sink("kafka", {"bootstrap_servers": bootstrap_servers, "topic": topic, "options": dict(options)})
+        """Writes each item to the Kafka ``topic`` as one record, through Spark's Kafka connector (bundled
+        with jetspark). At least once: an epoch written again (after a failure) writes its records again;
+        under ``EXACTLY_ONCE`` the job is refused (docs/kafka.md).
+
+        Parameters
+        ----------
+        bootstrap_servers : str
+            The brokers to start from, ``host:port[,host:port...]``.
+        topic : str
+            The topic written to.
+        **options
+            ``key=``: the record's key of an item (a function; without it, records have no key);
+            ``value=``: its value (a function; without it, the item itself). The others are options of
+            Spark's Kafka sink, such as ``kafka.*`` producer properties.
+
+        Keys and values become bytes: bytes as they are, text as UTF-8, None as null, anything else as
+        JSON. An item whose key or value fails fails the job naming the sink, or, with
+        ``on_error(Sinks.dead_letter(name))`` on the sink stage, goes there.
+
+        Examples
+        --------
+        >>> Sinks.kafka("127.0.0.1:9092", "counts", key=lambda r: r.key).params["topic"]
+        'counts'
+        """
+        if not isinstance(bootstrap_servers, str) or not bootstrap_servers:
+            raise ValueError("Sinks.kafka(bootstrap_servers): must be a non-empty string such as 'host:9092'")
+        if not isinstance(topic, str) or not topic:
+            raise ValueError("Sinks.kafka(topic): must be a non-empty string")
+        given = {name: options.pop(name, None) for name in ("key", "value")}
+        functions = {name: fn for name, fn in given.items() if fn is not None}
+        for name, fn in functions.items():
+            if not callable(fn):
+                raise TypeError(f"Sinks.kafka({name}): must be callable, not {type(fn).__name__}")
+        return Sink("kafka", {"bootstrap_servers": bootstrap_servers, "topic": topic,
+                              "options": {k: str(v) for k, v in options.items()}}, functions)
 
     @staticmethod
     def foreach_batch(fn: Callable[[Any, int], None], schema: DataTypeLike | None = None) -> Sink:

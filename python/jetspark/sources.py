@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from jetspark._definition import Definition
 
-__all__ = ["SimpleEvent", "Source", "Sources"]
+__all__ = ["KafkaRecord", "SimpleEvent", "Source", "Sources"]
+
+#: How :meth:`Sources.kafka` makes a record's key and value of their bytes, by name: kept as bytes, decoded
+#: as UTF-8 text, or parsed as JSON. A callable is given the bytes.
+DESERIALIZERS = ("bytes", "string", "json")
 
 
 class SimpleEvent(NamedTuple):
@@ -16,6 +21,18 @@ class SimpleEvent(NamedTuple):
 
     timestamp: int
     sequence: int
+
+
+class KafkaRecord(NamedTuple):
+    """A record of :meth:`Sources.kafka`: its key and value (bytes, or as deserialized; a key may be
+    None), where it was read, and its timestamp in ms since the epoch."""
+
+    key: Any
+    value: Any
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
 
 
 @dataclass(frozen=True)
@@ -116,7 +133,51 @@ class Sources:
                       params={"items_per_second": items_per_second, "partitions": partitions})
 
     @staticmethod
-    def kafka(bootstrap_servers: str, topic: str, **options: Any) -> Source:
-        """Records ``key, value, topic, partition, offset, timestamp``; each Kafka partition is a substream."""
-        return Source("kafka", is_stream=True,
-                      params={"bootstrap_servers": bootstrap_servers, "topic": topic, "options": dict(options)})
+    def kafka(bootstrap_servers: str, topic: str | Iterable[str] | re.Pattern[str], **options: Any) -> Source:
+        """A stream of :class:`KafkaRecord` read through Spark's Kafka connector (bundled with jetspark);
+        each Kafka partition (of each topic) is a substream with its own watermark, and
+        ``with_native_timestamps`` takes the records' timestamps.
+
+        Parameters
+        ----------
+        bootstrap_servers : str
+            The brokers to start from, ``host:port[,host:port...]``.
+        topic : str, iterable of str, or re.Pattern
+            A topic, several, or a compiled pattern that topics are subscribed by (new ones included).
+        **options
+            ``key_deserializer=`` and ``value_deserializer=``: ``"bytes"`` (the default: as read),
+            ``"string"`` (UTF-8 text), ``"json"``, or a function of the bytes; a null key stays None. The
+            others are options of Spark's Kafka source, such as ``startingOffsets="earliest"`` or
+            ``kafka.*`` consumer properties. Offsets are kept in the job's checkpoint, not committed to a
+            consumer group.
+
+        Examples
+        --------
+        >>> Sources.kafka("127.0.0.1:9092", ["a", "b"], value_deserializer="json").params["topic"]
+        'a,b'
+        >>> Sources.kafka("127.0.0.1:9092", re.compile("sensors-.*")).params["subscription"]
+        'subscribePattern'
+        """
+        if not isinstance(bootstrap_servers, str) or not bootstrap_servers:
+            raise ValueError("Sources.kafka(bootstrap_servers): must be a non-empty string such as 'host:9092'")
+        if isinstance(topic, re.Pattern):
+            subscription, topics = "subscribePattern", topic.pattern
+        elif isinstance(topic, str):
+            subscription, topics = "subscribe", topic
+        else:
+            subscription, topics = "subscribe", ",".join(topic)
+        if not topics:
+            raise ValueError("Sources.kafka(topic): name at least one topic")
+        deserializers = {part: options.pop(part, "bytes") for part in ("key_deserializer", "value_deserializer")}
+        params: dict[str, Any] = {"bootstrap_servers": bootstrap_servers, "topic": topics, "subscription": subscription,
+                                  "options": {k: str(v) for k, v in options.items()}}
+        objects: dict[str, Any] = {}
+        for part, deserializer in deserializers.items():
+            if callable(deserializer):
+                objects[part] = deserializer
+            elif deserializer in DESERIALIZERS:
+                params[part] = deserializer
+            else:
+                raise ValueError(f"Sources.kafka({part}): one of {', '.join(DESERIALIZERS)} or a function of the "
+                                 f"bytes, not {deserializer!r}")
+        return Source("kafka", is_stream=True, params=params, objects=objects)

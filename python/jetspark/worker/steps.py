@@ -393,11 +393,13 @@ def stateful_function(create: Callable[[], Any], fn: Callable[..., tuple[Any, An
     return run
 
 
-def rows_to_items_function(schema_json: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def rows_to_items_function(schema_json: str,
+                           item_of: Callable[[Any], Any] | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The Arrow map function that turns a DataFrame's rows into items: pickled PySpark ``Row``s, made by
     Spark's own Arrow-to-Row conversion, so that they equal what ``df.collect()`` gives (maps, nested
-    structs, timestamps and all). Columns after the schema's (what a stream's source reads beside its
-    rows: their time, their substream) are passed on after the item as they are."""
+    structs, timestamps and all), or what ``item_of`` makes of each (a Kafka source's records). Columns
+    after the schema's (what a stream's source reads beside its rows: their time, their substream) are
+    passed on after the item as they are."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import json
@@ -411,7 +413,8 @@ def rows_to_items_function(schema_json: str) -> Callable[[Iterator[Any]], Iterat
         for batch in batches:
             own = pa.RecordBatch.from_arrays(batch.columns[:width], names=batch.schema.names[:width])
             rows = ArrowTableToRowsConversion.convert(pa.Table.from_batches([own]), schema)
-            items = pa.array([pickle.dumps(r, protocol=PICKLE_PROTOCOL) for r in rows], pa.binary())
+            made = rows if item_of is None else map(item_of, rows)
+            items = pa.array([pickle.dumps(r, protocol=PICKLE_PROTOCOL) for r in made], pa.binary())
             yield pa.RecordBatch.from_arrays([items, *batch.columns[width:]], names=[ITEM, *batch.schema.names[width:]])
 
     return run

@@ -23,8 +23,17 @@ object Sinks {
   def files(path: String, format: String): SinkDefinition = files(path, format, "append")
   def files(path: String): SinkDefinition = files(path, "parquet")
 
+  /** Records to Kafka topic `topic`, written by Spark's connector with its `options`: each item one record,
+    * its key and value made of it by Python functions (`key`, `value`: [[PythonRef]]s; without `key`, no key;
+    * without `value`, the item itself as bytes, UTF-8 text or JSON). At least once: a batch written again
+    * writes its records again.
+    */
+  def kafka(bootstrapServers: String, topic: String, options: Map[String, String], key: Option[AnyRef],
+      value: Option[AnyRef]): SinkDefinition =
+    SinkDefinition("kafka", Map[String, Any]("bootstrapServers" -> bootstrapServers, "topic" -> topic, "options" -> options) ++
+      key.map("key" -> _) ++ value.map("value" -> _))
   def kafka(bootstrapServers: String, topic: String, options: Map[String, String]): SinkDefinition =
-    SinkDefinition("kafka", Map("bootstrapServers" -> bootstrapServers, "topic" -> topic) ++ options)
+    kafka(bootstrapServers, topic, options, None, None)
   def kafka(bootstrapServers: String, topic: String, options: java.util.Map[String, String]): SinkDefinition =
     kafka(bootstrapServers, topic, options.asScala.toMap)
   def kafka(bootstrapServers: String, topic: String): SinkDefinition = kafka(bootstrapServers, topic, Map.empty[String, String])

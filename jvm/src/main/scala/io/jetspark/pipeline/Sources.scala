@@ -51,9 +51,25 @@ object Sources {
   }
   def rateStream(itemsPerSecond: Long): StreamSource = rateStream(itemsPerSecond, 1)
 
-  /** Kafka records (`key, value, topic, partition, offset, timestamp`); each partition is a substream. */
+  /** How a Kafka source subscribes: to topics named in a comma-separated list, or to those a pattern matches
+    * (the options of Spark's connector that say so).
+    */
+  val KafkaSubscriptions: Set[String] = Set("subscribe", "subscribePattern")
+
+  /** Kafka records (`key, value, topic, partition, offset, timestamp`) of the topics `topic` names (a
+    * comma-separated list, or with `subscription` "subscribePattern" a pattern), read by Spark's connector
+    * with its `options`; each partition is a substream. How Python makes a key and a value of their bytes:
+    * a deserializer's name ("bytes", "string", "json") or a [[PythonRef]] to a function.
+    */
+  def kafka(bootstrapServers: String, topic: String, subscription: String, options: Map[String, String],
+      keyDeserializer: Any, valueDeserializer: Any): StreamSource = {
+    if (!KafkaSubscriptions(subscription))
+      throw new IllegalArgumentException(s"a Kafka source subscribes by ${KafkaSubscriptions.mkString(" or ")}, not $subscription")
+    StreamSource("kafka", Map("bootstrapServers" -> bootstrapServers, "topic" -> topic, "subscription" -> subscription,
+      "options" -> options, "keyDeserializer" -> keyDeserializer, "valueDeserializer" -> valueDeserializer), None)
+  }
   def kafka(bootstrapServers: String, topic: String, options: Map[String, String]): StreamSource =
-    StreamSource("kafka", Map("bootstrapServers" -> bootstrapServers, "topic" -> topic) ++ options, None)
+    kafka(bootstrapServers, topic, "subscribe", options, "bytes", "bytes")
   def kafka(bootstrapServers: String, topic: String, options: java.util.Map[String, String]): StreamSource =
     kafka(bootstrapServers, topic, options.asScala.toMap)
   def kafka(bootstrapServers: String, topic: String): StreamSource = kafka(bootstrapServers, topic, Map.empty[String, String])

@@ -54,7 +54,11 @@ final class PipelineSpecReader private (objects: java.util.List[AnyRef]) {
           .map(packed => PythonValues.unpackFrames(packed.asInstanceOf[Array[Byte]]))).getOrElse(Seq.fill(params.get("partitions").asInt)(Seq.empty))
         Sources.itemsStream(partitions, params.get("items_per_batch").asInt)
       case "rate_stream" => Sources.rateStream(params.get("items_per_second").asLong, params.get("partitions").asInt)
-      case "kafka" => Sources.kafka(params.get("bootstrap_servers").asText, params.get("topic").asText, stringMap(params.get("options")))
+      case "kafka" =>
+        // A deserializer by name, or a Python function the engine hands back by its number.
+        def deserializer(part: String): Any = optional(params.get(part)).map(_.asText).getOrElse(PythonRef(refs.get(part).asInt))
+        Sources.kafka(params.get("bootstrap_servers").asText, params.get("topic").asText, params.get("subscription").asText,
+          stringMap(params.get("options")), deserializer("key_deserializer"), deserializer("value_deserializer"))
       case other => throw new IllegalArgumentException(s"unknown source kind '$other'")
     }
   }
@@ -67,7 +71,11 @@ final class PipelineSpecReader private (objects: java.util.List[AnyRef]) {
       case "noop" => Sinks.noop()
       case "files" => Sinks.files(params.get("path").asText, params.get("format").asText, params.get("mode").asText,
         stringMap(params.get("options")), optional(params.get("schema")).map(_.asText))
-      case "kafka" => Sinks.kafka(params.get("bootstrap_servers").asText, params.get("topic").asText, stringMap(params.get("options")))
+      case "kafka" =>
+        val refs = spec.get("refs")
+        def function(part: String): Option[AnyRef] = Option.when(refs.has(part))(PythonRef(refs.get(part).asInt))
+        Sinks.kafka(params.get("bootstrap_servers").asText, params.get("topic").asText, stringMap(params.get("options")),
+          function("key"), function("value"))
       // The function stays in Python: the engine hands its number back when the sink runs.
       case "foreach_batch" => Sinks.foreachBatch(if (objects == null) "python function" else PythonRef(spec.get("refs").get("fn").asInt),
         optional(params.get("schema")).map(_.asText))

@@ -92,6 +92,9 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
       streams(v.name) && sourceExtractions.of(v).rowsWindow.isDefined
     }.foreach { case (v, schema) =>
       val node = sources.addObject().put("vertex", v.name).put("schema", schema.json)
+      PythonWork.kafkaDeserializers(v).foreach { case (key, value) =>
+        node.set[JsonNode]("kafka", mapper.valueToTree[JsonNode](Map("key" -> key, "value" -> value, "stage" -> v.fusedChain.head).asJava))
+      }
       if (streams(v.name)) {
         val passed = node.putArray("passed")
         EpochSources.PassedColumns.foreach(f => passed.addObject().put("name", f.name).put("type", f.dataType.sql))

@@ -1,6 +1,7 @@
 package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.JsonNode
+import io.jetspark.connector.KafkaConnector
 import io.jetspark.engine.spark.runner.PythonOps
 import io.jetspark.item.PythonAggregations
 import io.jetspark.core.aggregate.AggregateOperation
@@ -89,11 +90,25 @@ object PythonWork {
       (v, mapper, dag.routesFailures(v))
   }
 
-  /** The DataFrame sources, with their schemas: the Python layer builds, for each, the UDF that turns
-    * rows into items.
+  /** The DataFrame sources (Kafka's, a stream's, among them), with their schemas: the Python layer builds,
+    * for each, the UDF that turns rows into items.
     */
   def dataframeSources(dag: PhysicalDag): Seq[(Vertex, StructType)] = dag.vertices.collect {
     case v @ Vertex(_, Source(source, _), _, _, _) if source.name == "dataframe" =>
       v -> source.parameters("dataframe").asInstanceOf[DataFrame].schema
+    case v @ Vertex(_, Source(source, _), _, _, _) if source.name == "kafka" => v -> KafkaConnector.RecordSchema
+  }
+
+  /** How Python makes a Kafka source's rows records: its key's and its value's deserializer, a name or the
+    * number of a Python function (as JSON: a string or a number).
+    */
+  def kafkaDeserializers(v: Vertex): Option[(Any, Any)] = v.description match {
+    case Source(source, _) if source.name == "kafka" =>
+      def of(part: String): Any = source.parameters(part) match {
+        case PythonRef(ref) => ref
+        case name => name.toString
+      }
+      Some((of("keyDeserializer"), of("valueDeserializer")))
+    case _ => None
   }
 }

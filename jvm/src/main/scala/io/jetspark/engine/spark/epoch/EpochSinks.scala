@@ -23,6 +23,7 @@ import scala.collection.mutable
   *    ([[RowSinks.writeEpochFiles]]): a replay replaces them;
   *  - a foreach-batch function gets the epoch's rows and the epoch's id, as Spark's `foreachBatch` gives
   *    a micro-batch's: what it does again on a replay is the function's to decide, by the id;
+  *  - a Kafka sink sends the epoch's records again (at-least-once), and so is refused under EXACTLY_ONCE;
   *  - a console sink prints the items again: it cannot take them back, and so is refused under
   *    EXACTLY_ONCE ([[requireExactlyOnce]]);
   *  - a noop sink computes, counts and drops them.
@@ -78,6 +79,10 @@ object EpochSinks {
       throw new PipelineDefinitionError(v.name, PipelineDefinitionError.ExactlyOnceSink,
         "a console sink prints a replayed epoch's items again, so it cannot be exactly-once: run the job " +
           "AT_LEAST_ONCE or NONE, or write to a list, files or foreach_batch sink, which replace a replayed epoch")
+    case v @ Vertex(_, Sink(sink), _, _, _) if sink.name == "kafka" =>
+      throw new PipelineDefinitionError(v.name, PipelineDefinitionError.ExactlyOnceSink,
+        "a Kafka sink writes a replayed epoch's records again (at-least-once); writing them in a Kafka transaction " +
+          "committed with the epoch is not done yet (docs/limits.md): run the job AT_LEAST_ONCE")
     case _ => ()
   }
 

@@ -1,6 +1,6 @@
 package io.jetspark.engine.spark.epoch
 
-import io.jetspark.connector.{ItemsStreamSource, MicroBatchTable, RateStreamSource}
+import io.jetspark.connector.{ItemsStreamSource, KafkaConnector, MicroBatchTable, RateStreamSource}
 import io.jetspark.core.eventtime.SubstreamsByValueProcessor
 import io.jetspark.engine.spark.rows.InPlaceRows
 import io.jetspark.pipeline.definition.{Extractor, SourceDefinition, TimestampPolicy}
@@ -41,8 +41,10 @@ object EpochSources {
     case _ => false
   }
 
-  /** Whether the vertex reads a streaming DataFrame. */
-  def isDataFrame(v: Vertex): Boolean = definition(v)._1.name == "dataframe"
+  /** Whether the vertex reads a streaming DataFrame: a user's, or Kafka's records through Spark's
+    * connector ([[KafkaConnector]]), each of its topics' partitions a substream.
+    */
+  def isDataFrame(v: Vertex): Boolean = Set("dataframe", "kafka")(definition(v)._1.name)
 
   /** Fails, naming the vertex, where the engine does not read this source with these timestamps. */
   def requireSupported(v: Vertex): Unit = {
@@ -54,16 +56,18 @@ object EpochSources {
       case ("itemsStream", Some(TimestampPolicy.Native(_))) =>
         notYet("Sources.items_stream has no native timestamps (use with_timestamps)")
       case ("itemsStream" | "rateStream", Some(_)) => ()
-      case ("dataframe", Some(TimestampPolicy.FromItems(Extractor.PythonFn(_, _), _))) if substreamColumn(source).isDefined =>
-        notYet("a DataFrame with a substream column takes its timestamps from a column (a field name or a Column), " +
-          "not from a Python function")
-      case ("dataframe", Some(_)) => ()
+      case ("dataframe" | "kafka", Some(TimestampPolicy.FromItems(Extractor.PythonFn(_, _), _))) if substream(source).isDefined =>
+        notYet(s"a ${if (source.name == "kafka") "Kafka source" else "DataFrame with a substream column"} takes its " +
+          "timestamps natively or from a column (a field name or a Column), not from a Python function")
+      case ("dataframe" | "kafka", Some(_)) => ()
       case (other, _) => notYet(s"the stream source '$other'")
     }
   }
 
-  /** The DataFrame source's substream column, if it names one. */
-  def substreamColumn(source: SourceDefinition): Option[String] = source.parameters.get("substream").collect { case s: String => s }
+  /** What tells a DataFrame source's substreams apart: the column it names, or a Kafka record's partition. */
+  def substream(source: SourceDefinition): Option[Column] =
+    if (source.name == "kafka") Some(KafkaConnector.Substream)
+    else source.parameters.get("substream").collect { case s: String => col(s"`$s`") }
 
   /** The streaming DataFrame of source `v`, and what to release when the job ends; `everyTrigger`: where
     * it is one of ours, with a micro-batch at every trigger ([[MicroBatchTable.EveryTriggerOption]]).
@@ -81,6 +85,10 @@ object EpochSources {
           .option(RateStreamSource.RateOption, source.parameters("itemsPerSecond").toString)
           .option(RateStreamSource.PartitionsOption, source.parameters("partitions").toString).load(), () => ())
       case "dataframe" => (source.parameters("dataframe").asInstanceOf[DataFrame], () => ())
+      case "kafka" =>
+        def text(name: String) = source.parameters(name).toString
+        (KafkaConnector.stream(spark, text("bootstrapServers"), text("subscription"), text("topic"),
+          source.parameters("options").asInstanceOf[Map[String, String]]), () => ())
       case other => throw new IllegalStateException(s"vertex '${v.name}': no stream source '$other'")
     }
   }
@@ -170,7 +178,7 @@ object EpochSources {
       case Some(TimestampPolicy.Native(_)) => val name = nativeTimeColumn(v, batch.schema); millis(v, batch, name, col(name))
       case _ => lit(null).cast(LongType)
     }
-    val substream = substreamColumn(source).fold(lit(null).cast(StringType))(c => col(c).cast(StringType))
+    val substream = this.substream(source).fold(lit(null).cast(StringType))(_.cast(StringType))
     batch.coalesce(1).select(batch.columns.map(c => col(s"`$c`")).toSeq ++
       Seq(time.as(PassedColumns(0).name), substream.as(PassedColumns(1).name)): _*)
   }

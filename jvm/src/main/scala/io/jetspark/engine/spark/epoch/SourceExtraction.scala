@@ -52,7 +52,7 @@ final class SourceExtraction(dag: PhysicalDag, val source: Vertex, alone: Boolea
   private def typedFirstStage: Option[(Vertex, TypedWindow, Long)] = source.description match {
     case _ if !alone => None
     case Source(definition, Some(TimestampPolicy.FromItems(ts @ (Extractor.FieldName(_) | Extractor.ColumnExpr(_)), lag)))
-        if EpochSources.isDataFrame(source) && EpochSources.substreamColumn(definition).isEmpty && !source.assignsSequence =>
+        if definition.name == "dataframe" && EpochSources.substream(definition).isEmpty && !source.assignsSequence =>
       dag.edgesFrom(source.name) match {
         case Seq(edge) if edge.errorsOf.isEmpty && dag.edgesInto(edge.to).size == 1 =>
           val window = dag.vertex(edge.to)

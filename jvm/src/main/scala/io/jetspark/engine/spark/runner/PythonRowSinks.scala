@@ -4,7 +4,7 @@ import org.apache.spark.sql.DataFrame
 
 import java.util.concurrent.ConcurrentHashMap
 
-/** The Python side of the sinks that need the items as rows of a schema (`files`, `foreachBatch`),
+/** The Python side of the sinks that need the items as rows of a schema (`files`, `foreachBatch`, `kafka`),
   * implemented by python/jetspark/_row_sinks.py and called back through py4j on the driver.
   */
 trait PythonRowSinks {
@@ -15,6 +15,12 @@ trait PythonRowSinks {
     * `stage`, or, with `deadLetter`, comes out as a pickled dead letter in `item` with `failure` = `stage`.
     */
   def rows(stage: String, schema: String, deadLetter: Boolean, items: DataFrame): DataFrame
+
+  /** `items` as [[rows]] gives them for a Kafka sink: each row a record's `key` and `value` (binary), made
+    * of the item by the Python functions numbered `keyRef` (-1: no key) and `valueRef` (-1: the item itself,
+    * as bytes, UTF-8 text or JSON).
+    */
+  def kafkaRecords(stage: String, keyRef: Int, valueRef: Int, deadLetter: Boolean, items: DataFrame): DataFrame
 
   /** Calls the sink's Python function number `fnRef` with `rows` and `batchId`. */
   def foreachBatch(stage: String, fnRef: Int, rows: DataFrame, batchId: Long): Unit

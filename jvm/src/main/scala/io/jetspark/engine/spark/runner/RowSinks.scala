@@ -1,5 +1,6 @@
 package io.jetspark.engine.spark.runner
 
+import io.jetspark.connector.KafkaConnector
 import io.jetspark.engine.spark.rows.{RowSchemas, StageFailedException}
 import io.jetspark.pipeline.PythonRef
 import io.jetspark.pipeline.definition.SinkDefinition
@@ -44,7 +45,9 @@ private[spark] final class RowSinks(spark: SparkSession, dag: PhysicalDag, jobId
           kept.count()
           kept
         }
-        callingPython(stage, "turning items into rows")(python(stage).rows(stage, schema.orNull, deadLetter, input))
+        callingPython(stage, "turning items into rows")(
+          if (sink.name == "kafka") python(stage).kafkaRecords(stage, functionRef(sink, "key"), functionRef(sink, "value"), deadLetter, input)
+          else python(stage).rows(stage, schema.orNull, deadLetter, input))
       } catch {
         case NonFatal(e) => release(v); throw e
       }
@@ -76,6 +79,10 @@ private[spark] final class RowSinks(spark: SparkSession, dag: PhysicalDag, jobId
         val (path, format) = (param(sink, "path"), param(sink, "format"))
         // No items and no schema: nothing to infer columns from, and no format writes a row without columns.
         if (good.schema.nonEmpty) named(stage, s"writing $format files to $path")(files(good, sink, path, format))
+      case "kafka" =>
+        val topic = param(sink, "topic")
+        named(stage, s"writing records to Kafka topic $topic")(
+          KafkaConnector.write(good, param(sink, "bootstrapServers"), topic, options(sink)))
       case "foreachBatch" =>
         val PythonRef(fnRef) = sink.parameters("fn"): @unchecked
         // Computed before the function runs: a failure upstream (or of a record that does not fit) is
@@ -137,6 +144,9 @@ object RowSinks {
     df.schema.fields.toSeq.map(f => f.name -> f.dataType) == Seq(RowSchemas.Item -> BinaryType)
 
   private def param(sink: SinkDefinition, name: String): String = sink.parameters(name).toString
+
+  /** The number of the sink's Python function `name`, or -1 where it has none. */
+  private def functionRef(sink: SinkDefinition, name: String): Int = sink.parameters.get(name).collect { case PythonRef(r) => r }.getOrElse(-1)
 
   private def options(sink: SinkDefinition): Map[String, String] = sink.parameters.get("options") match {
     case Some(m: Map[_, _]) => m.map { case (k, v) => k.toString -> v.toString }

@@ -39,7 +39,7 @@ private[spark] final class SinkRunner(spark: SparkSession, dag: PhysicalDag, job
         val rows = InPlaceRows.of(items)
         val drain = new DrainRows(countedHere.orNull)
         spark.sparkContext.runJob(rows, drain, rows.partitions.indices, (_: Int, _: Unit) => ())
-      case "files" | "foreachBatch" => rowSinks.write(v, items)
+      case _ if sink.takesRows => rowSinks.write(v, items)
       case other => throw new UnsupportedOperationException(s"sink '${v.name}': $other sinks are not run yet")
     }
     items.queryExecution.executedPlan.toString
