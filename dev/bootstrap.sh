@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every set-up step, idempotent, nothing needed beyond python3, a JDK 17 and Maven:
 #   .venv with the Python dependencies and jetspark installed editable,
-#   the sbt launcher (dev/sbt fetches it), the jar built and copied into python/jetspark/jars/.
+#   the sbt launcher (dev/sbt fetches it), the jar built and copied into python/jetspark/jars/,
+#   the jars of Spark's Kafka connector in python/jetspark/jars/kafka/ (the wheel bundles them), fetched by
+#   Maven through a pom in dev/maven/.
 # Arguments are extra sbt tasks to run in the same sbt start (e.g. `test`); the jar is rebuilt when a
 # JVM source or build file is newer than it.
 set -euo pipefail
@@ -30,3 +32,19 @@ if ! cmp -s "$jar" "python/jetspark/jars/$(basename "$jar")"; then
   rm -f python/jetspark/jars/*.jar
   cp "$jar" python/jetspark/jars/
 fi
+
+# fetch_jars POM DIR: the runtime dependencies of POM, copied into DIR unless DIR is newer than POM (a
+# changed pom fetches anew). They are copied aside first: a fetch cut short leaves no DIR that looks done.
+fetch_jars() {
+  local pom=$1 dir=$2 part=target/$(basename "$2").part
+  if [[ -d $dir && $dir -nt $pom ]]; then
+    return
+  fi
+  echo "bootstrap: fetching the jars of $pom into $dir" >&2
+  rm -rf "$part"
+  mvn -B -q -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$top/$part"
+  rm -rf "$dir"
+  mv "$part" "$dir"
+  touch "$dir"
+}
+fetch_jars dev/maven/kafka-connector/pom.xml python/jetspark/jars/kafka

@@ -1,4 +1,5 @@
-"""The wheel carries the jar and works in a clean venv; the same jar works with `spark-submit --jars`."""
+"""The wheel carries the jar and Spark's Kafka connector and works in a clean venv; the same jar works with
+`spark-submit --jars`."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
+import pyspark
+
 import jetspark
 from conftest import REPO, run_python
+from jetspark._jar import kafka_jar_paths
 
 pytestmark = pytest.mark.slow
 
@@ -21,6 +25,9 @@ import jetspark
 jet = jetspark.session(master="local[1]", conf={"spark.ui.enabled": "false"})
 assert jetspark.__file__.find("site-packages") >= 0, jetspark.__file__
 print("VERSION", jet.version, "EXECUTORS", ",".join(jet.executor_versions(partitions=2)))
+# Spark finds its kafka format in the bundled connector (a batch read connects to no broker until it runs).
+kafka = jet.spark.read.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:9").option("subscribe", "t").load()
+print("KAFKA", ",".join(kafka.columns))
 jet.stop()
 """
 
@@ -40,6 +47,28 @@ def test_the_wheel_bundles_the_built_jar(wheel: Path, built_jar: Path):
         assert z.read(f"jetspark/jars/{built_jar.name}") == built_jar.read_bytes()
 
 
+def test_the_wheel_bundles_the_kafka_connector_jars(wheel: Path):
+    bundled = [Path(jar) for jar in kafka_jar_paths()]
+    assert bundled, "no Kafka connector jars in the package (`bash dev/bootstrap.sh` fetches them)"
+    with zipfile.ZipFile(wheel) as z:
+        in_wheel = sorted(name for name in z.namelist() if name.startswith("jetspark/jars/kafka/"))
+        assert in_wheel == [f"jetspark/jars/kafka/{jar.name}" for jar in bundled]
+        for jar in bundled:
+            assert z.read(f"jetspark/jars/kafka/{jar.name}") == jar.read_bytes()
+
+
+def test_the_bundled_kafka_jars_hold_no_class_that_spark_ships():
+    def classes(jar: Path) -> set[str]:
+        with zipfile.ZipFile(jar) as z:
+            # (Every Spark module's jar has Spark's stub class for its shading, and a modular jar its module-info.)
+            return {name for name in z.namelist() if name.endswith(".class")
+                    and not name.endswith("module-info.class") and not name.startswith("org/apache/spark/unused/")}
+
+    spark_classes = set().union(*map(classes, (Path(pyspark.__file__).parent / "jars").glob("*.jar")))
+    for jar in map(Path, kafka_jar_paths()):
+        assert not classes(jar) & spark_classes, f"{jar.name} has classes of Spark's own jars"
+
+
 def test_the_wheel_works_in_a_clean_venv_with_no_other_step(wheel: Path, tmp_path: Path):
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
@@ -49,6 +78,7 @@ def test_the_wheel_works_in_a_clean_venv_with_no_other_step(wheel: Path, tmp_pat
     done = run_python(SMOKE, python=python, cwd=tmp_path)  # outside the repo: the installed package, not the source
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"VERSION {jetspark.__version__} EXECUTORS {jetspark.__version__},{jetspark.__version__}" in done.stdout
+    assert "KAFKA key,value,topic,partition,offset,timestamp,timestampType" in done.stdout
 
 
 def spark_submit(script: Path, *jars: Path, master: str = "local[2]",

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import jetspark
 from conftest import run_python
+from jetspark._jar import kafka_jar_paths
 
 
 def test_the_jvm_side_answers_with_the_package_version(jet):
@@ -24,6 +25,11 @@ def test_spark_started_by_jetspark_binds_to_loopback(jet):
 
 def test_the_bundled_jar_is_on_spark_jars(jet, built_jar: Path):
     assert str(built_jar) in jet.spark.sparkContext.getConf().get("spark.jars").split(",")
+
+
+def test_the_bundled_kafka_connector_jars_are_on_spark_jars(jet):
+    jars = jet.spark.sparkContext.getConf().get("spark.jars").split(",")
+    assert kafka_jar_paths() and set(kafka_jar_paths()) <= set(jars)
 
 
 def test_wrapping_a_session_reuses_it_and_does_not_stop_it(jet):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from jetspark import _protocol
 from jetspark._protocol import LOOPBACK
-from jetspark._jar import jar_path
+from jetspark._jar import jar_path, kafka_jar_paths
 from jetspark.job import Job, JobConfig
 from jetspark.light_job import LightJob
 from jetspark.pipeline import Pipeline
@@ -170,11 +170,12 @@ def session(
     -----
     A Spark that jetspark starts binds to the loopback address only (``spark.driver.host`` and
     ``spark.driver.bindAddress`` are 127.0.0.1 unless ``conf`` says otherwise), and its Python workers
-    run this interpreter, so they see the same packages. In a script run by ``spark-submit`` the Spark is
-    the one it configured: its master, its ``--conf`` settings and its ``--jars``, with none of jetspark's
-    local defaults. Its driver's JVM is running before the script starts, so it takes the jar only from
-    ``--jars`` (``jetspark.jar_path()`` gives its path); otherwise
-    :class:`~jetspark.errors.JarNotFoundError` says so.
+    run this interpreter, so they see the same packages. Its ``spark.jars`` has the jars of Spark's Kafka
+    connector too, which the package bundles, so that Spark's ``kafka`` format needs no network access.
+    In a script run by ``spark-submit`` the Spark is the one it configured: its master, its ``--conf``
+    settings and its ``--jars``, with none of jetspark's local defaults. Its driver's JVM is running before
+    the script starts, so it takes the jar (and the Kafka connector's) only from ``--jars``
+    (``jetspark.jar_path()`` gives its path); otherwise :class:`~jetspark.errors.JarNotFoundError` says so.
 
     On a local master (``local``, ``local[N]``, ``local[*]``, ``local-cluster[E,C,M]``) the shuffles have
     one partition per core unless Spark's configuration (``conf``, ``spark-defaults.conf``,
@@ -216,8 +217,8 @@ def session(
         # be none yet: planned then, a job would run at parallelism 2. (conf's value and spark-submit's are
         # kept; one in spark-defaults.conf, which a JVM started from Python reads after this, is outranked.)
         settings.setdefault("spark.default.parallelism", str(cluster_cores))
-    settings["spark.jars"] = with_bundled_jar(",".join(filter(None, [settings.get("spark.jars"),
-                                                                     submitted.get("spark.jars")])))
+    settings["spark.jars"] = with_bundled_jars(",".join(filter(None, [settings.get("spark.jars"),
+                                                                      submitted.get("spark.jars")])))
 
     # Spark allows one context per JVM. One already running in this process (started on any thread) is
     # wrapped as it is: the builder would change its settings, and it is not ours to stop.
@@ -253,22 +254,33 @@ def submitted_settings() -> dict[str, str]:
     return dict(SparkConf().getAll())
 
 
-def with_bundled_jar(jars: str) -> str:
-    """``spark.jars`` with the jar this package bundles added, unless a jar of its name is there already.
+def with_bundled_jars(jars: str) -> str:
+    """``spark.jars`` with the jars this package bundles put first (jetspark's, then Kafka's connector:
+    :func:`~jetspark._jar.kafka_jar_paths`), each unless a jar of its file name is listed already.
 
-    >>> import jetspark
-    >>> name = jetspark.jar_path().rsplit("/", 1)[1]
-    >>> with_bundled_jar(f"/opt/{name},/opt/other.jar") == f"/opt/{name},/opt/other.jar"
+    >>> import jetspark, os
+    >>> from jetspark._jar import kafka_jar_paths
+    >>> bundled = [jetspark.jar_path(), *kafka_jar_paths()]
+    >>> with_bundled_jars("/opt/other.jar") == ",".join([*bundled, "/opt/other.jar"])
     True
-    >>> with_bundled_jar("/opt/other.jar") == f"{jetspark.jar_path()},/opt/other.jar"
+    >>> mine = f"/opt/{os.path.basename(jetspark.jar_path())}"
+    >>> with_bundled_jars(f"{mine},/opt/other.jar") == ",".join([*kafka_jar_paths(), mine, "/opt/other.jar"])
+    True
+
+    The same for a jar of the Kafka connector's:
+
+    >>> (clients,) = [os.path.basename(jar) for jar in kafka_jar_paths() if "kafka-clients" in jar]
+    >>> jars = with_bundled_jars(f"/opt/{clients}").split(",")
+    >>> [jar for jar in jars if os.path.basename(jar) == clients] == [f"/opt/{clients}"]
+    True
+    >>> len(jars) == len(bundled)
     True
     """
-    bundled = jar_path()
     listed = [jar for jar in jars.split(",") if jar.strip()]
     # (By name: Spark serves the jars to executors by file name, and refuses a second one of the same name.)
-    if any(os.path.basename(jar.strip()) == os.path.basename(bundled) for jar in listed):
-        return ",".join(listed)
-    return ",".join([bundled, *listed])
+    names = {os.path.basename(jar.strip()) for jar in listed}
+    missing = [jar for jar in [jar_path(), *kafka_jar_paths()] if os.path.basename(jar) not in names]
+    return ",".join([*missing, *listed])
 
 
 def local_cluster_cores(master: str) -> int | None:
