@@ -2,8 +2,8 @@
 # Every set-up step, idempotent, nothing needed beyond python3, a JDK 17 and Maven:
 #   .venv with the Python dependencies and jetspark installed editable,
 #   the sbt launcher (dev/sbt fetches it), the jar built and copied into python/jetspark/jars/,
-#   the jars of Spark's Kafka connector in python/jetspark/jars/kafka/ (the wheel bundles them), fetched by
-#   Maven through a pom in dev/maven/.
+#   the jars of Spark's Kafka connector in python/jetspark/jars/kafka/ (the wheel bundles them) and a Kafka
+#   broker's jars in target/kafka-broker/ (for the tests), each fetched by Maven through a pom in dev/maven/.
 # Arguments are extra sbt tasks to run in the same sbt start (e.g. `test`); the jar is rebuilt when a
 # JVM source or build file is newer than it.
 set -euo pipefail
@@ -48,3 +48,4 @@ fetch_jars() {
   touch "$dir"
 }
 fetch_jars dev/maven/kafka-connector/pom.xml python/jetspark/jars/kafka
+fetch_jars dev/maven/kafka-broker/pom.xml target/kafka-broker
