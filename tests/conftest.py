@@ -7,9 +7,13 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings
+
+if TYPE_CHECKING:
+    from kafka_broker import KafkaBroker
 
 REPO = Path(__file__).resolve().parent.parent
 LOOPBACK_ENV = {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
@@ -52,6 +56,20 @@ def jet(built_jar: Path) -> Iterator[object]:
     assert session.spark.sparkContext.master == "local[2]", f"tests would run on {session.spark.sparkContext.master}"
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def kafka_broker() -> Iterator[KafkaBroker]:
+    """A Kafka broker on 127.0.0.1 for the test module (tests/kafka_broker.py), stopped after it: each
+    module starts with no topics."""
+    # (Imported here: kafka-python is needed only by the modules that use a broker.)
+    from kafka_broker import KafkaBroker
+
+    broker = KafkaBroker()
+    try:
+        yield broker.start()
+    finally:
+        broker.stop()
 
 
 #: The Python expression that starts a session on a two-executor cluster (two executor JVMs besides the
