@@ -33,7 +33,11 @@ def examples(n: int) -> int:
     return n * EXAMPLE_SCALE[PROFILE]
 
 
-TEST_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}
+TEST_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+             # A Kafka producer that Spark caches (for 10 minutes, by default) would go on trying to reach the
+             # broker of a test module after it has stopped, and log a warning a second: one idle for 2 s is
+             # closed instead.
+             "spark.kafka.producer.cache.timeout": "2s", "spark.kafka.producer.cache.evictorThreadRunInterval": "1s"}
 
 
 @pytest.fixture(scope="session")
