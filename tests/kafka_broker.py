@@ -115,7 +115,8 @@ class KafkaBroker:
                                                        controller_port=self._controller_port,
                                                        log_dir=self._dir / "data"))
         if not (self._dir / "data" / "meta.properties").exists():
-            self._run_java("kafka.tools.StorageTool", "format", "--cluster-id", new_cluster_id(),
+            # (In its `=` form: an id may start with "-", which would read as an option.)
+            self._run_java("kafka.tools.StorageTool", "format", f"--cluster-id={new_cluster_id()}",
                            "--config", str(properties))
         with open(self.log_path, "ab") as log:
             self._log_start = log.tell()

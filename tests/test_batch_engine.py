@@ -110,11 +110,12 @@ def test_the_console_sink_prints_items_on_the_driver(run, capsys):
     assert capsys.readouterr().out.splitlines()[-2:] == ["A", "B"]
 
 
-def test_a_vertex_the_engine_cannot_run_yet_fails_the_job_naming_it(jet):
-    # Kafka sinks are not run on the Spark batch engine yet (docs/limits.md).
+def test_a_sink_that_cannot_write_fails_the_job_naming_it(jet):
+    # No broker listens on the discard port: the Kafka producer gives up waiting for the topic's metadata.
     p = Pipeline.create()
-    p.read_from(Sources.items([1])).write_to(Sinks.kafka("127.0.0.1:9", "events")).set_name("to-kafka")
-    with pytest.raises(JobFailedError, match="'to-kafka'.*kafka sinks are not run yet"):
+    (p.read_from(Sources.items([1]))
+     .write_to(Sinks.kafka("127.0.0.1:9", "events", **{"kafka.max.block.ms": "1000"})).set_name("to-kafka"))
+    with pytest.raises(JobFailedError, match="'to-kafka'.*writing records to Kafka topic events"):
         jet.new_job(p).join(timeout=300)
 
 
