@@ -63,6 +63,9 @@ lazy val jetspark = (project in file("."))
 
     // Provided: on the compile and test classpaths, never in the jar.
     Compile / unmanagedJars ++= (pysparkJarsDir(baseDirectory.value) * "*.jar").classpath,
+    // The Kafka client the wheel bundles beside Spark's connector (dev/bootstrap.sh fetches it first), for
+    // the transactional Kafka sink; provided too.
+    Compile / unmanagedJars ++= (baseDirectory.value / "python" / "jetspark" / "jars" / "kafka" * "kafka-clients-*.jar").classpath,
     // The POM still declares Spark as provided, for JVM users who depend on the published artifact.
     pomPostProcess := { node =>
       import scala.xml._

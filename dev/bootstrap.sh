@@ -21,6 +21,25 @@ if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
   touch "$stamp"
 fi
 
+# fetch_jars POM DIR: the runtime dependencies of POM, copied into DIR unless DIR is newer than POM (a
+# changed pom fetches anew). They are copied aside first: a fetch cut short leaves no DIR that looks done.
+fetch_jars() {
+  local pom=$1 dir=$2 part=target/$(basename "$2").part
+  if [[ -d $dir && $dir -nt $pom ]]; then
+    return
+  fi
+  echo "bootstrap: fetching the jars of $pom into $dir" >&2
+  rm -rf "$part"
+  mvn -B -q -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$top/$part"
+  rm -rf "$dir"
+  mkdir -p "$(dirname "$dir")"
+  mv "$part" "$dir"
+  touch "$dir"
+}
+# (The connector's kafka-clients is on the build's compile classpath too: before sbt runs.)
+fetch_jars dev/maven/kafka-connector/pom.xml python/jetspark/jars/kafka
+fetch_jars dev/maven/kafka-broker/pom.xml target/kafka-broker
+
 version=$(sed -n 's/^version *= *"\(.*\)"/\1/p' pyproject.toml | head -1)
 jar=target/scala-2.13/jetspark_2.13-$version.jar
 if (($# > 0)) || [[ ! -f $jar ]] || [[ -n $(find jvm build.sbt project -newer "$jar" -type f -not -path 'project/target/*' -not -path 'project/project/*' 2>/dev/null | head -1) ]]; then
@@ -33,19 +52,3 @@ if ! cmp -s "$jar" "python/jetspark/jars/$(basename "$jar")"; then
   cp "$jar" python/jetspark/jars/
 fi
 
-# fetch_jars POM DIR: the runtime dependencies of POM, copied into DIR unless DIR is newer than POM (a
-# changed pom fetches anew). They are copied aside first: a fetch cut short leaves no DIR that looks done.
-fetch_jars() {
-  local pom=$1 dir=$2 part=target/$(basename "$2").part
-  if [[ -d $dir && $dir -nt $pom ]]; then
-    return
-  fi
-  echo "bootstrap: fetching the jars of $pom into $dir" >&2
-  rm -rf "$part"
-  mvn -B -q -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$top/$part"
-  rm -rf "$dir"
-  mv "$part" "$dir"
-  touch "$dir"
-}
-fetch_jars dev/maven/kafka-connector/pom.xml python/jetspark/jars/kafka
-fetch_jars dev/maven/kafka-broker/pom.xml target/kafka-broker

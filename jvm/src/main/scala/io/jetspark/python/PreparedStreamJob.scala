@@ -130,7 +130,7 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
     if (guarantee == "EXACTLY_ONCE") EpochSinks.requireExactlyOnce(dag)
     CheckpointManifest.requireMatching(checkpointDir, dag, spark.sparkContext.hadoopConfiguration)
     val engine = new EpochEngine(spark, dag, names.asScala.map(PythonUdfName.parse).zip(udfs.asScala).toMap,
-      s"$checkpointDir/state", idleTimeoutMs, sourceExtractions, jobId)
+      s"$checkpointDir/state", idleTimeoutMs, sourceExtractions, jobId, exactlyOnce = guarantee == "EXACTLY_ONCE")
     new StreamingJob(engine, new StreamUnion(spark, sourceExtractions.sources), checkpointDir, triggerIntervalMs, name)
   }
 }

@@ -47,7 +47,7 @@ final case class EpochOutcome(complete: Boolean, watermark: Long)
   * and sinks ([[EpochSinks]]). Anything else fails before the query starts, naming the vertex.
   */
 final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[PythonUdfName, Column], stateRoot: String,
-    idleTimeoutMs: Long, extractions: SourceExtractions, jobId: String) {
+    idleTimeoutMs: Long, extractions: SourceExtractions, jobId: String, exactlyOnce: Boolean) {
   import EpochEngine._
 
   private val runId = java.util.UUID.randomUUID()
@@ -59,7 +59,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
 
   private val joins = new EpochJoins(spark, dag, pythonUdfs)
   // The sinks' writers are named after the state's root: the same for the life of the checkpoint.
-  private val sinks = new EpochSinks(spark, dag, stateRoot, jobId)
+  private val sinks = new EpochSinks(spark, dag, stateRoot, jobId, exactlyOnce)
 
   dag.vertices.foreach(requireSupported)
   EpochSequence.requireSupported(dag, v => pythonUdfs.contains(PythonUdfName.Custom(v.name)))
@@ -89,8 +89,8 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
   private def enriches(edge: Edge): Boolean = joins.batchVertices(edge.to) ||
     (edge.toOrdinal > 0 && dag.vertex(edge.to).description.isInstanceOf[HashJoin])
 
-  /** Lets go of what the job kept for its whole life: the joins' enriching sides. */
-  def close(): Unit = joins.close()
+  /** Lets go of what the job kept for its whole life: the joins' enriching sides, the sinks' producers. */
+  def close(): Unit = { joins.close(); sinks.close() }
 
   /** The windows whose first stage reads a source's rows in the JVM ([[RowsWindowStage]]). */
   def typedWindows: Seq[String] = extractions.rowsWindows.map(_.window.name)

@@ -3,7 +3,8 @@ package io.jetspark.engine.spark.epoch
 import io.jetspark.engine.ListSinkRegistry
 import io.jetspark.engine.spark.rows.RowSchemas
 import io.jetspark.engine.spark.runner.{RowSinks, SinkRunner}
-import io.jetspark.pipeline.definition.PipelineDefinitionError
+import io.jetspark.connector.KafkaTransactions
+import io.jetspark.pipeline.definition.{PipelineDefinitionError, SinkDefinition}
 import io.jetspark.plan.VertexDescription.Sink
 import io.jetspark.plan.{PhysicalDag, Vertex}
 import org.apache.spark.rdd.RDD
@@ -23,15 +24,29 @@ import scala.collection.mutable
   *    ([[RowSinks.writeEpochFiles]]): a replay replaces them;
   *  - a foreach-batch function gets the epoch's rows and the epoch's id, as Spark's `foreachBatch` gives
   *    a micro-batch's: what it does again on a replay is the function's to decide, by the id;
-  *  - a Kafka sink sends the epoch's records again (at-least-once), and so is refused under EXACTLY_ONCE;
+  *  - a Kafka sink sends the epoch's records again, at least once; under EXACTLY_ONCE it sends them from
+  *    the driver in a Kafka transaction that commits the epoch's number with them ([[KafkaTransactions]]),
+  *    and a replayed epoch whose number is committed sends nothing;
   *  - a console sink prints the items again: it cannot take them back, and so is refused under
   *    EXACTLY_ONCE ([[requireExactlyOnce]]);
   *  - a noop sink computes, counts and drops them.
   * `writerRoot` names this job's writers for the life of its checkpoint; `jobId` scopes its console lists
   * and its Python row sinks.
   */
-private[epoch] final class EpochSinks(spark: SparkSession, dag: PhysicalDag, writerRoot: String, jobId: String) {
+private[epoch] final class EpochSinks(spark: SparkSession, dag: PhysicalDag, writerRoot: String, jobId: String,
+    exactlyOnce: Boolean) {
   private lazy val rowSinks = new RowSinks(spark, dag, jobId)
+  // Under EXACTLY_ONCE, each Kafka sink's transactions, named after the writer (for the checkpoint's life).
+  private val transactions = mutable.Map.empty[String, KafkaTransactions]
+
+  private def transactionsOf(v: Vertex, sink: SinkDefinition): Option[KafkaTransactions] =
+    Option.when(exactlyOnce && sink.name == "kafka")(transactions.getOrElseUpdate(v.name, new KafkaTransactions(
+      sink.parameters("bootstrapServers").toString, sink.parameters("topic").toString,
+      sink.parameters("options").asInstanceOf[Map[String, String]], EpochSinks.transactionalId(s"$writerRoot/${v.name}"),
+      InjectedTaskFailures.afterKafkaCommit(spark, v.name, _))))
+
+  /** Lets go of the sinks' Kafka producers. */
+  def close(): Unit = { transactions.values.foreach(_.close()); transactions.clear() }
 
   /** Writes `input` (item, ts, ctl), what sink vertex `v` receives in epoch `epochId`; returns its senders'
     * control rows. `keep` keeps a DataFrame that is read twice until the epoch's end.
@@ -53,7 +68,8 @@ private[epoch] final class EpochSinks(spark: SparkSession, dag: PhysicalDag, wri
         val rows = keep(SqlBridge.internalCreateDataFrame(spark, input, EpochEngine.ItemRowSchema))
         val controls = rows.where(col(EpochControl.Column).isNotNull).select(EpochControl.Column).collect()
           .map(r => EpochControl.decode(r.getAs[Array[Byte]](0))).toSeq
-        rowSinks.writeEpoch(v, rowSinks.rows(v, rows.where(col(EpochControl.Column).isNull).select(RowSchemas.Item)), epochId)
+        rowSinks.writeEpoch(v, rowSinks.rows(v, rows.where(col(EpochControl.Column).isNull).select(RowSchemas.Item)), epochId,
+          transactionsOf(v, sink))
         controls
       case other => throw new IllegalStateException(s"sink '${v.name}': no $other sink on a stream")
     }
@@ -61,6 +77,12 @@ private[epoch] final class EpochSinks(spark: SparkSession, dag: PhysicalDag, wri
 }
 
 object EpochSinks {
+  /** The Kafka transactional id (and consumer group) of a sink's writer `writer`: the same for the life of
+    * the job's checkpoint, short and of safe characters whatever the path.
+    */
+  private[epoch] def transactionalId(writer: String): String =
+    "jetspark-" + java.security.MessageDigest.getInstance("SHA-256").digest(writer.getBytes("UTF-8"))
+      .take(12).map(b => f"$b%02x").mkString
   /** The sinks the epoch engine writes to; a files or foreach-batch sink only where it does not route the
     * records that do not fit its rows to a dead-letter sink (not yet on a stream), and files only appended
     * (each epoch adds its own).
@@ -78,11 +100,7 @@ object EpochSinks {
     case v @ Vertex(_, Sink(sink), _, _, _) if sink.name == "console" =>
       throw new PipelineDefinitionError(v.name, PipelineDefinitionError.ExactlyOnceSink,
         "a console sink prints a replayed epoch's items again, so it cannot be exactly-once: run the job " +
-          "AT_LEAST_ONCE or NONE, or write to a list, files or foreach_batch sink, which replace a replayed epoch")
-    case v @ Vertex(_, Sink(sink), _, _, _) if sink.name == "kafka" =>
-      throw new PipelineDefinitionError(v.name, PipelineDefinitionError.ExactlyOnceSink,
-        "a Kafka sink writes a replayed epoch's records again (at-least-once); writing them in a Kafka transaction " +
-          "committed with the epoch is not done yet (docs/limits.md): run the job AT_LEAST_ONCE")
+          "AT_LEAST_ONCE or NONE, or write to a list, files, foreach_batch or Kafka sink, which write a replayed epoch once")
     case _ => ()
   }
 

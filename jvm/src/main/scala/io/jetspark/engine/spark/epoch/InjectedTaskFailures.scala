@@ -1,5 +1,6 @@
 package io.jetspark.engine.spark.epoch
 
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.{SparkEnv, TaskContext}
 
 import java.nio.file.{Files, Paths}
@@ -15,6 +16,22 @@ private[epoch] object InjectedTaskFailures {
   val Conf = "spark.jetspark.test.failCommits"
 
   private lazy val markers: Option[String] = Option(SparkEnv.get).flatMap(_.conf.getOption(Conf))
+
+  /** With the session conf `spark.jetspark.test.failAfterKafkaCommit` set to a directory: fails the epoch
+    * the first time a Kafka sink `sink` commits an odd epoch's transaction, before the query commits the
+    * epoch (a file in that directory says it did), so that the epoch is replayed with its records
+    * committed in Kafka already.
+    */
+  def afterKafkaCommit(spark: SparkSession, sink: String, epoch: Long): Unit =
+    spark.conf.getOption(KafkaConf).filter(_ => epoch % 2 == 1).foreach { directory =>
+      val marker = Paths.get(directory, s"${sink.replaceAll("[^A-Za-z0-9]", "_")}-$epoch")
+      if (!Files.exists(marker)) {
+        Files.createFile(marker)
+        throw new IllegalStateException(s"injected failure: Kafka sink '$sink' committed epoch $epoch")
+      }
+    }
+
+  val KafkaConf = "spark.jetspark.test.failAfterKafkaCommit"
 
   /** Fails the running task where the hook says so, after partition `partition` of `vertex` committed `epoch`. */
   def afterCommit(vertex: String, partition: Int, epoch: Long): Unit = markers.foreach { directory =>

@@ -1,6 +1,6 @@
 package io.jetspark.engine.spark.runner
 
-import io.jetspark.connector.KafkaConnector
+import io.jetspark.connector.{KafkaConnector, KafkaTransactions}
 import io.jetspark.engine.spark.rows.{RowSchemas, StageFailedException}
 import io.jetspark.pipeline.PythonRef
 import io.jetspark.pipeline.definition.SinkDefinition
@@ -64,11 +64,15 @@ private[spark] final class RowSinks(spark: SparkSession, dag: PhysicalDag, jobId
     * earlier attempt at the epoch wrote ([[writeEpochFiles]]); the foreach-batch function gets the
     * epoch's id as its batch id.
     */
-  def writeEpoch(v: Vertex, output: DataFrame, epoch: Long): Unit = writing(v, output, epoch) { (rows, sink, path, format) =>
-    writeEpochFiles(spark, rows, format, options(sink), path, epoch)
-  }
+  def writeEpoch(v: Vertex, output: DataFrame, epoch: Long, transactions: Option[KafkaTransactions] = None): Unit =
+    writing(v, output, epoch, transactions) { (rows, sink, path, format) =>
+      writeEpochFiles(spark, rows, format, options(sink), path, epoch)
+    }
 
-  private def writing(v: Vertex, output: DataFrame, batchId: Long)(
+  /** Writes `output` as its sink says; a Kafka sink's records in one of `transactions` (exactly once,
+    * on the driver) where given, else by the connector's tasks.
+    */
+  private def writing(v: Vertex, output: DataFrame, batchId: Long, transactions: Option[KafkaTransactions] = None)(
       files: (DataFrame, SinkDefinition, String, String) => Unit): Unit = try {
     val sink = definition(v)
     val stage = v.fusedChain.head
@@ -81,8 +85,12 @@ private[spark] final class RowSinks(spark: SparkSession, dag: PhysicalDag, jobId
         if (good.schema.nonEmpty) named(stage, s"writing $format files to $path")(files(good, sink, path, format))
       case "kafka" =>
         val topic = param(sink, "topic")
-        named(stage, s"writing records to Kafka topic $topic")(
-          KafkaConnector.write(good, param(sink, "bootstrapServers"), topic, options(sink)))
+        named(stage, s"writing records to Kafka topic $topic")(transactions match {
+          case Some(tx) =>
+            val records = good.select("key", "value").collect().iterator.map(r => (r.getAs[Array[Byte]](0), r.getAs[Array[Byte]](1)))
+            tx.writeEpoch(records, batchId)
+          case None => KafkaConnector.write(good, param(sink, "bootstrapServers"), topic, options(sink))
+        })
       case "foreachBatch" =>
         val PythonRef(fnRef) = sink.parameters("fn"): @unchecked
         // Computed before the function runs: a failure upstream (or of a record that does not fit) is
