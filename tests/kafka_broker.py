@@ -35,6 +35,8 @@ LOOPBACK = "127.0.0.1"
 # Settings for one node on loopback: every internal topic with one replica, and short heartbeats, so that
 # a restarted broker is back in seconds (the controller fences it only after the session timeout). Topics
 # are made by create_topic only: one auto-created by a misspelt name would read as empty instead of failing.
+# Records are kept whatever their timestamps: the tests' event times lie in the past, and time-based
+# retention would delete them under a running job (its fetch position then out of range).
 SERVER_PROPERTIES = """\
 process.roles=broker,controller
 node.id=1
@@ -56,6 +58,7 @@ share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 broker.heartbeat.interval.ms=500
 broker.session.timeout.ms=1500
+log.retention.ms=-1
 """
 
 # A small heap and the quick compiler: the machine has 2 cores and Spark's JVM beside this one, and the

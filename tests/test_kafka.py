@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from conftest import CLUSTER_SESSION, REPO, run_python
 from kafka_broker import KafkaBroker, Record
 
 from jetspark import (AggregateOperations, JobConfig, JobStatus, Pipeline, ProcessingGuarantee, Sinks, Sources,
@@ -190,6 +191,67 @@ def test_a_partition_added_while_the_job_runs_is_read(jet: Any, kafka_broker: Ka
     got = jet.get_list("out")
     jet.clear_list("out")
     assert sorted(got) == [(0, b"0"), (0, b"2"), (1, b"1")]
+
+
+EXECUTOR_KILL_JOB = f"""
+import json, os, signal, sys, tempfile, time
+sys.path.insert(0, "tests")
+import jetspark as js
+from jetspark import AggregateOperations, JobConfig, Pipeline, ProcessingGuarantee, Sinks, Sources, WindowDefinition
+from fault_suite import executors_of
+
+servers, total = sys.argv[1], int(sys.argv[2])
+jet = {CLUSTER_SESSION}
+p = Pipeline.create()
+(p.read_from(Sources.kafka(servers, "eo-in", value_deserializer="json", startingOffsets="earliest", maxOffsetsPerTrigger=15))
+ .with_native_timestamps(0).grouping_key(lambda r: r.value["k"]).window(WindowDefinition.tumbling(1_000))
+ .aggregate(AggregateOperations.counting())
+ .write_to(Sinks.kafka(servers, "eo-out", key=lambda w: str(w.key), value=lambda w: {{"start": w.start, "count": w.result}})))
+job = jet.new_job(p, JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, trigger_interval_ms=200,
+                               checkpoint_dir=tempfile.mkdtemp(prefix="jetspark-kafka-eo-")))
+app, kills = jet.spark.sparkContext.applicationId, 0
+for epochs in (1, 3):  # an executor killed while the job runs its second epoch, and its fourth
+    while job.metrics().get("epochs", 0) < epochs and job.status.value in ("STARTING", "RUNNING"):
+        time.sleep(0.05)
+    time.sleep(0.3)
+    pids = executors_of(app)
+    if pids and job.status.value == "RUNNING":
+        os.kill(pids[0], signal.SIGKILL)
+        kills += 1
+deadline = time.monotonic() + 600
+while job.metrics().get("items_read", 0) < total and job.status.value == "RUNNING" and time.monotonic() < deadline:
+    time.sleep(0.1)
+time.sleep(2)  # the epoch that read the last records commits
+status, error = job.status.value, None
+if status == "FAILED":
+    try:
+        job.join(timeout=60)
+    except Exception as e:  # the job's failure, for the test to show
+        error = str(e)[-3000:]
+job.cancel()
+print("RESULT", json.dumps({{"kills": kills, "status": status, "read": job.metrics().get("items_read", 0), "error": error}}))
+jet.stop()
+"""
+
+
+def test_exactly_once_through_kafka_with_an_executor_killed_writes_each_window_once(kafka_broker: KafkaBroker) -> None:
+    """A Kafka source, keyed windows and a Kafka sink under EXACTLY_ONCE on two executor JVMs, one of
+    them killed twice while epochs run: read with read_committed, the output topic holds each window's
+    count once, the brute-force count of the records in it."""
+    kafka_broker.create_topic("eo-in", partitions=3)
+    kafka_broker.create_topic("eo-out", partitions=1)
+    records = [Record(i % 3, None, json.dumps({"k": i % 4}).encode(), T0 + i * 150) for i in range(90)]
+    closing = [Record(s, None, json.dumps({"k": 9}).encode(), T0 + 1_000_000) for s in range(3)]
+    kafka_broker.produce("eo-in", records + closing)
+    done = run_python(EXECUTOR_KILL_JOB, cwd=REPO, timeout=900,
+                      args=[kafka_broker.bootstrap_servers, str(len(records) + len(closing))])
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))[7:])
+    assert result["kills"] == 2 and result["status"] == "RUNNING", result
+    written = Counter((int(r.key), json.loads(r.value)["start"], json.loads(r.value)["count"])
+                      for r in kafka_broker.records("eo-out"))
+    counts = Counter((json.loads(r.value)["k"], (r.timestamp_ms - T0) // 1_000 * 1_000 + T0) for r in records)
+    assert written == Counter((k, start, n) for (k, start), n in counts.items())
 
 
 def test_window_results_written_to_a_topic_are_the_brute_force_counts(jet: Any, kafka_broker: KafkaBroker) -> None:
