@@ -45,6 +45,31 @@ def kafka_source(broker: KafkaBroker, topic: str, **options: Any) -> Any:
     return Sources.kafka(broker.bootstrap_servers, topic, startingOffsets="earliest", **options)
 
 
+#: Two substreams of keyed events, five of each per epoch, counted in windows of 500 ms.
+EVENTS = [[{"k": i % 3, "t": i * 70} for i in range(30)], [{"k": i % 2, "t": i * 90} for i in range(25)]]
+
+
+def counted_to_kafka(broker: KafkaBroker, topic: str) -> Pipeline:
+    """:data:`EVENTS` counted per key in tumbling windows of 500 ms, each count a record of ``topic``."""
+    p = Pipeline.create()
+    (p.read_from(Sources.items_stream(*EVENTS, items_per_batch=5)).with_timestamps("t", allowed_lag_ms=0)
+     .grouping_key("k").window(WindowDefinition.tumbling(500)).aggregate(AggregateOperations.counting())
+     .write_to(Sinks.kafka(broker.bootstrap_servers, topic, key=lambda w: str(w.key),
+                           value=lambda w: {"start": w.start, "count": w.result})))
+    return p
+
+
+def written_counts(broker: KafkaBroker, topic: str) -> Counter[tuple[int, int, int]]:
+    """The (key, start, count) records of ``topic``, as a read_committed consumer reads them."""
+    return Counter((int(r.key), json.loads(r.value)["start"], json.loads(r.value)["count"]) for r in broker.records(topic))
+
+
+def brute_force_counts(keys_and_times: list[tuple[int, int]], size_ms: int) -> Counter[tuple[int, int, int]]:
+    """(key, window start, count) of each tumbling window of ``size_ms`` that holds events."""
+    counts = Counter((k, t // size_ms * size_ms) for k, t in keys_and_times)
+    return Counter((k, start, n) for (k, start), n in counts.items())
+
+
 def test_records_come_as_kafka_records_with_their_key_and_value_deserialized(jet: Any, kafka_broker: KafkaBroker) -> None:
     kafka_broker.create_topic("records", partitions=2)
     produced = [Record(i % 2, f"k{i}".encode(), json.dumps({"n": i}).encode(), T0 + i) for i in range(10)]
@@ -248,27 +273,17 @@ def test_exactly_once_through_kafka_with_an_executor_killed_writes_each_window_o
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))[7:])
     assert result["kills"] == 2 and result["status"] == "RUNNING", result
-    written = Counter((int(r.key), json.loads(r.value)["start"], json.loads(r.value)["count"])
-                      for r in kafka_broker.records("eo-out"))
-    counts = Counter((json.loads(r.value)["k"], (r.timestamp_ms - T0) // 1_000 * 1_000 + T0) for r in records)
-    assert written == Counter((k, start, n) for (k, start), n in counts.items())
+    assert written_counts(kafka_broker, "eo-out") == brute_force_counts(
+        [(json.loads(r.value)["k"], r.timestamp_ms) for r in records], 1_000)
 
 
 def test_window_results_written_to_a_topic_are_the_brute_force_counts(jet: Any, kafka_broker: KafkaBroker) -> None:
     kafka_broker.create_topic("window-counts", partitions=2)
-    events = [[{"k": i % 3, "t": i * 70} for i in range(30)], [{"k": i % 2, "t": i * 90} for i in range(25)]]
-    p = Pipeline.create()
-    (p.read_from(Sources.items_stream(*events, items_per_batch=5)).with_timestamps("t", allowed_lag_ms=0)
-     .grouping_key("k").window(WindowDefinition.tumbling(500)).aggregate(AggregateOperations.counting())
-     .write_to(Sinks.kafka(kafka_broker.bootstrap_servers, "window-counts", key=lambda w: str(w.key),
-                           value=lambda w: {"start": w.start, "count": w.result})))
-    job = jet.new_job(p)
+    job = jet.new_job(counted_to_kafka(kafka_broker, "window-counts"))
     job.join(timeout=300)
     assert job.status is JobStatus.COMPLETED
-    written = Counter((int(r.key), json.loads(r.value)["start"], json.loads(r.value)["count"])
-                      for r in kafka_broker.records("window-counts"))
-    expected = Counter((e["k"], e["t"] // 500 * 500) for sub in events for e in sub)
-    assert written == Counter((k, start, n) for (k, start), n in expected.items())
+    assert written_counts(kafka_broker, "window-counts") == brute_force_counts(
+        [(e["k"], e["t"]) for sub in EVENTS for e in sub], 500)
 
 
 def test_a_batch_job_writes_each_item_as_a_record(jet: Any, kafka_broker: KafkaBroker) -> None:
@@ -288,12 +303,7 @@ def test_exactly_once_an_epoch_replayed_after_its_transaction_committed_writes_n
     committed the epoch; the job resumed from its checkpoint replays the epoch, which finds its number
     committed. Read with read_committed, the topic holds each window's count once."""
     kafka_broker.create_topic("once", partitions=1)
-    events = [[{"k": i % 3, "t": i * 70} for i in range(30)], [{"k": i % 2, "t": i * 90} for i in range(25)]]
-    p = Pipeline.create()
-    (p.read_from(Sources.items_stream(*events, items_per_batch=5)).with_timestamps("t", allowed_lag_ms=0)
-     .grouping_key("k").window(WindowDefinition.tumbling(500)).aggregate(AggregateOperations.counting())
-     .write_to(Sinks.kafka(kafka_broker.bootstrap_servers, "once", key=lambda w: str(w.key),
-                           value=lambda w: {"start": w.start, "count": w.result})))
+    p = counted_to_kafka(kafka_broker, "once")
     config = JobConfig(processing_guarantee=ProcessingGuarantee.EXACTLY_ONCE, checkpoint_dir=str(tmp_path / "checkpoint"))
     injected = tmp_path / "injected"
     injected.mkdir()
@@ -310,10 +320,7 @@ def test_exactly_once_an_epoch_replayed_after_its_transaction_committed_writes_n
         jet.spark.conf.unset(INJECTED_KAFKA_FAILURES)
     assert job.status is JobStatus.COMPLETED
     assert runs == 1 + len(list(injected.iterdir())) > 2  # the epochs 1, 3 and 5 failed once each
-    written = Counter((int(r.key), json.loads(r.value)["start"], json.loads(r.value)["count"])
-                      for r in kafka_broker.records("once"))
-    expected = Counter((e["k"], e["t"] // 500 * 500) for sub in events for e in sub)
-    assert written == Counter((k, start, n) for (k, start), n in expected.items())
+    assert written_counts(kafka_broker, "once") == brute_force_counts([(e["k"], e["t"]) for sub in EVENTS for e in sub], 500)
 
 
 def test_a_record_its_deserializer_fails_on_fails_the_job_naming_the_source_and_offset(jet: Any,

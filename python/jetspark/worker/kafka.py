@@ -14,8 +14,8 @@ from typing import Any
 
 from jetspark.errors import DeadLetter
 from jetspark.sources import KafkaRecord
-from jetspark.worker.rows import ROW
-from jetspark.worker.steps import FAILURE, ITEM, PICKLE_PROTOCOL, StepFailedError
+from jetspark.worker.rows import sink_rows
+from jetspark.worker.steps import PICKLE_PROTOCOL, StepFailedError
 
 #: The deserializers of :meth:`jetspark.Sources.kafka` by name.
 DESERIALIZERS: dict[str, Callable[[bytes], Any]] = {
@@ -83,12 +83,7 @@ def records_function(key: Callable[[Any], Any] | None, value: Callable[[Any], An
                     continue
                 keys.append(k)
                 values.append(v)
-            rows = pa.StructArray.from_arrays([pa.array(keys, pa.binary()), pa.array(values, pa.binary())],
-                                              fields=list(row_type))
-            yield pa.RecordBatch.from_arrays(
-                [pa.array([None] * len(keys) + letters, pa.binary()),
-                 pa.array([None] * len(keys) + [stage] * len(letters), pa.string()),
-                 pa.concat_arrays([rows, pa.nulls(len(letters), row_type)])],
-                names=[ITEM, FAILURE, ROW])
+            yield sink_rows(pa.StructArray.from_arrays([pa.array(keys, pa.binary()), pa.array(values, pa.binary())],
+                                                       fields=list(row_type)), letters, stage)
 
     return run

@@ -101,13 +101,21 @@ def rows_function(schema: StructType, stage: str, dead_letter: bool,
                         unfit(item, e)
                 fitting = kept
                 rows = arrow_rows([record for _, record in fitting])
-            yield pa.RecordBatch.from_arrays(
-                [pa.array([None] * len(fitting) + letters, pa.binary()),
-                 pa.array([None] * len(fitting) + [stage] * len(letters), pa.string()),
-                 pa.concat_arrays([rows, pa.nulls(len(letters), row_type)])],
-                names=[ITEM, FAILURE, ROW])
+            yield sink_rows(rows, letters, stage)
 
     return run
+
+
+def sink_rows(rows: Any, letters: list[bytes], stage: str) -> Any:
+    """A batch of :func:`output_schema` rows: ``rows`` (an Arrow struct array, the items that fit), then
+    ``letters``, the pickled dead letters of ``stage``."""
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays(
+        [pa.array([None] * len(rows) + letters, pa.binary()),
+         pa.array([None] * len(rows) + [stage] * len(letters), pa.string()),
+         pa.concat_arrays([rows, pa.nulls(len(letters), rows.type)])],
+        names=[ITEM, FAILURE, ROW])
 
 
 def _conform(value: Any, data_type: DataType, path: str) -> Any:
