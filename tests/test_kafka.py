@@ -6,6 +6,7 @@ jobs. Expected outputs come from the records the tests produce, counted by brute
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -93,6 +94,24 @@ def test_records_come_as_kafka_records_with_their_key_and_value_deserialized(jet
         offsets[r.partition] += 1
     assert sorted(map(tuple, got), key=str) == sorted(expected, key=str)
     assert {type(r).__name__ for r in got} == {"KafkaRecord"}
+
+
+def test_a_pattern_subscribes_to_every_topic_it_matches_and_a_function_deserializes(jet: Any,
+                                                                                    kafka_broker: KafkaBroker) -> None:
+    for topic in ("sensor-a", "sensor-b", "other"):
+        kafka_broker.create_topic(topic, partitions=1)
+        kafka_broker.produce(topic, [Record(0, b"k", f"{topic}:{i}".encode(), T0 + i) for i in range(3)])
+    p = Pipeline.create()
+    (p.read_from(kafka_source(kafka_broker, re.compile("sensor-.*"), key_deserializer=lambda b: b.decode().upper(),
+                              value_deserializer=lambda b: b.decode().split(":")))
+     .with_native_timestamps(0).map(lambda r: (r.topic, r.key, tuple(r.value))).write_to(Sinks.list("out")))
+    jet.clear_list("out")
+    job = jet.new_job(p)
+    wait_for(lambda: len(jet.get_list("out")) >= 6, "the matching topics' records read")
+    cancelled(job)
+    got = jet.get_list("out")
+    jet.clear_list("out")
+    assert sorted(got) == [(t, "K", (t, str(i))) for t in ("sensor-a", "sensor-b") for i in range(3)]
 
 
 def test_a_lagging_partition_loses_nothing_where_spark_s_watermark_drops_it(jet: Any, kafka_broker: KafkaBroker,

@@ -315,6 +315,25 @@ def test_an_epoch_replayed_after_a_failure_is_written_once(jet: Any, sink: str, 
     jet.clear_list("out")
 
 
+@pytest.mark.parametrize("sink", ["files", "foreach_batch"])
+def test_records_a_stream_s_rows_sink_cannot_take_go_to_its_dead_letter_sink(jet: Any, sink: str, tmp_path: Any) -> None:
+    """Every fourth item's ``n`` is text, which the sink's schema (``n BIGINT``) does not take: those are
+    the dead letters of the sink stage, epoch after epoch, and the sink writes the others."""
+    items = [[{"n": i if i % 4 else str(i)} for i in range(s, 24, 2)] for s in range(2)]
+    files, batches = str(tmp_path / "files"), []
+    p = Pipeline.create()
+    stage = p.read_from(Sources.items_stream(*items, items_per_batch=3)).without_timestamps()
+    target = (Sinks.files(files, format="json", schema="n BIGINT") if sink == "files"
+              else Sinks.foreach_batch(lambda df, _: batches.extend(r.n for r in df.collect()), schema="n BIGINT"))
+    stage.write_to(target).set_name("rows").on_error(Sinks.dead_letter("bad"))
+    job, (letters,) = run_job(jet, p, "bad")
+    assert job.status is JobStatus.COMPLETED
+    written = [r.n for r in jet.spark.read.json(files).collect()] if sink == "files" else batches
+    assert sorted(written) == [i for i in range(24) if i % 4]
+    assert sorted(letter.record["n"] for letter in letters) == sorted(str(i) for i in range(0, 24, 4))
+    assert {letter.stage for letter in letters} == {"rows"}
+
+
 def test_a_console_sink_prints_each_item_of_a_stream(jet: Any, capsys: Any) -> None:
     p = Pipeline.create()
     StreamInput(in_order(2, 5, 10), 2, 0).source(p).map(lambda e: f"item {e['s']}-{e['v']}").write_to(Sinks.console())

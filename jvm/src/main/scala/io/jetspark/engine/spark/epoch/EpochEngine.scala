@@ -162,6 +162,8 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
           Some(metrics.lateEvents(v.name)))
         SqlBridge.internalCreateDataFrame(spark, out,
           if (w.stage == AggregationStage.Accumulate) FramesSchema else if (lateLetters.isDefined) RoutedItemRowSchema else ItemRowSchema)
+      // A rows sink whose records that do not fit go to its error edge (EpochSinks.routedRows).
+      case Sink(_) => sinks.routedRows(v, received(dag.edgesInto(v.name).head), keep)
       case MapStateful(_, _, _) => keptInPython(v, PythonUdfName.Stateful(v.name))
       case RollingAggregate(_, _) if pythonUdfs.contains(PythonUdfName.Custom(v.name)) => keptInPython(v, PythonUdfName.Custom(v.name))
       case RollingAggregate(key, op: PythonAggregateSpec) =>
@@ -267,9 +269,11 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
 
     try {
       // Every sink's senders: the stream is complete when all of them are done.
-      val sinkControls = dag.vertices.collect { case v @ Vertex(_, Sink(_), _, _, _) =>
-        sinks.write(v, metrics.counted(v.name, InPlaceRows.of(received(dag.edgesInto(v.name).head)), ItemRowSchema.length - 1),
-          epochId, keep)
+      val sinkControls = dag.vertices.collect {
+        case v @ Vertex(_, Sink(_), _, _, _) if dag.routesFailures(v) => sinks.writeRouted(v, output(v), epochId)
+        case v @ Vertex(_, Sink(_), _, _, _) =>
+          sinks.write(v, metrics.counted(v.name, InPlaceRows.of(received(dag.edgesInto(v.name).head)), ItemRowSchema.length - 1),
+            epochId, keep)
       }.flatten
       val complete = sinkControls.forall(_.done)
       EpochOutcome(complete, if (complete) Long.MaxValue else EpochControl.coalesce(sinkControls, Long.MinValue).watermark)

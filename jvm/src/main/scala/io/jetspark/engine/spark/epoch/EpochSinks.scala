@@ -9,7 +9,8 @@ import io.jetspark.plan.VertexDescription.Sink
 import io.jetspark.plan.{PhysicalDag, Vertex}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.functions.col
+import org.apache.spark.sql.functions.{col, lit}
+import org.apache.spark.sql.types.{BinaryType, LongType, StringType}
 import org.apache.spark.sql.jetspark.SqlBridge
 import org.apache.spark.sql.{DataFrame, SparkSession}
 
@@ -48,6 +49,37 @@ private[epoch] final class EpochSinks(spark: SparkSession, dag: PhysicalDag, wri
   /** Lets go of the sinks' Kafka producers. */
   def close(): Unit = { transactions.values.foreach(_.close()); transactions.clear() }
 
+  /** The output of rows sink `v` that routes its failures, of `input` (item, ts, ctl), what it receives in
+    * an epoch (item, failure, row, ts, ctl): its items' rows (`row`), the dead letters of those that do not
+    * fit (`item`, and `failure` their stage), and its senders' control rows; for its error edge to read, and [[writeRouted]] to write.
+    * `keep` keeps a DataFrame that is read twice until the epoch's end.
+    */
+  def routedRows(v: Vertex, input: DataFrame, keep: DataFrame => DataFrame): DataFrame = {
+    val received = keep(input)
+    val converted = rowSinks.rows(v, received.where(col(EpochControl.Column).isNull).select(RowSchemas.Item))
+    val rowType = converted.schema(RowSinks.RowColumn).dataType
+    // The control rows' column last, as in every vertex's output.
+    keep(converted.select(col(RowSchemas.Item), col(RowSchemas.Failure), col(RowSinks.RowColumn),
+      lit(null).cast(LongType).as(RowSchemas.Ts), lit(null).cast(BinaryType).as(EpochControl.Column))
+      .union(received.where(col(EpochControl.Column).isNotNull).select(lit(null).cast(BinaryType).as(RowSchemas.Item),
+        lit(null).cast(StringType).as(RowSchemas.Failure), lit(null).cast(rowType).as(RowSinks.RowColumn),
+        col(RowSchemas.Ts), col(EpochControl.Column))))
+  }
+
+  /** Writes epoch `epochId` of rows sink `v` that routes its failures: the rows of its `output`
+    * ([[routedRows]]) that fit; returns its senders' control rows.
+    */
+  def writeRouted(v: Vertex, output: DataFrame, epochId: Long): Seq[EpochControl] = {
+    val Sink(sink) = v.description: @unchecked
+    val rows = output.where(col(EpochControl.Column).isNull).select(RowSchemas.Item, RowSchemas.Failure, RowSinks.RowColumn)
+    rowSinks.writeEpoch(v, rows, epochId, transactionsOf(v, sink))
+    controlsOf(output)
+  }
+
+  private def controlsOf(rows: DataFrame): Seq[EpochControl] =
+    rows.where(col(EpochControl.Column).isNotNull).select(EpochControl.Column).collect()
+      .map(r => EpochControl.decode(r.getAs[Array[Byte]](0))).toSeq
+
   /** Writes `input` (item, ts, ctl), what sink vertex `v` receives in epoch `epochId`; returns its senders'
     * control rows. `keep` keeps a DataFrame that is read twice until the epoch's end.
     */
@@ -66,8 +98,7 @@ private[epoch] final class EpochSinks(spark: SparkSession, dag: PhysicalDag, wri
       case "noop" => EpochSinks.controls(EpochSinks.collect(spark, input, keepItems = false))
       case _ if sink.takesRows =>
         val rows = keep(SqlBridge.internalCreateDataFrame(spark, input, EpochEngine.ItemRowSchema))
-        val controls = rows.where(col(EpochControl.Column).isNotNull).select(EpochControl.Column).collect()
-          .map(r => EpochControl.decode(r.getAs[Array[Byte]](0))).toSeq
+        val controls = controlsOf(rows)
         rowSinks.writeEpoch(v, rowSinks.rows(v, rows.where(col(EpochControl.Column).isNull).select(RowSchemas.Item)), epochId,
           transactionsOf(v, sink))
         controls
@@ -83,12 +114,9 @@ object EpochSinks {
   private[epoch] def transactionalId(writer: String): String =
     "jetspark-" + java.security.MessageDigest.getInstance("SHA-256").digest(writer.getBytes("UTF-8"))
       .take(12).map(b => f"$b%02x").mkString
-  /** The sinks the epoch engine writes to; a files or foreach-batch sink only where it does not route the
-    * records that do not fit its rows to a dead-letter sink (not yet on a stream), and files only appended
-    * (each epoch adds its own).
-    */
+  /** The sinks the epoch engine writes to; files only appended (each epoch adds its own). */
   private[epoch] def runs(dag: PhysicalDag, v: Vertex): Boolean = v.description match {
-    case Sink(sink) if sink.takesRows => !dag.routesFailures(v) && sink.parameters.get("mode").forall(_ == "append")
+    case Sink(sink) if sink.takesRows => sink.parameters.get("mode").forall(_ == "append")
     case Sink(sink) => Set("list", "noop", "deadLetter", "console")(sink.name)
     case _ => false
   }
