@@ -51,4 +51,3 @@ if ! cmp -s "$jar" "python/jetspark/jars/$(basename "$jar")"; then
   rm -f python/jetspark/jars/*.jar
   cp "$jar" python/jetspark/jars/
 fi
-

@@ -87,8 +87,9 @@ def test_sources_into_branches_of_their_own_each_keep_their_state(jet: Any) -> N
 
 
 def test_a_streaming_dataframe_merged_with_an_items_stream_gives_both_their_items(jet: Any, tmp_path: Any) -> None:
-    """A files stream (a new file every epoch, then none) merged with an items stream that outlasts it:
-    the epochs without a file hold the items stream's cut alone, and every row and item arrives."""
+    """A files stream (a new file in each of the first epochs, then none) merged with an items stream that
+    outlasts it: Spark leaves the files source out of the later micro-batches, and every row and item
+    arrives."""
     rows = [[{"s": 0, "k": 1, "v": b, "t": b}] for b in range(2)]
     df = files_stream(jet, str(tmp_path), rows, SCHEMA)
     items = [{"s": 5, "k": 2, "v": 10 + i, "t": i} for i in range(4)]

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jetspark._protocol import ensure_callback_server
-from jetspark.worker.kafka import records_function
+from jetspark.worker.kafka import RECORD_SCHEMA, records_function
 from jetspark.worker.rows import fields_of, is_record, is_slotted_dataclass, output_schema, rows_function
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class RowSinksRuntime:
 
         return DataFrame(items, self._spark).mapInArrow(
             records_function(function(key_ref), function(value_ref), stage, dead_letter),
-            output_schema(parse_schema("key BINARY, value BINARY")))._jdf
+            output_schema(parse_schema(RECORD_SCHEMA)))._jdf
 
     def foreachBatch(self, stage: str, fn_ref: int, rows: Any, batch_id: int) -> None:  # noqa: N802 - a JVM name
         """Calls the sink's function with the rows DataFrame and the batch id."""

@@ -74,7 +74,8 @@ class Sinks:
     def kafka(bootstrap_servers: str, topic: str, **options: Any) -> Sink:
         """Writes each item to the Kafka ``topic`` as one record, through Spark's Kafka connector (bundled
         with jetspark). At least once: an epoch written again (after a failure) writes its records again;
-        under ``EXACTLY_ONCE`` the job is refused (docs/kafka.md).
+        under ``EXACTLY_ONCE``, each epoch's records go out in one Kafka transaction with the epoch's
+        number, and a replayed epoch already committed writes nothing (docs/kafka.md).
 
         Parameters
         ----------

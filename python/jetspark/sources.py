@@ -8,31 +8,15 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from jetspark._definition import Definition
+from jetspark.worker.kafka import DESERIALIZERS, KafkaRecord
 
 __all__ = ["KafkaRecord", "SimpleEvent", "Source", "Sources"]
-
-#: How :meth:`Sources.kafka` makes a record's key and value of their bytes, by name: kept as bytes, decoded
-#: as UTF-8 text, or parsed as JSON. A callable is given the bytes.
-DESERIALIZERS = ("bytes", "string", "json")
-
 
 class SimpleEvent(NamedTuple):
     """An event of :meth:`Sources.rate_stream`: its timestamp (ms) and its sequence number."""
 
     timestamp: int
     sequence: int
-
-
-class KafkaRecord(NamedTuple):
-    """A record of :meth:`Sources.kafka`: its key and value (bytes, or as deserialized; a key may be
-    None), where it was read, and its timestamp in ms since the epoch."""
-
-    key: Any
-    value: Any
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
 
 
 @dataclass(frozen=True)

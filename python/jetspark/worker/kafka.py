@@ -10,14 +10,31 @@ from __future__ import annotations
 import json
 import pickle
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from jetspark.errors import DeadLetter
-from jetspark.sources import KafkaRecord
 from jetspark.worker.rows import sink_rows
 from jetspark.worker.steps import PICKLE_PROTOCOL, StepFailedError
 
-#: The deserializers of :meth:`jetspark.Sources.kafka` by name.
+class KafkaRecord(NamedTuple):
+    """A record of :meth:`jetspark.Sources.kafka`: its key and value (bytes, or as deserialized; a key may
+    be None), where it was read, and its timestamp in ms since the epoch."""
+
+    key: Any
+    value: Any
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+
+#: The columns of a Kafka sink's rows: each record's key and value, as bytes.
+RECORD_COLUMNS = ("key", "value")
+#: The same as a DDL schema.
+RECORD_SCHEMA = ", ".join(f"{column} BINARY" for column in RECORD_COLUMNS)
+
+#: The deserializers of :meth:`jetspark.Sources.kafka` by name: kept as bytes, decoded as UTF-8 text, or
+#: parsed as JSON (a callable given instead is handed the bytes).
 DESERIALIZERS: dict[str, Callable[[bytes], Any]] = {
     "bytes": lambda raw: raw,
     "string": lambda raw: raw.decode("utf-8"),
@@ -26,7 +43,7 @@ DESERIALIZERS: dict[str, Callable[[bytes], Any]] = {
 
 
 def record_maker(key: Callable[[bytes], Any], value: Callable[[bytes], Any], stage: str) -> Callable[[Any], KafkaRecord]:
-    """How a row of the connector (``key, value, topic, partition, offset, timestamp``) becomes a record,
+    """How a row of the connector (``key, value, topic, partition, offset, timestamp``, the last in ms) becomes a record,
     its key and value deserialized (a null stays None); a deserializer that raises fails the job naming
     the source ``stage`` and where the record was read."""
 
@@ -37,8 +54,7 @@ def record_maker(key: Callable[[bytes], Any], value: Callable[[bytes], Any], sta
         except Exception as e:  # noqa: BLE001 - any failure is the record's
             raise StepFailedError(f"stage '{stage}' could not deserialize the record at offset {row.offset} of "
                                   f"{row.topic}/{row.partition}: {type(e).__name__}: {e}") from e
-        millis = int(row.timestamp.timestamp() * 1000) if row.timestamp is not None else None
-        return KafkaRecord(k, v, row.topic, row.partition, row.offset, millis)
+        return KafkaRecord(k, v, row.topic, row.partition, row.offset, row.timestamp)
 
     return make
 
@@ -51,7 +67,7 @@ def serialized(value: Any) -> bytes | None:
         return bytes(value)
     if isinstance(value, str):
         return value.encode("utf-8")
-    return json.dumps(value).encode("utf-8")
+    return json.dumps(value, allow_nan=False).encode("utf-8")
 
 
 def records_function(key: Callable[[Any], Any] | None, value: Callable[[Any], Any] | None, stage: str,
@@ -65,7 +81,7 @@ def records_function(key: Callable[[Any], Any] | None, value: Callable[[Any], An
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        row_type = pa.struct([("key", pa.binary()), ("value", pa.binary())])
+        row_type = pa.struct([(column, pa.binary()) for column in RECORD_COLUMNS])
         for batch in batches:
             keys: list[bytes | None] = []
             values: list[bytes | None] = []

@@ -1,6 +1,6 @@
 package io.jetspark.connector
 
-import org.apache.kafka.clients.admin.{Admin, AdminClientConfig}
+import org.apache.kafka.clients.admin.{Admin, AdminClientConfig, ListConsumerGroupOffsetsOptions}
 import org.apache.kafka.clients.consumer.{ConsumerGroupMetadata, OffsetAndMetadata}
 import org.apache.kafka.clients.producer.{KafkaProducer, ProducerConfig, ProducerRecord}
 import org.apache.kafka.common.TopicPartition
@@ -19,7 +19,8 @@ import scala.jdk.CollectionConverters._
   * already writes nothing. A transaction left open by a writer that died is aborted when the next writer
   * of the same `id` (its transactional id) starts, so a `read_committed` reader never sees its records.
   *
-  * `id` must stay the same for the life of the job's checkpoint; the producer lives until [[close]].
+  * `id` must stay the same for the life of the job's checkpoint, and be new with a new checkpoint; the
+  * producer lives until [[close]].
   * `afterCommit` is called with each epoch committed (a test's fault hook).
   */
 final class KafkaTransactions(bootstrapServers: String, topic: String, options: Map[String, String], id: String,
@@ -35,45 +36,55 @@ final class KafkaTransactions(bootstrapServers: String, topic: String, options: 
     props
   }
 
-  private var started: Option[KafkaProducer[Array[Byte], Array[Byte]]] = None
+  private var producer: Option[KafkaProducer[Array[Byte], Array[Byte]]] = None
+  // The last epoch committed: read once the producer has started, then kept as this writer commits.
+  private var committed: Option[Long] = None
 
-  // Started on the first epoch that writes: starting fences (and aborts the transaction of) an earlier writer.
-  private def producer: KafkaProducer[Array[Byte], Array[Byte]] = started.getOrElse {
+  /** The producer, started on the first epoch: starting fences an earlier writer of the same id and ends
+    * its open transaction, so what that writer committed is final by the time it is read.
+    */
+  private def started(): KafkaProducer[Array[Byte], Array[Byte]] = producer.getOrElse {
     val p = new KafkaProducer[Array[Byte], Array[Byte]](properties(ProducerConfig.TRANSACTIONAL_ID_CONFIG -> id,
       ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG -> "true"), new ByteArraySerializer, new ByteArraySerializer)
-    p.initTransactions()
-    started = Some(p)
+    try {
+      p.initTransactions()
+      committed = committedEpoch()
+    } catch { case e: Throwable => p.close(); throw e }
+    producer = Some(p)
     p
   }
 
-  /** The last epoch whose records are committed, if any. */
-  def lastCommittedEpoch(): Option[Long] = {
+  /** The epoch number the sink's group holds, waiting for transactions that commit offsets to settle. */
+  private def committedEpoch(): Option[Long] = {
     val admin = Admin.create(properties())
-    try Option(admin.listConsumerGroupOffsets(id).partitionsToOffsetAndMetadata().get().get(marker)).map(_.offset)
+    try Option(admin.listConsumerGroupOffsets(id, new ListConsumerGroupOffsetsOptions().requireStable(true))
+      .partitionsToOffsetAndMetadata().get().get(marker)).map(_.offset)
     finally admin.close()
   }
 
-  /** Writes epoch `epoch`'s records (key, value) in one transaction with its number, unless that epoch is
-    * committed already; returns whether it wrote.
+  /** Writes epoch `epoch`'s records (key, value; asked for only where it writes) in one transaction with its
+    * number, unless that epoch is committed already.
     */
-  def writeEpoch(records: Iterator[(Array[Byte], Array[Byte])], epoch: Long): Boolean =
-    if (lastCommittedEpoch().exists(_ >= epoch)) false
-    else {
-      producer.beginTransaction()
+  def writeEpoch(records: () => Iterator[(Array[Byte], Array[Byte])], epoch: Long): Unit = {
+    val p = started()
+    if (!committed.exists(_ >= epoch)) {
+      p.beginTransaction()
       try {
-        records.foreach { case (key, value) => producer.send(new ProducerRecord(topic, key, value)) }
-        producer.sendOffsetsToTransaction(Map(marker -> new OffsetAndMetadata(epoch, s"jetspark epoch $epoch")).asJava,
+        records().foreach { case (key, value) => p.send(new ProducerRecord(topic, key, value)) }
+        p.sendOffsetsToTransaction(Map(marker -> new OffsetAndMetadata(epoch, s"jetspark epoch $epoch")).asJava,
           new ConsumerGroupMetadata(id))
-        producer.commitTransaction()
-        afterCommit(epoch)
-        true
+        p.commitTransaction()
       } catch {
         case e: Throwable =>
           // A producer that cannot abort (fenced by a newer writer, say) is done: the next epoch starts anew.
-          try producer.abortTransaction() catch { case abort: Throwable => e.addSuppressed(abort); close() }
+          try p.abortTransaction() catch { case abort: Throwable => e.addSuppressed(abort); close() }
           throw e
       }
+      committed = Some(epoch)
+      afterCommit(epoch)
     }
+  }
 
-  def close(): Unit = { started.foreach(_.close()); started = None }
+  /** Closes the producer; a later epoch starts another. */
+  def close(): Unit = { producer.foreach(_.close()); producer = None; committed = None }
 }

@@ -33,6 +33,7 @@ object MicroBatchTable {
     */
   val EveryTriggerOption = "everyTrigger"
 
+  /** Whether a source's read `properties` ask for a micro-batch at every trigger ([[EveryTriggerOption]]). */
   def everyTrigger(properties: java.util.Map[String, String]): Boolean =
     new CaseInsensitiveStringMap(properties).getBoolean(EveryTriggerOption, false)
 }

@@ -26,7 +26,7 @@ object Sinks {
   /** Records to Kafka topic `topic`, written by Spark's connector with its `options`: each item one record,
     * its key and value made of it by Python functions (`key`, `value`: [[PythonRef]]s; without `key`, no key;
     * without `value`, the item itself as bytes, UTF-8 text or JSON). At least once: a batch written again
-    * writes its records again.
+    * writes its records again; a stream's epochs under EXACTLY_ONCE go out in Kafka transactions.
     */
   def kafka(bootstrapServers: String, topic: String, options: Map[String, String], key: Option[AnyRef],
       value: Option[AnyRef]): SinkDefinition =

@@ -38,7 +38,7 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
     // The time read there is the source's: a record whose time fails is the source stage's failure.
     def sourceTimeStage(source: Vertex) = PythonExtraction.TimeStage(dag.ownStage(source), dag.routesFailures(source))
     dag.vertices.foreach {
-      case v @ Vertex(_, Source(_, _), _, _, _) if sourceExtractions.sources.contains(v) &&
+      case v @ Vertex(_, Source(_, _), _, _, _) if sourceExtractions.sources.exists(_.name == v.name) &&
           sourceExtractions.of(v).timeInPython.isDefined && sourceExtractions.of(v).windowAtSource.isEmpty =>
         PythonWorkJson.extraction(extractions, PythonExtraction(v, 0, None, Nil, sourceExtractions.of(v).timeInPython, timedInput = false,
           None, deadLetter = false).copy(timeStage = Some(sourceTimeStage(v))), sequenced = false, controlled = true)

@@ -3,7 +3,7 @@ package io.jetspark.engine.spark.epoch
 import io.jetspark.engine.ListSinkRegistry
 import io.jetspark.engine.spark.rows.RowSchemas
 import io.jetspark.engine.spark.runner.{RowSinks, SinkRunner}
-import io.jetspark.connector.KafkaTransactions
+import io.jetspark.connector.{KafkaConnector, KafkaTransactions}
 import io.jetspark.pipeline.definition.{PipelineDefinitionError, SinkDefinition}
 import io.jetspark.plan.VertexDescription.Sink
 import io.jetspark.plan.{PhysicalDag, Vertex}
@@ -37,14 +37,20 @@ import scala.collection.mutable
 private[epoch] final class EpochSinks(spark: SparkSession, dag: PhysicalDag, writerRoot: String, jobId: String,
     exactlyOnce: Boolean) {
   private lazy val rowSinks = new RowSinks(spark, dag, jobId)
-  // Under EXACTLY_ONCE, each Kafka sink's transactions, named after the writer (for the checkpoint's life).
+  // Under EXACTLY_ONCE, each Kafka sink's transactions.
   private val transactions = mutable.Map.empty[String, KafkaTransactions]
 
+  /** Under EXACTLY_ONCE, the transactions of Kafka sink `v`, named after the streaming query (whose id its
+    * checkpoint keeps: the same for the checkpoint's life, another for a new one at the same path) and `v`.
+    */
   private def transactionsOf(v: Vertex, sink: SinkDefinition): Option[KafkaTransactions] =
-    Option.when(exactlyOnce && sink.name == "kafka")(transactions.getOrElseUpdate(v.name, new KafkaTransactions(
-      sink.parameters("bootstrapServers").toString, sink.parameters("topic").toString,
-      sink.parameters("options").asInstanceOf[Map[String, String]], EpochSinks.transactionalId(s"$writerRoot/${v.name}"),
-      InjectedTaskFailures.afterKafkaCommit(spark, v.name, _))))
+    Option.when(exactlyOnce && sink.name == "kafka")(transactions.getOrElseUpdate(v.name, {
+      KafkaConnector.requireConnector("sink")
+      val query = Option(spark.sparkContext.getLocalProperty(EpochSinks.StreamingQueryIdProperty)).getOrElse(writerRoot)
+      new KafkaTransactions(sink.parameters("bootstrapServers").toString, sink.parameters("topic").toString,
+        sink.parameters("options").asInstanceOf[Map[String, String]], EpochSinks.transactionalId(s"$query/${v.name}"),
+        InjectedTaskFailures.afterKafkaCommit(spark, v.name, _))
+    }))
 
   /** Lets go of the sinks' Kafka producers. */
   def close(): Unit = { transactions.values.foreach(_.close()); transactions.clear() }
@@ -111,9 +117,13 @@ object EpochSinks {
   /** The Kafka transactional id (and consumer group) of a sink's writer `writer`: the same for the life of
     * the job's checkpoint, short and of safe characters whatever the path.
     */
+  /** The local property that Structured Streaming sets, on the thread that runs a micro-batch, to its query's id. */
+  private val StreamingQueryIdProperty = "sql.streaming.queryId"
+
   private[epoch] def transactionalId(writer: String): String =
     "jetspark-" + java.security.MessageDigest.getInstance("SHA-256").digest(writer.getBytes("UTF-8"))
       .take(12).map(b => f"$b%02x").mkString
+
   /** The sinks the epoch engine writes to; files only appended (each epoch adds its own). */
   private[epoch] def runs(dag: PhysicalDag, v: Vertex): Boolean = v.description match {
     case Sink(sink) if sink.takesRows => sink.parameters.get("mode").forall(_ == "append")

@@ -31,6 +31,7 @@ private[epoch] object InjectedTaskFailures {
       }
     }
 
+  /** The session conf of [[afterKafkaCommit]]'s hook. */
   val KafkaConf = "spark.jetspark.test.failAfterKafkaCommit"
 
   /** Fails the running task where the hook says so, after partition `partition` of `vertex` committed `epoch`. */

@@ -82,8 +82,10 @@ final class SourceExtractions(dag: PhysicalDag) {
   /** The stream sources. */
   val sources: Seq[Vertex] = dag.vertices.filter(EpochSources.isStreamSource)
   if (sources.isEmpty) throw new IllegalArgumentException("a stream job has a stream source; this plan has none")
+  /** Each stream source's, in the plan's order. */
   val all: Seq[SourceExtraction] = sources.map(new SourceExtraction(dag, _, alone = sources.size == 1))
 
+  /** Stream source `source`'s. */
   def of(source: Vertex): SourceExtraction = all.find(_.source.name == source.name).getOrElse(
     throw new IllegalArgumentException(s"vertex '${source.name}' is no stream source"))
 

@@ -87,8 +87,8 @@ private[spark] final class RowSinks(spark: SparkSession, dag: PhysicalDag, jobId
         val topic = param(sink, "topic")
         named(stage, s"writing records to Kafka topic $topic")(transactions match {
           case Some(tx) =>
-            val records = good.select("key", "value").collect().iterator.map(r => (r.getAs[Array[Byte]](0), r.getAs[Array[Byte]](1)))
-            tx.writeEpoch(records, batchId)
+            tx.writeEpoch(() => good.select("key", "value").collect().iterator
+              .map(r => (r.getAs[Array[Byte]](0), r.getAs[Array[Byte]](1))), batchId)
           case None => KafkaConnector.write(good, param(sink, "bootstrapServers"), topic, options(sink))
         })
       case "foreachBatch" =>
