@@ -417,6 +417,29 @@ def test_late_rows_are_counted_one_by_one_against_the_watermark_of_the_epoch_bef
     assert sorted((r.key, r.start, r.end, r.result) for r in got) == [(1, 100, 110, 2)]
 
 
+def test_late_rows_are_counted_one_by_one_in_the_first_epoch_after_a_restart(jet: Any, tmp_path: Any) -> None:
+    """The job that read epoch 0 (the watermark to 100) ends; one started again on its checkpoint reads
+    epoch 1, whose three rows in frame [0, 10) are late by the watermark the first job left behind."""
+    directory, checkpoint = tmp_path / "files", tmp_path / "checkpoint"
+    directory.mkdir()
+    epochs = [[{"s": 0, "k": 1, "v": 1, "t": 100}],
+              [{"s": 0, "k": 1, "v": 2, "t": 5}, {"s": 0, "k": 1, "v": 3, "t": 6}, {"s": 0, "k": 1, "v": 4, "t": 7}]]
+    config = JobConfig(checkpoint_dir=str(checkpoint))
+    late = []
+    for b in range(2):
+        p = rows_pipeline(files_stream(jet, str(directory), epochs[:b + 1]), 0, WindowDefinition.tumbling(10), True,
+                          AggregateOperations.counting())
+        job = jet.new_job(p, config)
+        # Until the query committed epoch b: the next job goes on after it.
+        wait_for(lambda: (checkpoint / "query" / "commits" / str(b)).exists())
+        late.append(job.metrics()["late_events_dropped"])
+        assert job.metrics()["typed_windows"] == ["windowAggregate-accumulate"]
+        job.cancel()
+        with pytest.raises(Exception, match="cancelled"):
+            job.join(timeout=120)
+    assert late == [0, 3]
+
+
 def test_rows_that_a_python_step_reads_first_are_items(jet: Any) -> None:
     """A filter between the source and the window needs Python items: no window reads the rows."""
     with tempfile.TemporaryDirectory(prefix="jetspark-rows-filter-") as directory:

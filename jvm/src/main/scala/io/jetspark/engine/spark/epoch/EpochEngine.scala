@@ -60,6 +60,7 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
   private val joins = new EpochJoins(spark, dag, pythonUdfs)
   // The sinks' writers are named after the state's root: the same for the life of the checkpoint.
   private val sinks = new EpochSinks(spark, dag, stateRoot, jobId, exactlyOnce)
+  private val rowsWatermarks = new RowsWatermarks(stateRoot, spark.sparkContext.hadoopConfiguration)
 
   dag.vertices.foreach(requireSupported)
   EpochSequence.requireSupported(dag, v => pythonUdfs.contains(PythonUdfName.Custom(v.name)))
@@ -130,8 +131,10 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
       case WindowAggregate(_, s: SlidingWindowDefinition, op: PythonAggregateSpec, _) if extractions.readingRows(v).isDefined =>
         val extraction = extractions.readingRows(v).get
         val (source, rows) = (extraction.source, extraction.rowsWindow.get)
-        // The substream's watermark as of the epoch before, as the stage's tasks noted it.
-        val before = metrics.watermarkOf(source.name).getOrElse(Long.MinValue)
+        // The substream's watermark as of the epoch before, as the stage's tasks noted it (or, in a driver's
+        // first epoch, as the epoch before kept it).
+        val before = metrics.watermarkOf(source.name).orElse(rowsWatermarks.after(source.name, epochId - 1))
+          .getOrElse(Long.MinValue)
         val frames = new RowsWindowStage(v.name, rows.path, SlidingWindowPolicy(s.sizeMs, s.slideMs),
           PythonAggregations.bindInputs(Seq(op)), rows.allowedLagMs).run(batch(source), epochId, before,
           metrics.itemsOutCounter(source.name), metrics.lateEvents(v.name), metrics.watermarksOf(source.name))
@@ -275,6 +278,8 @@ final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[P
           sinks.write(v, metrics.counted(v.name, InPlaceRows.of(received(dag.edgesInto(v.name).head)), ItemRowSchema.length - 1),
             epochId, keep)
       }.flatten
+      for (extraction <- extractions.all if extraction.rowsWindow.isDefined; watermark <- metrics.watermarkOf(extraction.source.name))
+        rowsWatermarks.write(extraction.source.name, epochId, watermark)
       val complete = sinkControls.forall(_.done)
       EpochOutcome(complete, if (complete) Long.MaxValue else EpochControl.coalesce(sinkControls, Long.MinValue).watermark)
     } finally kept.foreach(_.unpersist())
