@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from conftest import examples, run_job
+import pytest
+from conftest import REPO, examples, run_job, run_python
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import as_multiset
@@ -163,3 +164,33 @@ def test_ties_break_by_arrival_across_epochs(jet: Any) -> None:
     assert as_multiset(got) == as_multiset(run_stream_reference(p).outputs["out"])
     assert [r["i"] for r in got] == [0, 1, 1]
 
+
+
+PIPELINED_RUNNER_JOB = """
+import sys
+sys.path.insert(0, "tests")
+import jetspark as js
+from jetspark import Pipeline, Sinks
+from stream_strategies import StreamInput
+
+jet = js.session(master="local[1]", conf={"spark.ui.enabled": "false", "spark.python.udf.pipelined.enabled": "true"})
+p = Pipeline.create()
+(StreamInput([[{"s": 0, "k": 0, "v": 1, "t": 0}]], 1, 0).source(p).grouping_key("k")
+ .map_stateful(lambda: 0, lambda n, k, e: (n + 1, n + 1)).set_name("running").write_to(Sinks.list("out")))
+try:
+    jet.new_job(p).join(timeout=300)
+    print("COMPLETED")
+except js.JobFailedError as e:
+    print("FAILED", e)
+jet.stop()
+"""
+
+
+@pytest.mark.slow
+def test_spark_s_pipelined_python_runner_is_refused_naming_the_stateful_stage() -> None:
+    """A Python stage with state hands its state to the UDF's input on the task's own thread, which Spark's
+    pipelined runner (a static setting, so a session of its own) would not pull from."""
+    done = run_python(PIPELINED_RUNNER_JOB, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "FAILED" in done.stdout and "spark.python.udf.pipelined.enabled=true" in done.stdout, done.stdout[-2000:]
+    assert "'running" in done.stdout, done.stdout[-2000:]
