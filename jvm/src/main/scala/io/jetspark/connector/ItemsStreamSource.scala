@@ -79,9 +79,11 @@ private[connector] final case class RegisteredItems(substreams: Vector[Vector[Ar
   private def ceilDiv(n: Long, d: Long): Long = (n + d - 1) / d
 }
 
-/** The offset of an items stream: how many micro-batches have been released. */
-private[connector] final case class ReleasedBatches(count: Long) extends Offset {
-  override def json(): String = count.toString
+/** The offset of an items stream: how many micro-batches have been released; read at every trigger, also
+  * how many the items make (`total`), as a count past them no longer shows whether they changed.
+  */
+private[connector] final case class ReleasedBatches(count: Long, total: Option[Long] = None) extends Offset {
+  override def json(): String = total.fold(count.toString)(t => s"""{"released":$count,"total":$t}""")
 }
 
 private[connector] object ReleasedBatches {
@@ -91,8 +93,16 @@ private[connector] object ReleasedBatches {
     case other => parse(other.json())
   }
 
-  def parse(json: String): ReleasedBatches = json.trim.toLongOption.filter(_ >= 0).map(ReleasedBatches(_)).getOrElse(
-    throw new IllegalArgumentException(s"items stream: offset '$json' in the checkpoint is not a count of batches"))
+  def parse(json: String): ReleasedBatches = {
+    def field(node: com.fasterxml.jackson.databind.JsonNode, name: String) =
+      Option(node.get(name)).filter(_.canConvertToLong).map(_.asLong)
+    val counted = json.trim.toLongOption.map(ReleasedBatches(_)).orElse(
+      scala.util.Try(new com.fasterxml.jackson.databind.ObjectMapper().readTree(json)).toOption.flatMap { node =>
+        for (count <- field(node, "released"); total <- field(node, "total")) yield ReleasedBatches(count, Some(total))
+      })
+    counted.filter(_.count >= 0).getOrElse(
+      throw new IllegalArgumentException(s"items stream: offset '$json' in the checkpoint is not a count of batches"))
+  }
 }
 
 /** Spark finds the source by this class's name ([[ItemsStreamSource.Format]]). */
@@ -126,7 +136,8 @@ private[connector] final class ItemsMicroBatchStream(id: String, items: Register
 
   // The read limit is ignored on purpose: a micro-batch is always exactly one cut.
   override def latestOffset(start: Offset, limit: ReadLimit): Offset =
-    ReleasedBatches(if (everyTrigger) released(start) + 1 else math.min(released(start) + 1, items.totalBatches))
+    if (everyTrigger) ReleasedBatches(released(start) + 1, Some(items.totalBatches))
+    else ReleasedBatches(math.min(released(start) + 1, items.totalBatches))
 
   override def reportLatestOffset(): Offset = ReleasedBatches(items.totalBatches)
 
@@ -136,12 +147,18 @@ private[connector] final class ItemsMicroBatchStream(id: String, items: Register
   override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] =
     items.slices(released(start), released(end))
 
-  /** The batches an offset says were released, which a restart with fewer batches than its checkpoint fails. */
+  /** The batches an offset says were released, which a restart with fewer batches than its checkpoint (or,
+    * read at every trigger, with another number of them) fails.
+    */
   private def released(offset: Offset): Long = {
-    val count = ReleasedBatches.of(offset).count
-    if (count > items.totalBatches && !everyTrigger)
-      throw new IllegalStateException(s"items stream '$id': the checkpoint has released $count batches, but the " +
-        s"registered items make only ${items.totalBatches} (were other items or itemsPerBatch registered for the restart?)")
+    val ReleasedBatches(count, total) = ReleasedBatches.of(offset)
+    val checkpointed = total match {
+      case Some(t) if t != items.totalBatches => Some(s"the checkpoint's items made $t batches")
+      case None if count > items.totalBatches => Some(s"the checkpoint has released $count batches")
+      case _ => None
+    }
+    checkpointed.foreach { what => throw new IllegalStateException(s"items stream '$id': $what, but the registered " +
+      s"items make only ${items.totalBatches} (were other items or itemsPerBatch registered for the restart?)") }
     count
   }
 

@@ -166,6 +166,25 @@ class ItemsStreamSourceTest extends AnyFunSuite {
     }
   }
 
+  test("read at every trigger, a restart whose items make another number of batches fails and says so") {
+    withCheckpoint { checkpoint =>
+      def run(k: Int): Unit = {
+        val id = register(k)
+        try {
+          val (query, batches) = start(id, Trigger.ProcessingTime(20, TimeUnit.MILLISECONDS), checkpoint, everyTrigger = true)
+          try {
+            val deadline = System.nanoTime() + 60_000_000_000L
+            while (batches.size < 9 && query.isActive && System.nanoTime() < deadline) Thread.sleep(20)
+          } finally query.stop()
+          query.exception.foreach(e => throw e)
+        } finally ItemsStreamSource.unregister(id)
+      }
+      run(1) // 7 batches of items, then markers
+      val error = intercept[StreamingQueryException](run(100))
+      assert(error.getMessage.contains("the checkpoint's items made 7 batches, but the registered items make only 1"))
+    }
+  }
+
   test("an unknown id fails with an error naming it") {
     val error = intercept[Exception] {
       spark.readStream.format(ItemsStreamSource.Format).option("id", "no-such-items").load()
