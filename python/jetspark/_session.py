@@ -217,8 +217,9 @@ def session(
         # be none yet: planned then, a job would run at parallelism 2. (conf's value and spark-submit's are
         # kept; one in spark-defaults.conf, which a JVM started from Python reads after this, is outranked.)
         settings.setdefault("spark.default.parallelism", str(cluster_cores))
-    settings["spark.jars"] = with_bundled_jars(",".join(filter(None, [settings.get("spark.jars"),
-                                                                      submitted.get("spark.jars")])))
+    settings["spark.jars"] = with_bundled_jars(
+        ",".join(filter(None, [settings.get("spark.jars"), submitted.get("spark.jars")])),
+        ",".join(filter(None, [settings.get("spark.jars.packages"), submitted.get("spark.jars.packages")])))
 
     # Spark allows one context per JVM. One already running in this process (started on any thread) is
     # wrapped as it is: the builder would change its settings, and it is not ours to stop.
@@ -254,9 +255,11 @@ def submitted_settings() -> dict[str, str]:
     return dict(SparkConf().getAll())
 
 
-def with_bundled_jars(jars: str) -> str:
+def with_bundled_jars(jars: str, packages: str = "") -> str:
     """``spark.jars`` with the jars this package bundles put first (jetspark's, then Kafka's connector:
-    :func:`~jetspark._jar.kafka_jar_paths`), each unless a jar of its file name is listed already.
+    :func:`~jetspark._jar.kafka_jar_paths`), each unless a jar of its file name is listed already; the
+    connector's, unless a jar of the same artifact in any version is (its classes would clash), or
+    ``packages`` (``spark.jars.packages``) names the connector.
 
     >>> import jetspark, os
     >>> from jetspark._jar import kafka_jar_paths
@@ -275,12 +278,24 @@ def with_bundled_jars(jars: str) -> str:
     True
     >>> len(jars) == len(bundled)
     True
+    >>> [jar for jar in with_bundled_jars("/opt/kafka-clients-4.0.0.jar").split(",") if "kafka-clients" in jar]
+    ['/opt/kafka-clients-4.0.0.jar']
+    >>> with_bundled_jars("", "org.apache.spark:spark-sql-kafka-0-10_2.13:4.3.0") == jetspark.jar_path()
+    True
     """
     listed = [jar for jar in jars.split(",") if jar.strip()]
     # (By name: Spark serves the jars to executors by file name, and refuses a second one of the same name.)
     names = {os.path.basename(jar.strip()) for jar in listed}
-    missing = [jar for jar in [jar_path(), *kafka_jar_paths()] if os.path.basename(jar) not in names]
+    artifacts = {_artifact(name) for name in names}
+    kafka = [] if "spark-sql-kafka-0-10" in packages else [
+        jar for jar in kafka_jar_paths() if _artifact(os.path.basename(jar)) not in artifacts]
+    missing = [jar for jar in [jar_path(), *kafka] if os.path.basename(jar) not in names]
     return ",".join([*missing, *listed])
+
+
+def _artifact(jar_name: str) -> str:
+    """A jar's file name without its version: ``kafka-clients-3.9.2.jar`` is ``kafka-clients``."""
+    return re.sub(r"-\d[\w.]*\.jar$", "", jar_name)
 
 
 def local_cluster_cores(master: str) -> int | None:
