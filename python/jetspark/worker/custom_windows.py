@@ -181,9 +181,7 @@ def stream_window_function(operation: Any, window: Mapping[str, Any], keyed: boo
                                               batch.column(TS).to_pylist()):
                 item = pickle.loads(raw)
                 out.ts = ts
-                late = (state.closed_end is not None and (ts // held.slide + 1) * held.slide <= state.closed_end
-                        if isinstance(held, _Frames) else ts < state.watermark)
-                if not late:
+                if not held.late_on_stream(ts, state):
                     held.add(group, ts, item, values, out)
                     continue
                 end.late_dropped += 1
@@ -193,15 +191,10 @@ def stream_window_function(operation: Any, window: Mapping[str, Any], keyed: boo
                     out.add(pickle.dumps(letter, protocol=PICKLE_PROTOCOL), stage)
             yield out.batch()
         if end.done:
-            closed = held.windows(after=state.closed_end) if isinstance(held, _Frames) else held.windows()
+            closed = held.open_on_stream(state)
         elif end.watermark > state.watermark:
             state.watermark = end.watermark
-            if isinstance(held, _Frames):
-                upto = end.watermark // held.slide * held.slide
-                closed = held.windows(after=state.closed_end, upto=upto)
-                state.closed_end = upto
-            else:
-                closed = held.windows(before=end.watermark)
+            closed = held.closed_on_stream(state)
         else:
             closed = iter(())
         yield from out.results(sorted(closed, key=lambda w: w[2]),
@@ -211,8 +204,7 @@ def stream_window_function(operation: Any, window: Mapping[str, Any], keyed: boo
             state.early_at = end.time_ms + period
         elif period and not end.done and end.time_ms >= state.early_at:
             state.early_at = end.time_ms + period
-            still_open = (held.windows(after=state.closed_end, keep=True) if isinstance(held, _Frames)
-                          else held.windows(keep=True))
+            still_open = held.open_on_stream(state, keep=True)
             yield from out.results(sorted(still_open, key=lambda w: w[2]),
                                    lambda key, start, stop, acc: result(key, start, stop, calls.of_group(
                                        "export", about(key, "window", start, stop), lambda: operation.export(acc)), True))
@@ -314,6 +306,21 @@ class _Frames:
         while self.table:
             key, frames = self.table.popitem()
             yield key, list(frames.items())
+
+    def late_on_stream(self, ts: int, state: StreamWindowState) -> bool:
+        """Whether an event at ``ts`` is late on a stream: a watermark of an epoch before closed its frame."""
+        return state.closed_end is not None and (ts // self.slide + 1) * self.slide <= state.closed_end
+
+    def closed_on_stream(self, state: StreamWindowState) -> Iterator[tuple[bytes, int, int, Any]]:
+        """The windows that ``state``'s new watermark closes (ending at or before it); moves ``closed_end``."""
+        upto = state.watermark // self.slide * self.slide
+        closed = self.windows(after=state.closed_end, upto=upto)
+        state.closed_end = upto
+        return closed
+
+    def open_on_stream(self, state: StreamWindowState, keep: bool = False) -> Iterator[tuple[bytes, int, int, Any]]:
+        """Every window not closed yet (dropped as given, unless ``keep``)."""
+        return self.windows(after=state.closed_end, keep=keep)
 
     def windows(self, after: int | None = None, upto: int | None = None, keep: bool = False
                 ) -> Iterator[tuple[bytes, int, int, Any]]:
@@ -473,6 +480,18 @@ class _Sessions:
             acc = self.calls.of_group("create", self.about(key, "session", start, end), self.op.create)
         _, acc = self.calls.accumulated(self.op, acc, item, values, out, key)
         sessions[low:high] = [[start, end, acc]]
+
+    def late_on_stream(self, ts: int, state: StreamWindowState) -> bool:
+        """Whether an event at ``ts`` is late on a stream: below the watermark of an epoch before."""
+        return ts < state.watermark
+
+    def closed_on_stream(self, state: StreamWindowState) -> Iterator[tuple[bytes, int, int, Any]]:
+        """The sessions that ``state``'s new watermark closes (ending before it)."""
+        return self.windows(before=state.watermark)
+
+    def open_on_stream(self, state: StreamWindowState, keep: bool = False) -> Iterator[tuple[bytes, int, int, Any]]:
+        """Every session (dropped as given, unless ``keep``)."""
+        return self.windows(keep=keep)
 
     def windows(self, before: int | None = None, keep: bool = False) -> Iterator[tuple[bytes, int, int, Any]]:
         """The sessions ``(key, start, end, accumulator)`` ending before ``before`` (None: every one), a
