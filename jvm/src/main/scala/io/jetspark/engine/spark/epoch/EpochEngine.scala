@@ -35,16 +35,17 @@ final case class EpochRun(id: Long, stateRoot: String, runId: java.util.UUID, ti
 final case class EpochOutcome(complete: Boolean, watermark: Long)
 
 /** Runs a planned stream pipeline one epoch at a time on Spark (DESIGN.md, "Streaming on Spark: the
-  * epoch engine"; docs/streaming.md): each micro-batch of the stream source becomes one pass through the
+  * epoch engine"; docs/streaming.md): each micro-batch of the stream sources ([[StreamUnion]]) becomes one pass through the
   * physical DAG, as ordinary Spark jobs, with the epoch's control rows in band ([[EpochControl]],
   * [[EpochEdges]]) and each stateful vertex's state kept from one epoch to the next ([[EpochStage]]).
   *
-  * The vertices it runs: a stream source ([[EpochSources]]) with its substreams' watermarks, or none,
+  * The vertices it runs: stream sources ([[EpochSources]]) with their substreams' watermarks,
   * chains of Python steps, windows whose operations the JVM runs ([[EpochWindows]]; where the first stage
   * reads a streaming DataFrame's rows, [[RowsWindowStage]]) or, with a user-defined part, Python runs
   * ([[PythonEpochStage]]), rolling aggregations ([[EpochRolling]], or
   * Python's where [[EpochRolling.runsInPython]]), `map_stateful` (Python's, [[PythonEpochStage]]),
-  * and sinks ([[EpochSinks]]). Anything else fails before the query starts, naming the vertex.
+  * and sinks ([[EpochSinks]]; a rows sink's misfits on its error edge). Anything else fails before the
+  * query starts, naming the vertex.
   */
 final class EpochEngine(spark: SparkSession, dag: PhysicalDag, pythonUdfs: Map[PythonUdfName, Column], stateRoot: String,
     idleTimeoutMs: Long, extractions: SourceExtractions, jobId: String, exactlyOnce: Boolean) {
