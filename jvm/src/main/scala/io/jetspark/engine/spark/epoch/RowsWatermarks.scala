@@ -24,13 +24,12 @@ private[epoch] final class RowsWatermarks(stateRoot: String, hadoop: Configurati
     }
   }
 
-  /** Keeps `watermark` as source `source`'s after epoch `epoch`, and forgets those before epoch `epoch - 1`. */
+  /** Keeps `watermark` as source `source`'s after epoch `epoch`, and forgets the one of epoch `epoch - 2`. */
   def write(source: String, epoch: Long, watermark: Long): Unit = {
     val path = file(source, epoch)
     val fs = path.getFileSystem(hadoop)
     val out = fs.create(path, true)
     try out.write(watermark.toString.getBytes(StandardCharsets.UTF_8)) finally out.close()
-    Option(fs.listStatus(path.getParent)).toSeq.flatten.map(_.getPath)
-      .filter(p => p.getName.toLongOption.exists(_ < epoch - 1)).foreach(fs.delete(_, false))
+    fs.delete(file(source, epoch - 2), false)
   }
 }
