@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import CLUSTER_SESSION, REPO, run_python
+from conftest import CLUSTER_SESSION, REPO, run_job, run_python
 from kafka_broker import KafkaBroker, Record
 
 from jetspark import (AggregateOperations, JobConfig, JobStatus, Pipeline, ProcessingGuarantee, Sinks, Sources,
@@ -315,6 +315,20 @@ def test_a_batch_job_writes_each_item_as_a_record(jet: Any, kafka_broker: KafkaB
     job.join(timeout=300)
     assert sorted(((r.key, r.value) for r in kafka_broker.records("batch")), key=str) == sorted(
         [(None, b"a"), (None, b"b"), (None, b"3"), (None, None)], key=str)
+
+
+def test_items_whose_value_fails_go_to_the_sink_s_dead_letter_sink(jet: Any, kafka_broker: KafkaBroker) -> None:
+    """A value function that raises on 0, and a value that is no JSON (NaN): both are the sink stage's dead
+    letters; the other items are records."""
+    kafka_broker.create_topic("some-bad", partitions=1)
+    p = Pipeline.create()
+    (p.read_from(Sources.items([4, 0, 2, -1]))
+     .write_to(Sinks.kafka(kafka_broker.bootstrap_servers, "some-bad", value=lambda x: float("nan") if x < 0 else 8 // x))
+     .set_name("to-kafka").on_error(Sinks.dead_letter("bad")))
+    job, (letters,) = run_job(jet, p, "bad")
+    assert job.status is JobStatus.COMPLETED
+    assert sorted(r.value for r in kafka_broker.records("some-bad")) == [b"2", b"4"]
+    assert sorted((d.record, d.stage) for d in letters) == [(-1, "to-kafka"), (0, "to-kafka")]
 
 
 def test_exactly_once_an_epoch_replayed_after_its_transaction_committed_writes_nothing_again(
