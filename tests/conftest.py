@@ -90,13 +90,28 @@ def run_python(code: str, *, python: str = sys.executable, cwd: Path | None = No
                           text=True, timeout=timeout)
 
 
-def run_job(jet: object, p: object, *lists: str, timeout: int = 300) -> tuple[object, list[list[object]]]:
-    """Runs pipeline ``p`` to completion; returns the job and what each named list sink got, in the
-    order named (the lists are cleared, also before the run: a failed test leaves nothing behind for the next)."""
+#: The engines a batch pipeline runs on: the Spark engine (``new_job``) and the local engine (``new_light_job``).
+ENGINES = ("spark", "light")
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    """Each engine in turn, for the tests of pipelines that both engines run."""
+    return request.param
+
+
+def start(jet: object, p: object, engine: str = "spark") -> object:
+    """Starts ``p`` on ``engine`` (:data:`ENGINES`): a job, or a light job."""
+    return jet.new_job(p) if engine == "spark" else jet.new_light_job(p)  # type: ignore[attr-defined]
+
+
+def run_job(jet: object, p: object, *lists: str, timeout: int = 300, engine: str = "spark") -> tuple[object, list[list[object]]]:
+    """Runs pipeline ``p`` to completion on ``engine``; returns the job and what each named list sink got,
+    in the order named (the lists are cleared, also before the run: a failed test leaves nothing behind for the next)."""
     for name in lists:
         jet.clear_list(name)  # type: ignore[attr-defined]
-    job = jet.new_job(p)  # type: ignore[attr-defined]
-    job.join(timeout=timeout)
+    job = start(jet, p, engine)
+    job.join(timeout=timeout)  # type: ignore[attr-defined]
     got = []
     for name in lists:
         got.append(jet.get_list(name))  # type: ignore[attr-defined]

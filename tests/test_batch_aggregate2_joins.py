@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import examples
+from conftest import examples, run_job
 from hypothesis import HealthCheck, given, settings
 from reference import as_multiset, run_reference
 from strategies import batch_pipelines
@@ -17,20 +17,17 @@ from jetspark import AggregateOperation, DeadLetter, JobFailedError, JoinClause,
 from jetspark import AggregateOperations as ops
 
 
-def run_on_engine(jet, p: Pipeline, lists: list[str]) -> tuple[dict[str, list], dict]:
-    """Runs ``p`` and returns what each named list got (cleared afterwards) and the job's metrics."""
-    job = jet.new_job(p)
-    job.join(timeout=300)
-    out = {name: jet.get_list(name) for name in lists}
-    for name in lists:
-        jet.clear_list(name)
-    return out, job.metrics()
+def run_on_engine(jet, p: Pipeline, lists: list[str], engine: str = "spark") -> tuple[dict[str, list], dict | None]:
+    """Runs ``p`` on ``engine`` and returns what each named list got (cleared afterwards) and the job's
+    metrics (a Spark job's; a light job has none)."""
+    job, got = run_job(jet, p, *lists, engine=engine)
+    return dict(zip(lists, got)), job.metrics() if engine == "spark" else None
 
 
-def assert_matches_reference(jet, p: Pipeline, lists: list[str]) -> dict[str, list]:
+def assert_matches_reference(jet, p: Pipeline, lists: list[str], engine: str = "spark") -> dict[str, list]:
     """The engine's lists equal the reference's as multisets (floats to 12 digits); returns them."""
     expected = run_reference(p)
-    actual, _ = run_on_engine(jet, p, lists)
+    actual, _ = run_on_engine(jet, p, lists, engine)
     for name in lists:
         assert as_multiset(actual[name], 12) == as_multiset(expected[name], 12), name
     return actual
@@ -65,20 +62,20 @@ def test_reference_inner_hash_join2_drops_items_missing_a_match_on_either_side()
 
 # -- aggregate2 -------------------------------------------------------------------------------------------
 
-def test_global_aggregate2_gives_one_pair_of_results(jet):
+def test_global_aggregate2_gives_one_pair_of_results(jet, engine):
     p = Pipeline.create()
     left = p.read_from(Sources.items(list(range(40))))
     right = p.read_from(Sources.items([{"v": v} for v in range(-5, 25)]))
     left.aggregate2(right, ops.counting(), ops.summing("v")).write_to(Sinks.list("pair"))
     (left.filter(lambda x: x > 100).aggregate2(right, ops.all_of(ops.counting(), ops.to_list()), ops.max_by("v"))
      .write_to(Sinks.list("empty_left")))
-    actual = assert_matches_reference(jet, p, ["pair", "empty_left"])
+    actual = assert_matches_reference(jet, p, ["pair", "empty_left"], engine)
     assert actual["pair"] == [(40, sum(range(-5, 25)))]  # spelled out too: the reference is plain Python
     assert actual["empty_left"] == [((0, []), {"v": 24})]
 
 
 @pytest.mark.parametrize("rebalanced", [False, True])
-def test_keyed_aggregate2_co_groups_both_inputs_also_keys_of_one_side_only(jet, rebalanced):
+def test_keyed_aggregate2_co_groups_both_inputs_also_keys_of_one_side_only(jet, engine, rebalanced):
     p = Pipeline.create()
     left = p.read_from(Sources.items(list(range(30))))
     right = p.read_from(Sources.items([{"k": k % 7, "v": k} for k in range(25)]))
@@ -87,7 +84,7 @@ def test_keyed_aggregate2_co_groups_both_inputs_also_keys_of_one_side_only(jet, 
     (left.grouping_key(lambda x: x % 5).aggregate2(right.grouping_key("k"), ops.to_set(), ops.averaging("v"))
      .write_to(Sinks.list("co")))
     assert ("single stage" in p.explain(2)) == rebalanced  # design doc 008: a rebalanced input, one stage
-    actual = assert_matches_reference(jet, p, ["co"])
+    actual = assert_matches_reference(jet, p, ["co"], engine)
     assert sorted(k for k, _ in actual["co"]) == list(range(7))
     assert dict(actual["co"])[6] == (set(), sum(v for v in range(25) if v % 7 == 6) / 3)
 
@@ -95,13 +92,13 @@ def test_keyed_aggregate2_co_groups_both_inputs_also_keys_of_one_side_only(jet, 
 # -- hash joins with two enriching sides --------------------------------------------------------------------
 
 @pytest.mark.parametrize("inner", [False, True])
-def test_hash_join2_matches_the_reference(jet, inner):
+def test_hash_join2_matches_the_reference(jet, engine, inner):
     p = two_sided_join(inner)
     assert "(enriching inputs 1..2)" in p.explain(2)
-    assert_matches_reference(jet, p, ["joined"])
+    assert_matches_reference(jet, p, ["joined"], engine)
 
 
-def test_hash_join2_on_many_items_joins_every_partition_with_both_sides(jet):
+def test_hash_join2_on_many_items_joins_every_partition_with_both_sides(jet, engine):
     p = Pipeline.create()
     items = p.read_from(Sources.items(list(range(500)))).rebalance().map(lambda x: x)
     tens = p.read_from(Sources.items([{"k": k, "tag": f"t{k}"} for k in range(10)]))
@@ -109,11 +106,11 @@ def test_hash_join2_on_many_items_joins_every_partition_with_both_sides(jet):
     (items.hash_join2(tens, JoinClause.on(lambda x: x % 10, "k"), sevens, JoinClause.on(lambda x: x % 7, "k"),
                       lambda x, a, b: (x, a["tag"], b and b["tag"]))
      .write_to(Sinks.list("many")))
-    actual = assert_matches_reference(jet, p, ["many"])
+    actual = assert_matches_reference(jet, p, ["many"], engine)
     assert len(actual["many"]) == 500
 
 
-def test_a_failing_join_mapper_goes_to_the_dead_letter_and_the_rest_is_joined(jet):
+def test_a_failing_join_mapper_goes_to_the_dead_letter_and_the_rest_is_joined(jet, engine):
     p = Pipeline.create()
     left = p.read_from(Sources.items([0, 1, 2, 3, 4, 5]))
     a = p.read_from(Sources.items([{"k": k, "v": 10 * k} for k in range(3)]))
@@ -122,7 +119,7 @@ def test_a_failing_join_mapper_goes_to_the_dead_letter_and_the_rest_is_joined(je
                      lambda x, ra, rb: 100 // (ra["v"] + rb["v"]))
      .set_name("divide").on_error(Sinks.dead_letter("bad")).write_to(Sinks.list("good")))
     expected = run_reference(p)
-    actual, _ = run_on_engine(jet, p, ["good", "bad"])
+    actual, _ = run_on_engine(jet, p, ["good", "bad"], engine)
     assert as_multiset(actual["good"]) == as_multiset(expected["good"])
     # The record is what the mapper was given: the left item with its matches.
     assert [d.record for d in actual["bad"]] == [r for r, _, _ in expected["dead_letter:bad"]] == [

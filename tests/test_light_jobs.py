@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from jetspark import (AggregateOperation, JobCancelledError, JobFailedError, JobStatus, JoinClause, LightJob, Pipeline,
+from jetspark import (AggregateOperation, JobCancelledError, JobFailedError, JobStatus, LightJob, Pipeline,
                       Sinks, Sources, WindowDefinition)
 from jetspark import AggregateOperations as ops
 from reference import as_multiset, as_sequence, run_reference
@@ -114,20 +114,6 @@ def test_cancel_stops_the_job(jet):
     assert job.status is JobStatus.CANCELLED
 
 
-def test_what_the_local_engine_cannot_run_fails_at_submit_naming_the_vertex(jet):
-    p = Pipeline.create()
-    stage = p.read_from(Sources.items([1, 2]))
-    enriching = p.read_from(Sources.items([(1, "a")]))
-    stage.hash_join(enriching, JoinClause.on(lambda x: x, lambda pair: pair[0])).set_name("joined").write_to(Sinks.noop())
-    with pytest.raises(NotImplementedError, match="vertex 'joined'"):
-        jet.new_light_job(p)
-
-
-def _aggregate2(p):
-    left = p.read_from(Sources.items([1, 2]))
-    left.aggregate2(p.read_from(Sources.items([3])), ops.counting(), ops.counting()).set_name("both").write_to(Sinks.noop())
-
-
 def _user_defined_operation(p):
     adding = AggregateOperation.of(lambda: 0, lambda acc, x: acc + x, combine=lambda a, b: a + b)
     p.read_from(Sources.items([1, 2])).aggregate(adding).set_name("both").write_to(Sinks.noop())
@@ -137,7 +123,7 @@ def _dataframe_source(p, spark):
     p.read_from(Sources.dataframe(spark.range(3))).set_name("both").map(lambda row: row).write_to(Sinks.noop())
 
 
-@pytest.mark.parametrize("build", [_aggregate2, _user_defined_operation, _dataframe_source])
+@pytest.mark.parametrize("build", [_user_defined_operation, _dataframe_source])
 def test_what_light_jobs_do_not_run_yet_is_refused_at_submit_naming_the_vertex(jet, build):
     p = Pipeline.create()
     build(p, jet.spark) if build is _dataframe_source else build(p)

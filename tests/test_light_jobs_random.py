@@ -12,9 +12,10 @@ from conftest import examples
 from strategies import batch_pipelines
 from test_batch_engine_random import sink_mismatches
 
-# Not "join", "aggregate2" (not run by light jobs yet). A sort's sinks compare in order up to its ties.
+# A sort's sinks compare in order up to its ties.
 STATELESS = frozenset({"map", "map_to_none", "filter", "flat_map", "peek", "rebalance_map", "failing_map", "to_kv"})
-AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate", "distinct", "map_stateful", "sort", "mixed_key", "merge"}
+AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate", "distinct", "map_stateful", "sort", "mixed_key", "merge",
+                           "join", "aggregate2"}
 ORDERED = STATELESS | {"rolling", "map_stateful", "sort", "merge", "distinct"}
 # What needs sequence ids: a keyed rebalance (order restored per key behind it), a diamond (its merge in
 # source order, partition by partition or gathered into one processor), both.

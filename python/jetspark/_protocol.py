@@ -21,7 +21,7 @@ from jetspark.errors import JarNotFoundError, PipelineDefinitionError
 from jetspark.sources import PAUSE
 from jetspark.worker.carried import carried_columns
 from jetspark.worker.kafka import DESERIALIZERS, record_maker
-from jetspark.worker.steps import Step
+from jetspark.worker.steps import Step, join_map_step
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -267,13 +267,9 @@ def python_udfs(work: dict[str, Any], objects: list[Any]) -> tuple[list[str], li
             udfs[f"custom:{c['vertex']}"] = udf_columns.custom_aggregation_udf_column(
                 c["operations"], objects, c["mode"], c["keyed"], c["stage"], c["dead_letter"], carried(c), c.get("kept", False))
     for j in work["joins"]:
-        step = Step("map", _pair_mapper(ref(j["mapper_ref"])), j["stage"], j["dead_letter"])
+        step = join_map_step(ref(j["mapper_ref"]), j["stage"], j["dead_letter"])
         udfs[f"join:{j['vertex']}"] = udf_columns.chain_udf_column([step], carried(j))
     for r in work["typed_results"]:
         udfs[f"results:{r['vertex']}"] = udf_columns.results_to_items_udf_column(r["schema"], r["shape"])
     return list(udfs), [column._jc for column in udfs.values()]
 
-
-def _pair_mapper(mapper: Any) -> Any:
-    """The join's mapper over the engine's tuples ``(left, right_1, ..., right_n)``."""
-    return lambda pair: mapper(*pair)

@@ -18,7 +18,7 @@ from jetspark._failures import describe as describe_failure
 from jetspark._items import canonical_key, loads_key, pack_frames, unpack_frames
 from jetspark.errors import JobCancelledError, JobFailedError
 from jetspark.job import JobStatus
-from jetspark.worker.steps import Step, dumps, extract, record_failure, run_steps_numbered
+from jetspark.worker.steps import Step, dumps, extract, join_map_step, record_failure, run_steps_numbered
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -96,8 +96,7 @@ class _Callback:
             if work not in self._works:
                 spec = json.loads(work)
                 if spec["kind"] == "chain":
-                    spec["steps"] = [Step(s["kind"], self._functions.get(s["ref"]), s["stage"], s["dead_letter"])
-                                     for s in spec["steps"]]
+                    spec["steps"] = [_step(s, self._functions) for s in spec["steps"]]
                 elif spec["kind"] == "stateful":
                     spec["states"] = {}
                 self._works[work] = spec
@@ -158,6 +157,14 @@ class _Callback:
 
     class Java:
         implements = ["io.jetspark.engine.local.PythonCallback"]
+
+
+def _step(spec: dict[str, Any], functions: dict[int, Any]) -> Step:
+    """A chain's step as the JVM describes it (``PythonVertices.ChainStep``)."""
+    fn = functions.get(spec["ref"])
+    if spec["kind"] == "join_map":
+        return join_map_step(fn, spec["stage"], spec["dead_letter"])
+    return Step(spec["kind"], fn, spec["stage"], spec["dead_letter"])
 
 
 def _answer(out: list[bytes], answers: list[tuple[bytes, tuple[int, ...], bytes]], sequenced: bool) -> None:

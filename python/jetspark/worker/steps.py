@@ -68,6 +68,12 @@ class Step:
     dead_letter: bool = False
 
 
+def join_map_step(mapper: Callable[..., Any], stage: str, dead_letter: bool) -> Step:
+    """A hash join's mapper as a map step over the engine's joined tuples ``(left, right_1, ..., right_n)``:
+    both engines join in the JVM and map in Python."""
+    return Step("map", lambda joined: mapper(*joined), stage, dead_letter)
+
+
 class StepFailedError(Exception):
     """A user function raised on a record; the message names the stage and the record."""
 

@@ -27,6 +27,11 @@ object PythonExtractors {
     }
   }
 
+  /** How a Python worker extracts the canonical bytes of the key that `of` (a form of [[json]]) gives: a
+    * hash join's other clauses' keys ride beside the streamed item in the form keys compare in.
+    */
+  def keyBytesJson(of: JsonNode): JsonNode = JsonNodeFactory.instance.objectNode().put("kind", "key").set[JsonNode]("of", of)
+
   /** Why [[json]] has no form for `e`, for the engines' errors. */
   def unsupported(e: Extractor): String = s"${e.describe}: keys of Python items are field names or Python functions"
 }

@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.core.{Processor, ProcessorContext}
 import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
 import io.jetspark.core.processor._
-import io.jetspark.item.{Extracted, PickledItem, PickledKey, PythonAggregations, PythonValues}
+import io.jetspark.item.{Extracted, PickledItem, PickledKey, PythonAggregations, PythonOps, PythonValues}
 import io.jetspark.pipeline.{PythonAggregateSpec, PythonExtractors, PythonRef}
 import io.jetspark.pipeline.definition.Extractor
 import io.jetspark.pipeline.transform.{PeekTransform, StatelessTransform}
@@ -26,16 +26,17 @@ trait PythonCallback {
 
 /** Translates a planned pipeline of Python items into a [[LocalDag]]: items are pickles (`Array[Byte]`),
   * fused Python steps run as one callback per inbox batch on a thread of their own, and where items
-  * enter a vertex that needs their key or values (an aggregation, a sort, a distinct, an edge
-  * partitioned by a Python key) an extraction vertex is put on the edge, before the items are routed:
-  * Python gives each item's canonical key and the values (as [[Extracted]]), and the core's processors
-  * run on those in the JVM, as in the Spark engine. Results go back to Python as pickles
-  * ([[PythonValues.dumps]]).
+  * enter a vertex that needs their key or values (an aggregation, a sort, a distinct, a hash join, an
+  * edge partitioned by a Python key) an extraction vertex is put on the edge, before the items are
+  * routed: Python gives each item's canonical key and the values (as [[Extracted]]), and the core's
+  * processors run on those in the JVM, as in the Spark engine. Results go back to Python as pickles
+  * ([[PythonValues.dumps]]). A hash join joins in the JVM and its mapper runs in Python, in a vertex of
+  * its own after the join, over the joined tuples.
   *
   * Runs: items sources; map/filter/flat_map/peek and map_stateful in Python (the states kept by Python),
-  * with dead-letter sinks; merges; keyed and global aggregation and
-  * rolling aggregation with the built-in operations; distinct; sort; list, console (printed by the
-  * driver's Python), dead-letter and noop sinks.
+  * with dead-letter sinks; merges; keyed and global aggregation (also `aggregate2`) and
+  * rolling aggregation with the built-in operations; hash joins with one or more enriching sides;
+  * distinct; sort; list, console (printed by the driver's Python), dead-letter and noop sinks.
   *
   * `preserve_order` as the plan says ([[io.jetspark.plan.PhysicalDag]]): a vertex that assigns sequence
   * ids numbers what it sends, items keep their ids ([[Sequenced]]) on the edges that carry them, a
@@ -48,24 +49,42 @@ trait PythonCallback {
 object PythonVertices {
   private val mapper = new ObjectMapper()
 
-  /** The work of a fused chain, as Python receives it with every call: its steps in order, each
-    * `{"kind": "map" | "filter" | "flat_map" | "peek", "ref": number of the callable or null, "stage",
-    * "dead_letter"}`. Python answers with pairs of frames: the failing stage (empty for an output) and
-    * the output's pickle (for a failure routed to a dead-letter sink: the `DeadLetter`'s). Where the
-    * items keep their sequence ids (`sequenced`), it answers item by item instead ([[sequencedOutputs]]).
+  /** One step of a chain's work: `kind` is "map", "filter", "flat_map", "peek", or "join_map" (a hash
+    * join's mapper, over the joined tuple `(left, right_1, ..., right_n)`); `ref` the number of its
+    * callable (none: a plain peek).
     */
-  private def chainWork(v: Vertex, steps: Seq[StatelessTransform], sequenced: Boolean): String = {
-    val node = mapper.createObjectNode().put("kind", "chain").put("vertex", v.name).put("sequenced", sequenced)
+  private final case class ChainStep(kind: String, ref: Option[Int], stage: String, deadLetter: Boolean)
+
+  private def chainStep(t: StatelessTransform): ChainStep = ChainStep(stepKind(t), t.fn match {
+    case Extractor.PythonFn(PythonRef(ref), _) => Some(ref)
+    case _ => None
+  }, t.name, t.errorSink.isDefined)
+
+  /** The work of a fused chain, as Python receives it with every call: its steps in order, each
+    * `{"kind", "ref": number of the callable or null, "stage", "dead_letter"}` ([[ChainStep]]). Python
+    * answers with pairs of frames: the failing stage (empty for an output) and the output's pickle (for
+    * a failure routed to a dead-letter sink: the `DeadLetter`'s). Where the items keep their sequence
+    * ids (`sequenced`), it answers item by item instead ([[sequencedOutputs]]).
+    */
+  private def chainWork(vertex: String, steps: Seq[ChainStep], sequenced: Boolean): String = {
+    val node = mapper.createObjectNode().put("kind", "chain").put("vertex", vertex).put("sequenced", sequenced)
     val stepsNode = node.putArray("steps")
-    steps.foreach { t =>
-      val s = stepsNode.addObject().put("kind", stepKind(t)).put("stage", t.name).put("dead_letter", t.errorSink.isDefined)
-      t.fn match {
-        case Extractor.PythonFn(PythonRef(ref), _) => s.put("ref", ref)
-        case _ => s.putNull("ref")
-      }
+    steps.foreach { step =>
+      val s = stepsNode.addObject().put("kind", step.kind).put("stage", step.stage).put("dead_letter", step.deadLetter)
+      step.ref.fold(s.putNull("ref"))(s.put("ref", _))
     }
     mapper.writeValueAsString(node)
   }
+
+  /** A chain vertex: Python runs `work` over each batch of items, on a thread of its own (it blocks). */
+  private def chainVertex(name: String, parallelism: Int, python: PythonCallback, work: String,
+      answered: (IndexedSeq[Any], Vector[Array[Byte]]) => Iterator[Any]): LocalVertex = {
+    val outputs: IndexedSeq[Any] => IterableOnce[Any] = batch => answered(batch, call(python, work, batch.map(pickle)))
+    LocalVertex(name, parallelism, _ => new BatchTransformProcessor(outputs), cooperative = false)
+  }
+
+  /** The vertex after a hash join `v` that runs its Python mapper over the joined tuples. */
+  private def mapperVertexName(v: Vertex): String = s"${v.name}/mapper"
 
   /** The work of a console sink: Python prints the items, and answers nothing. */
   private def printWork(v: Vertex): String = mapper.writeValueAsString(mapper.createObjectNode().put("kind", "print").put("vertex", v.name))
@@ -78,6 +97,12 @@ object PythonVertices {
     dag.vertices.find(v => dag.carriesSequenceThrough(v) && !givesOutputsTheirItemsIds(v))
       .foreach(v => LocalVertices.unsupported(v, "preserve_order needs sequence ids carried through it to a later restore point"))
     val vertices = dag.vertices.map(v => LocalVertices.numbered(dag, v, vertex(dag, v, python)))
+    // A hash join's Python mapper runs after the core's join, on the join's outputs.
+    val mappers = dag.vertices.collect {
+      case v @ Vertex(_, HashJoin(_, Some(Extractor.PythonFn(PythonRef(ref), _)), _), _, _, _) =>
+        val work = chainWork(mapperVertexName(v), Seq(ChainStep("join_map", Some(ref), v.fusedChain.head, dag.routesFailures(v))), sequenced = false)
+        v.name -> chainVertex(mapperVertexName(v), v.localParallelism, python, work, (_, frames) => withFailures(frames))
+    }.toMap
     val extractedKey: Any => Any = _.asInstanceOf[Extracted].key
     // A dead-letter sink's inputs from extractions come after its own, numbered across all of them: the
     // extractions of two inputs of one receiver send their failures to the same sink.
@@ -88,7 +113,8 @@ object PythonVertices {
       ordinal
     }
     val (added, edges) = dag.edges.map { e =>
-      val edge = LocalVertices.edge(dag, e, (_, _) => extractedKey)
+      val planned = LocalVertices.edge(dag, e, (_, _) => extractedKey)
+      val edge = mappers.get(e.from).fold(planned)(m => planned.copy(from = m.name))
       val (extractions, delivering) = extraction(dag, e) match {
         case None => (Nil, edge)
         case Some(x) =>
@@ -100,13 +126,14 @@ object PythonVertices {
             LocalVertices.edge(dag, d, (_, _) => extractedKey)
               .copy(from = x.vertex, fromOrdinal = 1 + i, toOrdinal = newInput(d.to))
           }
-          (Seq(extract -> (LocalEdge(e.from, e.fromOrdinal, x.vertex, 0, Routing.Isolated, errorsOf = e.errorsOf,
+          (Seq(extract -> (LocalEdge(edge.from, e.fromOrdinal, x.vertex, 0, Routing.Isolated, errorsOf = e.errorsOf,
             carriesSequence = e.carriesSequence) +: deadLetters)), edge.copy(from = x.vertex, fromOrdinal = 0, errorsOf = None))
       }
       val (restore, delivered) = LocalVertices.restoringOrder(dag, e, delivering)
       (extractions.map(_._1) ++ restore, extractions.flatMap(_._2) ++ delivered)
     }.unzip
-    LocalDag(vertices ++ added.flatten, edges.flatten)
+    val mapperEdges = mappers.map { case (join, m) => LocalEdge(join, 0, m.name, 0, Routing.Isolated) }
+    LocalDag(vertices ++ mappers.values ++ added.flatten, edges.flatten ++ mapperEdges)
   }
 
   /** The vertices that give their outputs the ids of their items (see [[vertex]]). */
@@ -140,8 +167,12 @@ object PythonVertices {
       Some(Extraction(s"${v.name}/extract-${e.toOrdinal}", failingStage, key.map(extractorJson(v, _)), values,
         dag.failureEdges(v)))
     v.description match {
-      case Aggregate(stage, Seq(op: PythonAggregateSpec), keys) if stage != AggregationStage.Combine =>
-        of(keys.headOption, PythonAggregations.bind(op).extractors)
+      case Aggregate(stage, PythonOps(ops), keys) if stage != AggregationStage.Combine =>
+        of(keys.lift(e.toOrdinal), PythonAggregations.bind(ops(e.toOrdinal)).extractors)
+      // The streamed item's other clauses' keys ride along as values, in the canonical form keys compare in.
+      case HashJoin(clauses, _, _) if e.toOrdinal == 0 =>
+        of(Some(clauses.head.leftKey), clauses.tail.map(c => PythonExtractors.keyBytesJson(extractorJson(v, c.leftKey))))
+      case HashJoin(clauses, _, _) => of(Some(clauses(e.toOrdinal - 1).rightKey), Nil)
       case RollingAggregate(key, op: PythonAggregateSpec) => of(key, PythonAggregations.bind(op).extractors)
       case MapStateful(key, _, _) => of(key, Nil)
       case Distinct(key) => of(Some(key), Nil)
@@ -171,9 +202,7 @@ object PythonVertices {
       case StatelessChain(steps) =>
         steps.find(t => !runsInPython(t))
           .foreach(t => LocalVertices.unsupported(v, s"step ${t.describe}: Python pipelines run Python functions"))
-        val work = chainWork(v, steps, sequenced)
-        val outputs: IndexedSeq[Any] => IterableOnce[Any] = batch => answered(batch, call(python, work, batch.map(pickle)))
-        LocalVertex(v.name, v.localParallelism, _ => new BatchTransformProcessor(outputs), cooperative = false)
+        chainVertex(v.name, v.localParallelism, python, chainWork(v.name, steps.map(chainStep), sequenced), answered)
       case MapStateful(key, Extractor.PythonFn(PythonRef(create), _), Extractor.PythonFn(PythonRef(fn), _)) =>
         val work = mapper.writeValueAsString(mapper.createObjectNode().put("kind", "stateful").put("vertex", v.name)
           .put("stage", v.fusedChain.head).put("create_ref", create).put("fn_ref", fn).put("keyed", key.isDefined)
@@ -186,14 +215,15 @@ object PythonVertices {
       case Merge(_, true) =>
         val branches = dag.edgesInto(v.name).size
         local(_ => new OrderedMergeProcessor(branches, tieByBranch = true))
-      case Aggregate(stage, Seq(op: PythonAggregateSpec), keys) =>
-        val (aop, keyed) = (bound(op), keys.nonEmpty)
+      case Aggregate(stage, PythonOps(ops), keys) =>
+        val (aop, keyed) = (PythonAggregations.bindInputs(ops).asInstanceOf[AggregateOperation[Nothing, Any, Any]], keys.nonEmpty)
+        val keyFns = IndexedSeq.fill(ops.size)(key)
         stage match {
-          case AggregationStage.Accumulate if keyed => local(_ => new AccumulateByKeyProcessor(IndexedSeq(key), aop))
+          case AggregationStage.Accumulate if keyed => local(_ => new AccumulateByKeyProcessor(keyFns, aop))
           case AggregationStage.Accumulate => local(_ => new AccumulateProcessor(aop))
           case AggregationStage.Combine if keyed => local(_ => new CombineByKeyProcessor(aop), result(keyed))
           case AggregationStage.Combine => local(_ => new CombineProcessor(aop), result(keyed))
-          case AggregationStage.SingleStage if keyed => local(_ => new AggregateByKeyProcessor(IndexedSeq(key), aop), result(keyed))
+          case AggregationStage.SingleStage if keyed => local(_ => new AggregateByKeyProcessor(keyFns, aop), result(keyed))
           case AggregationStage.SingleStage => local(_ => new AggregateProcessor(aop), result(keyed))
         }
       case RollingAggregate(k, op: PythonAggregateSpec) =>
@@ -201,6 +231,19 @@ object PythonVertices {
         if (k.isDefined) local(carrying(_ => RollingAggregateProcessor.keyed(key, aop)), result(keyed = true))
         else local(carrying(_ => RollingAggregateProcessor.global(aop)), result(keyed = false))
       case Distinct(_) => local(carrying(_ => new DistinctProcessor(key)), item)
+      case HashJoin(clauses, mapperFn, inner) =>
+        // Side 0's key is the streamed item's own; side i's, the i-th value it carries (as key bytes).
+        val joinClauses = clauses.indices.map { side =>
+          val leftKey: Any => Any =
+            if (side == 0) key else x => new PickledKey(x.asInstanceOf[Extracted].values(side - 1).asInstanceOf[Array[Byte]])
+          JoinClause(leftKey, key)
+        }
+        // The tuple of matches for the mapper (a vertex of its own after this one), or the output itself.
+        val joined: (Any, Seq[Option[Any]]) => Any = (left, rights) =>
+          PythonValues.dumps((left.asInstanceOf[Extracted].item +: rights.map(_.map(_.asInstanceOf[Extracted].item))).toArray[Any])
+        if (mapperFn.exists(!_.isInstanceOf[Extractor.PythonFn]))
+          LocalVertices.unsupported(v, s"a join mapper ${mapperFn.get.describe}: Python pipelines map with Python functions")
+        local(_ => new HashJoinProcessor(joinClauses, joined, outer = !inner))
       case Sort(SortPhase.LocalSort, _, reverse) =>
         val sort = SortDefinition(Some(_.asInstanceOf[Extracted].values(0)), AnyOrdering, reverse)
         local(_ => new SortProcessor(sort))

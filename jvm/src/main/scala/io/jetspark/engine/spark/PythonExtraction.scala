@@ -107,7 +107,7 @@ object PythonExtraction {
       case OperationSlot(s, op) if s.path("kind").asText == "column" => form(TypedExtraction.slotExtractor(s, op.columns))
       case OperationSlot(s, _) => s
       case Plain(e) => form(e)
-      case KeyBytes(e) => JsonNodeFactory.instance.objectNode().put("kind", "key").set[JsonNode]("of", form(e))
+      case KeyBytes(e) => PythonExtractors.keyBytesJson(form(e))
     }
     val timestampForm = timestamp.map(form)
     PythonExtraction(vertex, ordinal, keyForm, valueForms, timestampForm, timedInput, rowSource.filter(_ => columns.nonEmpty),

@@ -2,8 +2,7 @@ package io.jetspark.engine.spark
 
 import com.fasterxml.jackson.databind.JsonNode
 import io.jetspark.connector.KafkaConnector
-import io.jetspark.engine.spark.runner.PythonOps
-import io.jetspark.item.PythonAggregations
+import io.jetspark.item.{PythonAggregations, PythonOps}
 import io.jetspark.core.aggregate.AggregateOperation
 import io.jetspark.pipeline.{PythonAggregateSpec, PythonExtractors, PythonRef}
 import io.jetspark.pipeline.definition.Extractor

@@ -1,10 +1,10 @@
 package io.jetspark.engine.spark
 
 import io.jetspark.engine.spark.rows.{InPlaceRows, RowCounting, RowSchemas}
-import io.jetspark.engine.spark.runner.{AggregationRunner, CustomAggregations, DistinctRunner, HashJoinRunner, PythonOps, RowSinks}
+import io.jetspark.engine.spark.runner.{AggregationRunner, CustomAggregations, DistinctRunner, HashJoinRunner, RowSinks}
 import io.jetspark.engine.spark.runner.{SequenceRestore, SinkRunner, SortRunner}
 import io.jetspark.engine.spark.window.{WindowPath, WindowRunner}
-import io.jetspark.item.{Extracted, PythonAggregations}
+import io.jetspark.item.{Extracted, PythonAggregations, PythonOps}
 import io.jetspark.core.aggregate.AggregateOperation
 import io.jetspark.pipeline.PythonAggregateSpec
 import io.jetspark.pipeline.definition.Extractor

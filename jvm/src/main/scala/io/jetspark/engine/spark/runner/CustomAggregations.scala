@@ -3,7 +3,7 @@ package io.jetspark.engine.spark.runner
 import com.fasterxml.jackson.databind.JsonNode
 import com.fasterxml.jackson.databind.node.JsonNodeFactory
 import io.jetspark.engine.spark.rows.RowSchemas.Key
-import io.jetspark.item.PythonAggregations
+import io.jetspark.item.{PythonAggregations, PythonOps}
 import io.jetspark.pipeline.PythonAggregateSpec
 import io.jetspark.pipeline.definition.{SessionWindowDefinition, SlidingWindowDefinition, WindowDefinition}
 import io.jetspark.plan.VertexDescription.{Aggregate, RollingAggregate, WindowAggregate}
