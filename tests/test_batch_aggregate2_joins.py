@@ -1,13 +1,14 @@
 """The Spark batch engine runs aggregate2 (global and keyed), hash joins with two enriching sides and
 user-defined aggregate operations (AggregateOperation.of), giving what the brute-force reference gives;
-failures of user functions name the stage and the record, or go to a dead-letter sink."""
+failures of user functions name the stage and the record, or go to a dead-letter sink. The tests taking
+the ``engine`` fixture run each pipeline on the local engine (as a light job) too."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
-from conftest import examples, run_job
+from conftest import examples, run_job, start
 from hypothesis import HealthCheck, given, settings
 from reference import as_multiset, run_reference
 from strategies import batch_pipelines
@@ -142,7 +143,7 @@ DISTINCT_SORTED = AggregateOperation.of(
     finish=lambda acc: sorted(acc))
 
 
-def test_custom_operations_aggregate_keyed_and_global_in_one_and_two_stages(jet):
+def test_custom_operations_aggregate_keyed_and_global_in_one_and_two_stages(jet, engine):
     assert MEAN.can_combine and not DISTINCT_SORTED.can_combine
     p = Pipeline.create()
     items = p.read_from(Sources.items([(x * 7) % 23 for x in range(60)]))
@@ -153,18 +154,18 @@ def test_custom_operations_aggregate_keyed_and_global_in_one_and_two_stages(jet)
     items.filter(lambda x: x > 100).aggregate(MEAN).write_to(Sinks.list("mean_of_nothing"))
     plan = p.explain(2)
     assert "stage 2 of 2: combine" in plan and "single stage" in plan
-    actual = assert_matches_reference(jet, p, ["mean", "mean_by_key", "distinct", "distinct_by_key", "mean_of_nothing"])
+    actual = assert_matches_reference(jet, p, ["mean", "mean_by_key", "distinct", "distinct_by_key", "mean_of_nothing"], engine)
     assert actual["distinct"] == [sorted({(x * 7) % 23 for x in range(60)})]
     assert actual["mean_of_nothing"] == [None]  # a global aggregation has a result also for no items
 
 
-def test_custom_rolling_aggregate_emits_the_export_after_each_item(jet):
+def test_custom_rolling_aggregate_emits_the_export_after_each_item(jet, engine):
     p = Pipeline.create(preserve_order=True)
     items = p.read_from(Sources.items([3, 1, 4, 1, 5, 9, 2, 6]))
     items.rolling_aggregate(MEAN).write_to(Sinks.list("running"))
     items.grouping_key(lambda x: x % 2).rolling_aggregate(DISTINCT_SORTED).write_to(Sinks.list("running_by_key"))
     expected = run_reference(p)
-    actual, _ = run_on_engine(jet, p, ["running", "running_by_key"])
+    actual, _ = run_on_engine(jet, p, ["running", "running_by_key"], engine)
     assert actual["running"] == expected["running"] == [3.0, 2.0, 8 / 3, 2.25, 2.8, 23 / 6, 25 / 7, 3.875]
     # Without export the running result is the accumulator (finish is for the end only), taken as it was
     # at each item, not as it is later.
@@ -172,25 +173,25 @@ def test_custom_rolling_aggregate_emits_the_export_after_each_item(jet):
     assert [r for k, r in actual["running_by_key"] if k == 1] == [{3}, {1, 3}, {1, 3}, {1, 3, 5}, {1, 3, 5, 9}]
 
 
-def test_a_failing_accumulate_fails_the_job_naming_the_stage_and_the_record(jet):
+def test_a_failing_accumulate_fails_the_job_naming_the_stage_and_the_record(jet, engine):
     p = Pipeline.create()
     divide = AggregateOperation.of(lambda: 0, lambda acc, x: acc + 12 // x, combine=lambda a, b: a + b)
     (p.read_from(Sources.items([4, 3, 0, 6])).grouping_key(lambda x: x % 2).aggregate(divide).set_name("twelve-by")
      .write_to(Sinks.noop()))
     with pytest.raises(JobFailedError) as e:
-        jet.new_job(p).join(timeout=300)
+        start(jet, p, engine).join(timeout=300)
     assert e.value.stage == "twelve-by"
     assert "failed on record 0" in str(e.value) and "ZeroDivisionError" in str(e.value)
 
 
-def test_a_failing_finish_fails_the_job_naming_the_stage_the_group_and_the_function(jet):
+def test_a_failing_finish_fails_the_job_naming_the_stage_the_group_and_the_function(jet, engine):
     p = Pipeline.create()
     inverse = AggregateOperation.of(lambda: 0, lambda acc, x: acc + x, combine=lambda a, b: a + b,
                                     finish=lambda acc: 1 / acc)
     (p.read_from(Sources.items([1, -1, 2, 3])).grouping_key(lambda x: x > 1).aggregate(inverse).set_name("inverse")
      .write_to(Sinks.noop()))
     with pytest.raises(JobFailedError) as e:
-        jet.new_job(p).join(timeout=300)
+        start(jet, p, engine).join(timeout=300)
     assert e.value.stage == "inverse"
     # (the key False is the key 0: docs/semantics.md)
     assert "group of key 0" in str(e.value) and "finish" in str(e.value) and "ZeroDivisionError" in str(e.value)
@@ -209,23 +210,24 @@ def _collecting_all_but_fives(combine: bool) -> AggregateOperation:
 
 
 @pytest.mark.parametrize("combine", [True, False])
-def test_a_failing_accumulate_goes_to_the_dead_letter_and_leaves_the_accumulator_as_it_was(jet, combine):
+def test_a_failing_accumulate_goes_to_the_dead_letter_and_leaves_the_accumulator_as_it_was(jet, engine, combine):
     collect = _collecting_all_but_fives(combine)
     p = Pipeline.create()
     items = p.read_from(Sources.items(list(range(1, 21))))
     (items.grouping_key(lambda x: x % 2).aggregate(collect).set_name("collect")
      .on_error(Sinks.dead_letter("fives")).write_to(Sinks.list("kept")))
     expected = run_reference(p)
-    actual, metrics = run_on_engine(jet, p, ["kept", "fives"])
+    actual, metrics = run_on_engine(jet, p, ["kept", "fives"], engine)
     assert sorted(actual["kept"]) == sorted(expected["kept"]) == [
         (0, [2, 4, 6, 8, 12, 14, 16, 18]), (1, [1, 3, 7, 9, 11, 13, 17, 19])]
     assert sorted(d.record for d in actual["fives"]) == [5, 10, 15, 20]
     assert {(d.stage, d.error.split(":")[0]) for d in actual["fives"]} == {("collect", "ValueError")}
-    assert metrics["vertices"]["collect-dead-letter"]["items_in"] == 4
+    if metrics is not None:  # a Spark job's
+        assert metrics["vertices"]["collect-dead-letter"]["items_in"] == 4
 
 
 @pytest.mark.parametrize("keyed", [False, True])
-def test_aggregate2_of_two_custom_operations_pairs_their_results(jet, keyed):
+def test_aggregate2_of_two_custom_operations_pairs_their_results(jet, engine, keyed):
     p = Pipeline.create()
     left = p.read_from(Sources.items(list(range(25))))
     right = p.read_from(Sources.items([x * 3 for x in range(12)]))
@@ -238,7 +240,7 @@ def test_aggregate2_of_two_custom_operations_pairs_their_results(jet, keyed):
     else:
         left.aggregate2(right, MEAN, DISTINCT_SORTED).write_to(Sinks.list("pairs"))
         left.filter(lambda x: x < 0).aggregate2(right, MEAN, MEAN).write_to(Sinks.list("means"))
-    actual = assert_matches_reference(jet, p, ["pairs", "means"])
+    actual = assert_matches_reference(jet, p, ["pairs", "means"], engine)
     if keyed:
         assert dict(actual["pairs"])[4] == (None, sorted(x * 3 for x in range(12) if x * 3 % 5 == 4))
     else:
@@ -248,7 +250,7 @@ def test_aggregate2_of_two_custom_operations_pairs_their_results(jet, keyed):
 # -- operations mixing a user-defined part with built-in ones: the whole operation runs in Python --------
 
 @pytest.mark.parametrize("keyed", [False, True])
-def test_aggregate2_mixing_a_custom_and_a_built_in_operation_pairs_their_results(jet, keyed):
+def test_aggregate2_mixing_a_custom_and_a_built_in_operation_pairs_their_results(jet, engine, keyed):
     p = Pipeline.create()
     left = p.read_from(Sources.items(list(range(25))))
     right = p.read_from(Sources.items([x * 3 for x in range(12)]))
@@ -263,7 +265,7 @@ def test_aggregate2_mixing_a_custom_and_a_built_in_operation_pairs_their_results
             .write_to(Sinks.list("of_nothing"))
     plan = p.explain(2)
     assert "stage 2 of 2: combine" in plan and "single stage" in plan
-    actual = assert_matches_reference(jet, p, ["two_stages", "one_stage"] + ([] if keyed else ["of_nothing"]))
+    actual = assert_matches_reference(jet, p, ["two_stages", "one_stage"] + ([] if keyed else ["of_nothing"]), engine)
     rights = [x * 3 for x in range(12)]
     if keyed:
         assert dict(actual["two_stages"])[1] == (sum(range(1, 25, 4)) / 6, sum(x for x in rights if x % 5 == 1))
@@ -277,7 +279,7 @@ def test_aggregate2_mixing_a_custom_and_a_built_in_operation_pairs_their_results
 
 
 @pytest.mark.parametrize("keyed", [False, True])
-def test_all_of_with_a_custom_part_aggregates_in_one_or_two_stages(jet, keyed):
+def test_all_of_with_a_custom_part_aggregates_in_one_or_two_stages(jet, engine, keyed):
     p = Pipeline.create()
     items = p.read_from(Sources.items([(x * 7) % 23 for x in range(60)]))
     stage = items.grouping_key(lambda x: x % 3) if keyed else items
@@ -286,7 +288,7 @@ def test_all_of_with_a_custom_part_aggregates_in_one_or_two_stages(jet, keyed):
     stage.aggregate(ops.all_of(DISTINCT_SORTED, ops.summing(lambda x: x), ops.top_n(2))).write_to(Sinks.list("single"))
     plan = p.explain(2)
     assert "stage 2 of 2: combine" in plan and "single stage" in plan
-    actual = assert_matches_reference(jet, p, ["combining", "single"])
+    actual = assert_matches_reference(jet, p, ["combining", "single"], engine)
     values = [(x * 7) % 23 for x in range(60)]
     if keyed:
         zeros = [x for x in values if x % 3 == 0]
@@ -297,14 +299,14 @@ def test_all_of_with_a_custom_part_aggregates_in_one_or_two_stages(jet, keyed):
         assert actual["single"] == [(list(range(23)), sum(values), [22, 22])]
 
 
-def test_rolling_aggregate_of_all_of_with_a_custom_part_emits_every_part_after_each_item(jet):
+def test_rolling_aggregate_of_all_of_with_a_custom_part_emits_every_part_after_each_item(jet, engine):
     p = Pipeline.create(preserve_order=True)
     items = p.read_from(Sources.items([3, 1, 4, 1, 5, 9, 2, 6]))
     items.rolling_aggregate(ops.all_of(ops.counting(), MEAN, ops.to_list())).write_to(Sinks.list("running"))
     items.grouping_key(lambda x: x % 2).rolling_aggregate(ops.all_of(DISTINCT_SORTED, ops.max_by(lambda x: x))) \
         .write_to(Sinks.list("running_by_key"))
     expected = run_reference(p)
-    actual, _ = run_on_engine(jet, p, ["running", "running_by_key"])
+    actual, _ = run_on_engine(jet, p, ["running", "running_by_key"], engine)
     assert actual["running"] == expected["running"]
     assert actual["running"][:3] == [(1, 3.0, [3]), (2, 2.0, [3, 1]), (3, 8 / 3, [3, 1, 4])]
     assert as_multiset(actual["running_by_key"]) == as_multiset(expected["running_by_key"])
@@ -313,7 +315,7 @@ def test_rolling_aggregate_of_all_of_with_a_custom_part_emits_every_part_after_e
 
 
 @pytest.mark.parametrize("combine", [True, False])
-def test_a_record_failing_in_the_custom_part_of_all_of_is_a_dead_letter_that_no_part_counts(jet, combine):
+def test_a_record_failing_in_the_custom_part_of_all_of_is_a_dead_letter_that_no_part_counts(jet, engine, combine):
     collect = _collecting_all_but_fives(combine)
     p = Pipeline.create()
     items = p.read_from(Sources.items(list(range(1, 21))))
@@ -322,12 +324,13 @@ def test_a_record_failing_in_the_custom_part_of_all_of_is_a_dead_letter_that_no_
     (items.aggregate2(items.map(lambda x: x * 10), ops.to_list(), collect).set_name("co-collect")
      .on_error(Sinks.dead_letter("co-fives")).write_to(Sinks.list("co-kept")))
     expected = run_reference(p)
-    actual, metrics = run_on_engine(jet, p, ["kept", "fives", "co-kept", "co-fives"])
+    actual, metrics = run_on_engine(jet, p, ["kept", "fives", "co-kept", "co-fives"], engine)
     assert sorted(actual["kept"]) == sorted(expected["kept"]) == [
         (0, (8, [2, 4, 6, 8, 12, 14, 16, 18], 80)), (1, (8, [1, 3, 7, 9, 11, 13, 17, 19], 80))]
     assert sorted(d.record for d in actual["fives"]) == [5, 10, 15, 20]
     assert {(d.stage, d.error.split(":")[0]) for d in actual["fives"]} == {("collect", "ValueError")}
-    assert metrics["vertices"]["collect-dead-letter"]["items_in"] == 4
+    if metrics is not None:  # a Spark job's
+        assert metrics["vertices"]["collect-dead-letter"]["items_in"] == 4
     # aggregate2: every right item x*10 fails; the left side's built-in to_list sees every left item
     ((left, right),) = actual["co-kept"]
     assert sorted(left) == list(range(1, 21)) and right == []
@@ -349,7 +352,7 @@ def test_column_values_of_a_dataframe_s_rows_reach_the_built_in_parts_run_in_pyt
         0: (36, 4, 9), 1: (2 * (1 + 4 + 7), 3, 7), 2: (2 * (2 + 5 + 8), 3, 8)}
 
 
-def test_built_in_parts_run_in_python_give_what_the_jvm_gives(jet):
+def test_built_in_parts_run_in_python_give_what_the_jvm_gives(jet, engine):
     # The same built-in operations, once alone (the JVM runs them) and once beside a user-defined part
     # (Python runs them all), over one partition in one order: equal results, floats bit for bit.
     rows = [{"k": i % 2, "n": n, "f": f} for i, (n, f) in enumerate(
@@ -362,7 +365,7 @@ def test_built_in_parts_run_in_python_give_what_the_jvm_gives(jet):
     stage.aggregate(ops.all_of(*built_ins)).set_local_parallelism(1).write_to(Sinks.list("jvm"))
     counting = AggregateOperation.of(lambda: 0, lambda acc, _: acc + 1, combine=lambda a, b: a + b)
     stage.aggregate(ops.all_of(*built_ins, counting)).set_local_parallelism(1).write_to(Sinks.list("python"))
-    actual, _ = run_on_engine(jet, p, ["jvm", "python"])
+    actual, _ = run_on_engine(jet, p, ["jvm", "python"], engine)
     in_jvm = {k: r for k, r in actual["jvm"]}
     in_python = {k: r[:-1] for k, r in actual["python"]}
     assert as_multiset(in_python.items()) == as_multiset(in_jvm.items())

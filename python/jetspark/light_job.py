@@ -18,7 +18,10 @@ from jetspark._failures import describe as describe_failure
 from jetspark._items import canonical_key, loads_key, pack_frames, unpack_frames
 from jetspark.errors import JobCancelledError, JobFailedError
 from jetspark.job import JobStatus
-from jetspark.worker.steps import Step, dumps, extract, join_map_step, record_failure, run_steps_numbered
+from jetspark.worker.custom_aggregations import ORDINAL, VALUES, column, custom_aggregation_function
+from jetspark.worker.operations import operation_of
+from jetspark.worker.steps import (FAILURE, ITEM, Step, dumps, extract, join_map_step, record_failure,
+                                   run_steps_numbered)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -81,10 +84,11 @@ class LightJob:
 class _Callback:
     """The Python work of one light job, called by the JVM through py4j: ``call(work, packed pickles)``
     returns packed pickles. ``work`` is the JSON description the JVM sends with every call of a vertex
-    (``PythonVertices``): a fused chain, a ``map_stateful``, an extraction of keys and values, or printing
-    (a console sink)."""
+    (``PythonVertices``): a fused chain, a ``map_stateful``, an extraction of keys and values, a processor's
+    part of an aggregation with a user-defined operation, or printing (a console sink)."""
 
     def __init__(self, objects: list[Any]) -> None:
+        self._objects = objects
         self._functions = dict(enumerate(objects))
         self._works: dict[str, dict[str, Any]] = {}
         # The instances of a vertex call from several JVM threads at once; a work's parsed form (with a
@@ -99,6 +103,8 @@ class _Callback:
                     spec["steps"] = [_step(s, self._functions) for s in spec["steps"]]
                 elif spec["kind"] == "stateful":
                     spec["states"] = {}
+                elif spec["kind"] == "custom_aggregation":
+                    spec["run"] = _CustomAggregation(spec, self._objects)
                 self._works[work] = spec
             return self._works[work]
 
@@ -107,6 +113,8 @@ class _Callback:
         frames = unpack_frames(bytes(data))
         if spec["kind"] == "stateful":
             return pack_frames(self._stateful(spec, frames))
+        if spec["kind"] == "custom_aggregation":
+            return pack_frames(spec["run"].call(frames))
         items = [pickle.loads(b) for b in frames]
         out: list[bytes] = []
         if spec["kind"] == "print":
@@ -157,6 +165,69 @@ class _Callback:
 
     class Java:
         implements = ["io.jetspark.engine.local.PythonCallback"]
+
+
+class _Feed:
+    """The batches a running aggregation function reads, handed to it one at a time: it reads the next
+    when asked for its next output, and ends when the input does."""
+
+    def __init__(self) -> None:
+        self.batch: Any = None
+        self.ended = False
+
+    def __iter__(self) -> _Feed:
+        return self
+
+    def __next__(self) -> Any:
+        if self.ended:
+            raise StopIteration
+        batch, self.batch = self.batch, None
+        return batch
+
+
+class _CustomAggregation:
+    """One processor's part of an aggregation with a user-defined operation: the Spark engine's function
+    (:func:`~jetspark.worker.custom_aggregations.custom_aggregation_function`, in the work's mode) over the
+    batches the JVM sends (``PythonVertices.customAggregation`` describes the frames), its accumulators
+    kept between calls."""
+
+    def __init__(self, spec: dict[str, Any], objects: list[Any]) -> None:
+        operations = [operation_of(op, objects, atomic=spec["dead_letter"]) for op in spec["operations"]]
+        self._feed = _Feed()
+        self._mode = spec["mode"]
+        self._run = custom_aggregation_function(operations, spec["mode"], spec["keyed"], spec["stage"], spec["dead_letter"])(self._feed)
+
+    def call(self, frames: list[bytes]) -> list[bytes]:
+        if frames[0] == b"end":
+            self._feed.ended = True
+            return [frame for batch in self._run for frame in _triples(batch)]
+        self._feed.batch = self._input(int(frames[1]), frames[2:])
+        return _triples(next(self._run))
+
+    def _input(self, ordinal: int, frames: list[bytes]) -> Any:
+        import pyarrow as pa
+
+        keys, items, values = [], [], []
+        at = 0
+        while at < len(frames):
+            count = int(frames[at + 2])
+            keys.append(frames[at])
+            items.append(frames[at + 1])
+            values.append(frames[at + 3:at + 3 + count])
+            at += 3 + count
+        columns = [pa.array(keys, pa.binary()), pa.array(items, pa.binary())]
+        if self._mode != "combine":
+            columns += [pa.array([ordinal] * len(keys), pa.int32()), pa.array(values, pa.list_(pa.binary()))]
+        return pa.RecordBatch.from_arrays(columns, names=["key", ITEM, ORDINAL, VALUES][:len(columns)])
+
+
+def _triples(batch: Any) -> list[bytes]:
+    """An aggregation function's output batch as the JVM reads it: per row, the stage its dead letter is
+    of (empty for a result), the group's key (empty where the output has none) and the pickle."""
+    out: list[bytes] = []
+    for item, failure, key in zip(batch.column(ITEM).to_pylist(), column(batch, FAILURE), column(batch, "key", b"")):
+        out += [(failure or "").encode(), key, item]
+    return out
 
 
 def _step(spec: dict[str, Any], functions: dict[int, Any]) -> Step:

@@ -2,7 +2,8 @@ package io.jetspark.python
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.engine.spark.{CarriedTimestamps, PythonUdfName, PythonWork, SparkBatchEngine, TypedPlan}
-import io.jetspark.engine.spark.runner.{CustomAggregations, SequenceRestore, SinkRunner}
+import io.jetspark.engine.spark.runner.{SequenceRestore, SinkRunner}
+import io.jetspark.item.CustomAggregationWork
 import io.jetspark.pipeline.PythonRef
 import io.jetspark.pipeline.definition.Extractor
 import io.jetspark.pipeline.transform._
@@ -81,7 +82,7 @@ final class PreparedBatchJob(spark: SparkSession, val dag: PhysicalDag) {
           "sequenced" -> dag.edgesInto(vertex.name).exists(e => e.toOrdinal == 0 && dag.keepsSequence(e)),
           "timed" -> timestamps.emits(vertex.name)).asJava
     }.asJava))
-    work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregations.work(dag).map { w =>
+    work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregationWork.of(dag).map { w =>
       Map[String, Any]("vertex" -> w.vertex.name, "stage" -> w.vertex.fusedChain.head, "mode" -> w.mode,
         "operations" -> w.operations.asJava, "keyed" -> w.keyed, "dead_letter" -> w.deadLetter,
         "window" -> w.window.orNull,

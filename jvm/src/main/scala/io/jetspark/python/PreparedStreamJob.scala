@@ -3,9 +3,9 @@ package io.jetspark.python
 import com.fasterxml.jackson.databind.node.ArrayNode
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.engine.spark.epoch.{CheckpointManifest, EpochEngine, EpochRolling, EpochSinks, EpochSources, SourceExtractions, StreamUnion, StreamingJob}
-import io.jetspark.engine.spark.runner.{CustomAggregations, SequenceRestore, SinkRunner}
+import io.jetspark.engine.spark.runner.{SequenceRestore, SinkRunner}
 import io.jetspark.engine.spark.{PythonExtraction, PythonUdfName, PythonWork, Rebalancing}
-import io.jetspark.item.PythonAggregations
+import io.jetspark.item.{CustomAggregationWork, PythonAggregations}
 import io.jetspark.pipeline.PythonAggregateSpec
 import io.jetspark.pipeline.definition.Extractor
 import io.jetspark.plan.VertexDescription.{HashJoin, MapStateful, RollingAggregate, Source, WindowAggregate}
@@ -73,7 +73,7 @@ final class PreparedStreamJob(spark: SparkSession, val dag: PhysicalDag) {
           "controlled" -> true, "kept" -> true).asJava
     }.asJava))
     val inPython = (v: Vertex) => PythonAggregations.runsInPython(v) || EpochRolling.runsInPython(dag, v)
-    work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregations.work(dag, inPython).collect {
+    work.set[JsonNode]("custom_aggregations", mapper.valueToTree[JsonNode](CustomAggregationWork.of(dag, inPython).collect {
       case w if w.mode == "rolling" || w.window.isDefined =>
         Map[String, Any]("vertex" -> w.vertex.name, "stage" -> w.vertex.fusedChain.head, "mode" -> w.mode,
           "operations" -> w.operations.asJava, "keyed" -> w.keyed, "dead_letter" -> dag.routesFailures(w.vertex),

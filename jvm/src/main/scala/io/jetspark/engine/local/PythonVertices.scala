@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.core.{Processor, ProcessorContext}
 import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
 import io.jetspark.core.processor._
-import io.jetspark.item.{Extracted, PickledItem, PickledKey, PythonAggregations, PythonOps, PythonValues}
+import io.jetspark.item.{CustomAggregationWork, Extracted, PickledItem, PickledKey, PythonAggregations, PythonOps, PythonValues}
 import io.jetspark.pipeline.{PythonAggregateSpec, PythonExtractors, PythonRef}
 import io.jetspark.pipeline.definition.Extractor
 import io.jetspark.pipeline.transform.{PeekTransform, StatelessTransform}
@@ -91,9 +91,6 @@ object PythonVertices {
 
   /** The local DAG of `dag`, whose Python work runs through `python`; fails naming the vertex it cannot run. */
   def translate(dag: PhysicalDag, python: PythonCallback): LocalDag = {
-    // Checked before any edge's extraction binds the operation, which would fail without naming the vertex.
-    dag.vertices.find(PythonAggregations.runsInPython)
-      .foreach(LocalVertices.unsupported(_, "an AggregateOperation.of(...) runs its functions in Spark's Python workers"))
     dag.vertices.find(v => dag.carriesSequenceThrough(v) && !givesOutputsTheirItemsIds(v))
       .foreach(v => LocalVertices.unsupported(v, "preserve_order needs sequence ids carried through it to a later restore point"))
     val vertices = dag.vertices.map(v => LocalVertices.numbered(dag, v, vertex(dag, v, python)))
@@ -168,12 +165,12 @@ object PythonVertices {
         dag.failureEdges(v)))
     v.description match {
       case Aggregate(stage, PythonOps(ops), keys) if stage != AggregationStage.Combine =>
-        of(keys.lift(e.toOrdinal), PythonAggregations.bind(ops(e.toOrdinal)).extractors)
+        of(keys.lift(e.toOrdinal), PythonAggregations.extractors(ops(e.toOrdinal)))
       // The streamed item's other clauses' keys ride along as values, in the canonical form keys compare in.
       case HashJoin(clauses, _, _) if e.toOrdinal == 0 =>
         of(Some(clauses.head.leftKey), clauses.tail.map(c => PythonExtractors.keyBytesJson(extractorJson(v, c.leftKey))))
       case HashJoin(clauses, _, _) => of(Some(clauses(e.toOrdinal - 1).rightKey), Nil)
-      case RollingAggregate(key, op: PythonAggregateSpec) => of(key, PythonAggregations.bind(op).extractors)
+      case RollingAggregate(key, op: PythonAggregateSpec) => of(key, PythonAggregations.extractors(op))
       case MapStateful(key, _, _) => of(key, Nil)
       case Distinct(key) => of(Some(key), Nil)
       case Sort(SortPhase.LocalSort, key, _) => of(None, Seq(extractorJson(v, key.getOrElse(Extractor.WholeItem))))
@@ -199,6 +196,9 @@ object PythonVertices {
       if (sequenced) sequencedOutputs(v, batch, frames) else withFailures(frames)
     v.description match {
       case Source(source, None) if source.name == "items" => LocalVertices.itemsSource(v, source.parameters("items").asInstanceOf[Seq[Any]])
+      case Aggregate(_, _, _) | RollingAggregate(_, _) if PythonAggregations.runsInPython(v) =>
+        if (sequenced) LocalVertices.unsupported(v, "preserve_order through an AggregateOperation.of(...) that keeps sequence ids")
+        customAggregation(CustomAggregationWork.of(dag, v), python)
       case StatelessChain(steps) =>
         steps.find(t => !runsInPython(t))
           .foreach(t => LocalVertices.unsupported(v, s"step ${t.describe}: Python pipelines run Python functions"))
@@ -265,6 +265,42 @@ object PythonVertices {
     }
   }
 
+  /** A vertex of an aggregation whose operation has a user-defined part: each processor's accumulators
+    * live in Python (python/jetspark/light_job.py runs python/jetspark/worker/custom_aggregations.py in
+    * the work's mode). Its work names the processor, so that each has its own. Per call Python gets a
+    * command frame: `batch`, with the input's ordinal, then per item its key's canonical bytes, its pickle
+    * (a partial accumulator's, in `combine` mode) and its extracted values (their count, then their
+    * pickles); or `end`. It answers with triples: the stage a record failed in (empty for an output), the
+    * group's key (a partial accumulator's, in `accumulate` mode) and the pickle.
+    */
+  private def customAggregation(w: CustomAggregationWork, python: PythonCallback): LocalVertex = {
+    val stage = w.vertex.fusedChain.head
+    def work(instance: Int): String = {
+      val node = mapper.createObjectNode().put("kind", "custom_aggregation").put("vertex", w.vertex.name)
+        .put("instance", instance).put("stage", stage).put("mode", w.mode).put("keyed", w.keyed)
+        .put("dead_letter", w.deadLetter)
+      node.set[JsonNode]("operations", mapper.valueToTree[JsonNode](w.operations.asJava))
+      mapper.writeValueAsString(node)
+    }
+    def frames(x: Any): Seq[Array[Byte]] = x match {
+      case e: Extracted => Seq(e.key.bytes, e.pickled, e.rawValues.length.toString.getBytes(UTF_8)) ++ e.rawValues
+      case (key: PickledKey, partial: Array[Byte]) => Seq(key.bytes, partial, "0".getBytes(UTF_8))
+      case other => throw new IllegalStateException(s"vertex '${w.vertex.name}': expected an extracted item or a partial accumulator, got $other")
+    }
+    def outputs(answer: Vector[Array[Byte]]): Iterator[Any] = answer.grouped(3).map { triple =>
+      val (failedIn, key, pickled) = (triple(0), triple(1), triple(2))
+      if (failedIn.nonEmpty) FailedRecord(new String(failedIn, UTF_8), pickled)
+      else if (w.mode == "accumulate") (new PickledKey(key), pickled)
+      else pickled
+    }
+    LocalVertex(w.vertex.name, w.vertex.localParallelism, { context =>
+      val instanceWork = work(context.globalProcessorIndex)
+      new PythonAggregationProcessor(
+        (ordinal, items) => outputs(call(python, instanceWork, Seq("batch".getBytes(UTF_8), ordinal.toString.getBytes(UTF_8)) ++ items.flatMap(frames))),
+        () => outputs(call(python, instanceWork, Seq("end".getBytes(UTF_8)))))
+    }, cooperative = false)
+  }
+
   /** The pickle of an item, also when it travels with what Python extracted from it. */
   private def pickle(x: Any): Array[Byte] = x match {
     case bytes: Array[Byte] => bytes
@@ -310,7 +346,7 @@ object PythonVertices {
     if (stage.isEmpty) output else FailedRecord(new String(stage, UTF_8), output)
   }
 
-  private def call(python: PythonCallback, work: String, pickles: IndexedSeq[Array[Byte]]): Vector[Array[Byte]] =
+  private def call(python: PythonCallback, work: String, pickles: Iterable[Array[Byte]]): Vector[Array[Byte]] =
     PythonValues.unpackFrames(python.call(work, PythonValues.packFrames(pickles)))
 
   /** The extraction of one processor: its items' encounter positions count in arrival order from its

@@ -1,20 +1,15 @@
 package io.jetspark.engine.spark.runner
 
-import com.fasterxml.jackson.databind.JsonNode
-import com.fasterxml.jackson.databind.node.JsonNodeFactory
 import io.jetspark.engine.spark.rows.RowSchemas.Key
-import io.jetspark.item.{PythonAggregations, PythonOps}
-import io.jetspark.pipeline.PythonAggregateSpec
-import io.jetspark.pipeline.definition.{SessionWindowDefinition, SlidingWindowDefinition, WindowDefinition}
-import io.jetspark.plan.VertexDescription.{Aggregate, RollingAggregate, WindowAggregate}
-import io.jetspark.plan.{AggregationStage, PhysicalDag, Vertex}
+import io.jetspark.plan.VertexDescription.Aggregate
+import io.jetspark.plan.{AggregationStage, Vertex}
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.functions.{col, lit}
 
 /** Aggregations with a user-defined aggregate operation (`AggregateOperation.of(create, accumulate, ...)`
   * in Python) on the Spark batch engine, windows included. Its functions are Python's, so each vertex of
   * such an aggregation is one Arrow UDF (python/jetspark/worker/custom_aggregations.py, and worker/custom_windows.py for
-  * windows; named `custom:<vertex>`) over the items that the vertex's input extraction gave their key and
+  * windows; named `custom:<vertex>`; what each runs: [[io.jetspark.item.CustomAggregationWork]]) over the items that the vertex's input extraction gave their key and
   * values (and, into a window, their time); the JVM only moves rows between them, as for built-in
   * operations:
   *
@@ -49,46 +44,8 @@ import org.apache.spark.sql.functions.{col, lit}
   */
 object CustomAggregations {
 
-  /** What one vertex runs: `mode` is `accumulate`, `combine`, `single` or `rolling`; `operations` are each
-    * input's operation with its slots ([[PythonAggregateSpec.slottedJson]]; user-defined parts name their
-    * functions by `ref` among the pipeline's Python objects); `window`, for a window vertex, its definition as
-    * Python's `WindowDefinition.to_spec` gives it.
-    */
-  final case class Work(vertex: Vertex, mode: String, operations: Seq[JsonNode], keyed: Boolean, deadLetter: Boolean,
-      window: Option[JsonNode] = None)
-
   /** The column that tells a row's input when an aggregation has two. */
   val Ordinal = "ordinal"
-
-  /** What each vertex of `dag` that aggregates in Python (`inPython`: those with a user-defined part,
-    * unless an engine decides more) runs.
-    */
-  def work(dag: PhysicalDag, inPython: Vertex => Boolean = PythonAggregations.runsInPython): Seq[Work] =
-    dag.vertices.filter(inPython).map { v =>
-      def of(mode: String, ops: Seq[PythonAggregateSpec], keyed: Boolean, window: Option[WindowDefinition] = None) =
-        Work(v, mode, ops.map(_.slottedJson), keyed, deadLetter = dag.routesFailures(v), window.map(windowJson))
-      v.description match {
-        case Aggregate(stage, PythonOps(ops), keys) => of(modes(stage), ops, keys.nonEmpty)
-        case RollingAggregate(key, op: PythonAggregateSpec) => of("rolling", Seq(op), key.isDefined)
-        case WindowAggregate(stage, window, op: PythonAggregateSpec, key) => of(modes(stage), Seq(op), key.isDefined, Some(window))
-        case other => throw new IllegalStateException(s"vertex '${v.name}' (${other.describe}) aggregates nothing in Python")
-      }
-    }
-
-  private val modes: Map[AggregationStage, String] = Map(AggregationStage.Accumulate -> "accumulate",
-    AggregationStage.Combine -> "combine", AggregationStage.SingleStage -> "single")
-
-  /** A window definition as Python's `WindowDefinition.to_spec` writes it. Its early-results period
-    * matters only on a stream: a batch has no watermark before its end, so there is nothing early to emit.
-    */
-  private def windowJson(w: WindowDefinition): JsonNode = {
-    val node = JsonNodeFactory.instance.objectNode()
-    w match {
-      case s: SlidingWindowDefinition => node.put("kind", "sliding").put("size_ms", s.sizeMs).put("slide_ms", s.slideMs)
-      case s: SessionWindowDefinition => node.put("kind", "session").put("timeout_ms", s.timeoutMs)
-    }
-    node.put("early_results_period_ms", w.earlyResultsPeriodMs)
-  }
 
   /** What the UDF of `v` reads, given what each of its input edges delivers: that one input, or both
     * inputs of an `aggregate2` as one, each row tagged with its [[Ordinal]]. A union puts the inputs'
