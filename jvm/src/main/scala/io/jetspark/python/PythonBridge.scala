@@ -54,6 +54,16 @@ object PythonBridge {
     LocalEngine.default.newLightJob(dag, jobId, () => python.ping())
   }
 
+  /** How many light job executions this JVM's local engine has registered now; for tests, which check
+    * that every execution leaves the registry when its job ends.
+    */
+  def lightExecutions(): Int = LocalEngine.default.registeredExecutions
+
+  /** How many items the local engine gives a processor per call: a Python light job calls back once per
+    * such batch (tests bound the number of callbacks by it).
+    */
+  def lightBatchSize(): Int = LocalEngine.default.batchSize
+
   /** What list sink `name` holds so far: its items' pickles, packed in one byte array. */
   def getList(name: String): Array[Byte] = PythonValues.packFrames(ListSinkRegistry.pickles(name))
   def clearList(name: String): Unit = ListSinkRegistry.clear(name)
