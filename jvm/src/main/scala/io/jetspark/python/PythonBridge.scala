@@ -45,7 +45,7 @@ object PythonBridge {
 
   /** Plans a pipeline (same spec and objects as [[prepareBatch]]) and starts it as a light job on this
     * JVM's local engine, in one call; `parallelism` 0 plans with the engine's thread count. Python work
-    * runs through `python`, which also tells the engine's leak check whether the driver's Python is
+    * runs through `python`, which also tells the engine's light job checker whether the driver's Python is
     * still there. What the engine cannot run fails here, naming the vertex.
     */
   def startLight(spec: String, objects: java.util.List[AnyRef], python: PythonCallback, jobId: String, parallelism: Int): LightJob = {
