@@ -1,6 +1,6 @@
 """Light jobs run Python pipelines on the local engine inside the driver's JVM: results equal the
-brute-force reference's, a failing callable names its stage, cancel stops the job, what the local
-engine cannot run fails at submit naming the vertex."""
+brute-force reference's, a failing callable names its stage, cancel stops the job (and neither leaves an
+execution registered in the JVM), what the local engine cannot run fails at submit naming the vertex."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from jetspark import (AggregateOperation, JobCancelledError, JobFailedError, JobStatus, LightJob, Pipeline,
                       Sinks, Sources, WindowDefinition)
 from jetspark import AggregateOperations as ops
+from jetspark import _protocol
 from reference import as_multiset, as_sequence, run_reference
 
 
@@ -22,6 +23,17 @@ def run_light(jet, p: Pipeline, *lists: str) -> dict[str, list]:
     for name in lists:
         jet.clear_list(name)
     return out
+
+
+def wait_until_no_light_execution(jet, timeout: float = 0.5) -> None:
+    """Asserts that the JVM's local engine soon has no execution registered: an execution leaves the
+    registry as its job ends, which ``join`` may see a moment before. The wait is shorter than the
+    interval of the light job checker (1 s), which would remove a leaked one: the execution must go by
+    itself."""
+    deadline = time.monotonic() + timeout
+    while (count := _protocol.light_executions(jet._bridge)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert count == 0, f"{count} light job executions still registered {timeout} s after their jobs ended"
 
 
 def test_a_python_chain_equals_the_reference(jet):
@@ -90,6 +102,7 @@ def test_a_failing_callable_fails_the_job_naming_the_stage(jet):
     assert e.value.stage == "twelve-by" == reference_error.value.stage
     assert "ZeroDivisionError" in str(e.value)
     assert job.status is JobStatus.FAILED
+    wait_until_no_light_execution(jet)
 
 
 def test_a_failing_key_function_names_the_aggregation_stage(jet):
@@ -99,6 +112,7 @@ def test_a_failing_key_function_names_the_aggregation_stage(jet):
     with pytest.raises(JobFailedError) as e:
         jet.new_light_job(p).join(timeout=120)
     assert e.value.stage == "by-a" and "KeyError" in str(e.value)
+    wait_until_no_light_execution(jet)
 
 
 def test_cancel_stops_the_job(jet):
@@ -112,6 +126,7 @@ def test_cancel_stops_the_job(jet):
     with pytest.raises(JobCancelledError):
         job.join(timeout=60)
     assert job.status is JobStatus.CANCELLED
+    wait_until_no_light_execution(jet)
 
 
 def _dataframe_source(p, spark):

@@ -170,6 +170,18 @@ def start_light(jvm_bridge: Any, spec: dict[str, Any], objects: list[Any], callb
         raise
 
 
+def light_executions(jvm_bridge: Any) -> int:
+    """How many light job executions the local engine of the driver's JVM has registered now. For tests:
+    each execution leaves the registry when its job ends, or the light job checker removes it."""
+    return int(jvm_bridge.lightExecutions())
+
+
+def light_batch_size(jvm_bridge: Any) -> int:
+    """How many items the local engine gives a processor per call: a Python light job calls this process
+    back once per such batch, at most. For tests."""
+    return int(jvm_bridge.lightBatchSize())
+
+
 def is_cancellation(error: Exception) -> bool:
     """Whether a failed light job's ``join`` says that the job was cancelled."""
     return java_class_of(error) == "java.util.concurrent.CancellationException"

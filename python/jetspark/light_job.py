@@ -2,6 +2,14 @@
 started by one call and then only joined or cancelled. No snapshots, no metadata kept; the JVM forgets
 the job when it ends. Python callables run in this process: the JVM calls back through py4j's callback
 server (bound to 127.0.0.1), one call per batch of items.
+
+The JVM keeps a job in memory only, on two sides: its coordinator knows the job until it has seen it
+end, and the engine registers its execution until the execution ends. A light job checker (Jet's) runs
+every second while some execution is registered and removes what leaked: an execution never initialised
+after a timeout (5 minutes; its job fails), one whose coordinator no longer knows it (it is terminated,
+its job ends as cancelled), and one whose owner is gone, this process, which is cancelled: a job is
+not left running in the JVM when the Python that could join or cancel it has gone
+(docs/light-jobs.md, "The light job checker").
 """
 
 from __future__ import annotations

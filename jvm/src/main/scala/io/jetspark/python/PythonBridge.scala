@@ -45,7 +45,7 @@ object PythonBridge {
 
   /** Plans a pipeline (same spec and objects as [[prepareBatch]]) and starts it as a light job on this
     * JVM's local engine, in one call; `parallelism` 0 plans with the engine's thread count. Python work
-    * runs through `python`, which also tells the engine's leak check whether the driver's Python is
+    * runs through `python`, which also tells the engine's light job checker whether the driver's Python is
     * still there. What the engine cannot run fails here, naming the vertex.
     */
   def startLight(spec: String, objects: java.util.List[AnyRef], python: PythonCallback, jobId: String, parallelism: Int): LightJob = {
@@ -53,6 +53,16 @@ object PythonBridge {
     val dag = PythonVertices.translate(PipelineSpecReader.read(spec, objects).plan(p), python)
     LocalEngine.default.newLightJob(dag, jobId, () => python.ping())
   }
+
+  /** How many light job executions this JVM's local engine has registered now; for tests, which check
+    * that every execution leaves the registry when its job ends.
+    */
+  def lightExecutions(): Int = LocalEngine.default.registeredExecutions
+
+  /** How many items the local engine gives a processor per call: a Python light job calls back once per
+    * such batch (tests bound the number of callbacks by it).
+    */
+  def lightBatchSize(): Int = LocalEngine.default.batchSize
 
   /** What list sink `name` holds so far: its items' pickles, packed in one byte array. */
   def getList(name: String): Array[Byte] = PythonValues.packFrames(ListSinkRegistry.pickles(name))

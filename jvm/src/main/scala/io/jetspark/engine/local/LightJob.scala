@@ -7,12 +7,12 @@ import java.util.concurrent.atomic.{AtomicInteger, AtomicReference}
 final class LightJobFailedException(message: String, cause: Throwable) extends RuntimeException(message, cause)
 
 /** A light job (Jet's design doc 020): started by one call, joined or cancelled, nothing else. It keeps
-  * no metadata besides the engine's in-memory registry entry, which goes when the job ends, and takes
-  * no snapshots.
+  * no metadata besides two in-memory entries, the coordinator's and the engine's registry's (see
+  * [[LocalEngine]]), which go when the job ends, and takes no snapshots.
   *
   * Status: `RUNNING`, then `COMPLETED`, `FAILED` or `CANCELLED`.
   */
-final class LightJob private[local] (val id: Long, val name: String, execution: LocalExecution) {
+final class LightJob private[local] (val id: Long, val name: String, execution: LocalExecution, coordinator: LightJobCoordinator) {
 
   /** Waits until the job ends. Throws [[LightJobFailedException]] (naming the failing vertex) when it
     * failed, `CancellationException` when it was cancelled.
@@ -24,31 +24,40 @@ final class LightJob private[local] (val id: Long, val name: String, execution: 
     */
   def join(timeoutMs: Long): Boolean = execution.await(Some(timeoutMs))
 
-  /** Cancels the job: every processor stops at its next step; [[join]] then throws `CancellationException`.
-    * Has no effect on a job that already ended.
+  /** Cancels the job, through its coordinator: every processor stops at its next step (one inside a call
+    * that blocks, when the call returns); [[join]] then throws `CancellationException`. Has no effect on
+    * a job that already ended.
     */
-  def cancel(): Unit = execution.cancel()
+  def cancel(): Unit = coordinator.cancel(id, execution)
 
   def status: String = execution.status
 
   override def toString: String = s"LightJob($id, $name, $status)"
 }
 
-/** The running state of one light job: its tasklets count down as they finish; the first failure (or
-  * a cancel) makes every other tasklet stop. `ownerAlive` tells the engine's leak check whether anyone
-  * can still join or cancel the job (the driver's Python process of a Python light job).
+/** One light job's execution in the engine's registry: registered, then initialised ([[start]]: its
+  * tasklets built and about to be submitted), then ended. Its tasklets count down as they finish; the
+  * first failure (or a cancel) makes every other tasklet stop. `ownerAlive` tells the engine's light
+  * job checker whether anyone can still join or cancel the job (the driver's Python process of a Python
+  * light job).
   */
 private[local] final class LocalExecution(val id: Long, val name: String, val ownerAlive: () => Boolean) {
+  /** When it was registered: the checker removes it if it is still not initialised a timeout later. */
+  val registeredAtNanos: Long = System.nanoTime()
   private val remaining = new AtomicInteger
   private val failureRef = new AtomicReference[Throwable]()
   private val done = new CompletableFuture[Unit]()
   @volatile private var terminating = false
+  @volatile private var initialized = false
 
+  /** Initialises it: `taskletCount` tasklets are about to run. */
   def start(taskletCount: Int): Unit = {
     remaining.set(taskletCount)
+    initialized = true
     if (taskletCount == 0) finish()
   }
 
+  def isInitialized: Boolean = initialized
   def isTerminating: Boolean = terminating
   def isDone: Boolean = done.isDone
   def failure: Option[Throwable] = Option(failureRef.get)
@@ -66,17 +75,30 @@ private[local] final class LocalExecution(val id: Long, val name: String, val ow
   /** Ends a job that never started its tasklets (a failure while it was being set up). */
   def abandon(e: Throwable): Unit = { fail(e); finish() }
 
+  /** Ends it now, failed with `e` (or the failure it already had), without waiting for its tasklets: the
+    * checker's end of an execution that nobody will end otherwise. A tasklet still inside a call of its
+    * processor (a function that blocks and ignores the cancel) cannot be stopped safely from outside;
+    * it sees the termination when that call returns, and closes its processor then.
+    */
+  def terminate(e: Throwable): Unit = if (!done.isDone) {
+    fail(e)
+    done.completeExceptionally(failureRef.get)
+    ()
+  }
+
   private def finish(): Unit = failure match {
     case Some(e) => done.completeExceptionally(e)
     case None => done.complete(())
   }
 
+  // From how the job ended, not from a failure recorded since: a cancel (or the checker) may still
+  // record one after the last tasklet finished.
   def status: String =
     if (!done.isDone) "RUNNING"
+    else if (!done.isCompletedExceptionally) "COMPLETED"
     else failure match {
-      case None => "COMPLETED"
       case Some(_: CancellationException) => "CANCELLED"
-      case Some(_) => "FAILED"
+      case _ => "FAILED"
     }
 
   def await(timeoutMs: Option[Long]): Boolean = {

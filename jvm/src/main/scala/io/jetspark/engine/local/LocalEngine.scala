@@ -3,7 +3,7 @@ package io.jetspark.engine.local
 import io.jetspark.core.ProcessorContext
 import io.jetspark.pipeline.Pipeline
 
-import java.util.concurrent.{ArrayBlockingQueue, ConcurrentHashMap, Executors, ScheduledExecutorService, TimeUnit}
+import java.util.concurrent.{ArrayBlockingQueue, CancellationException, ConcurrentHashMap, Executors, ScheduledExecutorService, TimeUnit}
 import java.util.concurrent.atomic.AtomicLong
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
@@ -11,14 +11,26 @@ import scala.util.control.NonFatal
 /** A Jet-like engine inside one JVM (DESIGN.md "The local engine and light jobs"): every vertex runs as
   * `parallelism` processor instances on a small pool of cooperative threads, connected by bounded
   * queues, one per (sender instance, receiver instance) of an edge; watermarks are coalesced over the
-  * senders of an edge and over the edges of a processor by the core's coalescer.
+  * senders of an edge and over the edges of a processor by the core's coalescer. A processor takes up to
+  * `batchSize` items per call (one callback to Python per batch, for a Python light job).
   *
   * It runs light jobs: [[newLightJob]] plans nothing and stores nothing; it builds the tasklets and
   * hands them to the worker threads in one step, so a trivial job's submit and join take microseconds.
-  * Running executions are kept in an in-memory registry and leave it when they end. A check every
-  * second (only while some execution is registered) cleans up what leaked: an execution that ended but
-  * is still registered, or one whose owner is gone (nobody can join or cancel it any more), which is
-  * cancelled.
+  *
+  * A job's life has two sides, both in memory, as in Jet's design doc 020: the coordinator's (the jobs
+  * it started and has not seen end, [[LightJobCoordinator]]) and the engine's registry of executions.
+  * An execution is registered, then initialised (its tasklets built and submitted), and leaves the
+  * registry when it ends. The light job checker (Jet's Light Job Checker) runs every second while some
+  * execution is registered, and not at all otherwise, and removes what leaked:
+  *  - an execution still not initialised `uninitializedTimeoutMs` after it was registered (its init was
+  *    lost); its job fails. Jet waits 5 minutes, the default here too: an init that came later would
+  *    find its execution gone, and that loss would go unnoticed, so the timeout must outlast any delay;
+  *  - an initialised execution its coordinator no longer knows (Jet's `CheckLightJobsOperation`): an
+  *    orphan, e.g. one whose tasklets did not all stop after a cancel that the coordinator considered
+  *    done. It is terminated at once: its job ends as cancelled and it leaves the registry, although a
+  *    tasklet blocked inside a call of its processor only stops when that call returns;
+  *  - an execution whose owner is gone (`ownerAlive` false: nobody can join or cancel it any more),
+  *    which is cancelled, and one that ended but is still registered.
   *
   * {{{
   * val p = Pipeline.create()
@@ -26,15 +38,20 @@ import scala.util.control.NonFatal
   * LocalEngine.default.newLightJob(p).join()
   * }}}
   */
-final class LocalEngine(cooperativeThreads: Int, queueCapacity: Int = 1024, batchSize: Int = 256) {
+final class LocalEngine(cooperativeThreads: Int, queueCapacity: Int = 1024, val batchSize: Int = 256,
+    uninitializedTimeoutMs: Long = LocalEngine.DefaultUninitializedTimeoutMs) {
+  require(uninitializedTimeoutMs > 0, s"uninitializedTimeoutMs must be positive, was $uninitializedTimeoutMs")
   private val service = new ExecutionService(cooperativeThreads)
   private val executions = new ConcurrentHashMap[Long, LocalExecution]()
   private val ids = new AtomicLong
-  private lazy val leakCheck: ScheduledExecutorService = {
+  private val checks = new AtomicLong
+  private[local] val faults = new LightJobFaults
+  private[local] val coordinator = new LightJobCoordinator(faults)
+  private lazy val checker: ScheduledExecutorService = {
     val scheduler = Executors.newSingleThreadScheduledExecutor { (r: Runnable) =>
       val t = new Thread(r, "jetspark-light-job-checker"); t.setDaemon(true); t
     }
-    scheduler.scheduleWithFixedDelay(() => cleanUpLeaks(), 1, 1, TimeUnit.SECONDS)
+    scheduler.scheduleWithFixedDelay(() => check(), LocalEngine.CheckIntervalMs, LocalEngine.CheckIntervalMs, TimeUnit.MILLISECONDS)
     scheduler
   }
 
@@ -47,29 +64,62 @@ final class LocalEngine(cooperativeThreads: Int, queueCapacity: Int = 1024, batc
   def newLightJob(pipeline: Pipeline, parallelism: Int): LightJob =
     newLightJob(JvmVertices.translate(pipeline.plan(parallelism)), "light-job")
 
-  /** Starts `dag`: builds its tasklets and submits them, nothing else. */
+  /** Starts `dag`: registers its execution, builds its tasklets and submits them, nothing else. */
   def newLightJob(dag: LocalDag, name: String, ownerAlive: () => Boolean = () => true): LightJob = {
     val execution = new LocalExecution(ids.incrementAndGet(), name, ownerAlive)
+    // The coordinator knows the job before its execution is registered, so the checker never finds a
+    // sound execution unknown.
+    coordinator.started(execution.id)
     executions.put(execution.id, execution)
-    execution.onDone(() => { executions.remove(execution.id); () })
-    leakCheck
-    try {
-      val tasklets = build(dag, execution)
-      execution.start(tasklets.size)
-      service.submit(tasklets)
-    } catch {
-      case NonFatal(e) => execution.abandon(e)
+    execution.onDone { () => executions.remove(execution.id); coordinator.ended(execution.id) }
+    checker
+    if (!faults.loseNextInit.compareAndSet(true, false)) {
+      try {
+        val tasklets = build(dag, execution)
+        execution.start(tasklets.size)
+        service.submit(tasklets)
+      } catch {
+        case NonFatal(e) => execution.abandon(e)
+      }
     }
-    new LightJob(execution.id, name, execution)
+    new LightJob(execution.id, name, execution, coordinator)
   }
 
-  /** Executions registered now (running ones, and leaked ones until the next check). */
+  /** Executions registered now (running ones, and leaked ones until the checker removes them). */
   def registeredExecutions: Int = executions.size
 
-  private def cleanUpLeaks(): Unit = executions.values.asScala.foreach { e =>
-    if (e.isDone) executions.remove(e.id)
-    else if (!(try e.ownerAlive() catch { case NonFatal(_) => false }))
-      e.fail(new java.util.concurrent.CancellationException(s"light job ${e.name} was cancelled: its owner is gone"))
+  /** How many rounds the light job checker has run: tests see by it that none runs while no execution is
+    * registered.
+    */
+  private[local] def checksRun: Long = checks.get
+
+  /** One round of the light job checker (see the class doc). */
+  private def check(): Unit = if (!executions.isEmpty) {
+    checks.incrementAndGet()
+    val now = System.nanoTime()
+    val initialized = executions.values.asScala.toSeq.filter { e =>
+      if (e.isDone) { executions.remove(e.id, e); false }
+      else if (e.isInitialized) true
+      else {
+        if (now - e.registeredAtNanos >= TimeUnit.MILLISECONDS.toNanos(uninitializedTimeoutMs)) {
+          e.terminate(new LightJobFailedException(
+            s"light job ${e.name} was not initialized within $uninitializedTimeoutMs ms; the light job checker removed it", null))
+          executions.remove(e.id, e)
+        }
+        false
+      }
+    }
+    if (initialized.nonEmpty) {
+      val orphans = coordinator.unknown(initialized.map(_.id)).toSet
+      initialized.foreach { e =>
+        if (orphans(e.id)) {
+          e.terminate(new CancellationException(
+            s"light job ${e.name} was terminated by the light job checker: its coordinator no longer knows it"))
+          executions.remove(e.id, e)
+        } else if (!(try e.ownerAlive() catch { case NonFatal(_) => false }))
+          e.fail(new CancellationException(s"light job ${e.name} was cancelled: its owner is gone"))
+      }
+    }
   }
 
   private def build(dag: LocalDag, execution: LocalExecution): Seq[LocalTasklet] = {
@@ -105,6 +155,12 @@ final class LocalEngine(cooperativeThreads: Int, queueCapacity: Int = 1024, batc
 }
 
 object LocalEngine {
+  /** Jet's interval of the light job checker. */
+  private[local] val CheckIntervalMs = 1000L
+
+  /** Jet's timeout of an uninitialised execution. */
+  val DefaultUninitializedTimeoutMs: Long = 5 * 60 * 1000L
+
   /** The engine of this JVM: as many cooperative threads as cores, at least two, at most four. */
   lazy val default: LocalEngine = new LocalEngine(math.max(2, math.min(4, Runtime.getRuntime.availableProcessors())))
 

@@ -261,7 +261,7 @@ class LocalEngineTest extends AnyFunSuite {
     assert(e.getMessage.contains("vertex 'by-field'"), e.getMessage)
   }
 
-  test("an execution whose owner is gone is cancelled and removed by the leak check") {
+  test("an execution whose owner is gone is cancelled and removed by the light job checker") {
     val own = new LocalEngine(cooperativeThreads = 1)
     val ownerAlive = new AtomicBoolean(true)
     val endless = LocalDag(
