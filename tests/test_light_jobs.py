@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from jetspark import (AggregateOperation, JobCancelledError, JobFailedError, JobStatus, LightJob, Pipeline,
-                      Sinks, Sources, WindowDefinition)
+from jetspark import (JobCancelledError, JobConfig, JobFailedError, JobStatus, LightJob, Pipeline,
+                      PipelineDefinitionError, Sinks, Sources, WindowDefinition)
 from jetspark import AggregateOperations as ops
 from jetspark import _protocol
 from reference import as_multiset, as_sequence, run_reference
@@ -129,17 +129,36 @@ def test_cancel_stops_the_job(jet):
     wait_until_no_light_execution(jet)
 
 
-def _dataframe_source(p, spark):
-    p.read_from(Sources.dataframe(spark.range(3))).set_name("both").map(lambda row: row).write_to(Sinks.noop())
-
-
-@pytest.mark.parametrize("build", [_dataframe_source])
-def test_what_light_jobs_do_not_run_yet_is_refused_at_submit_naming_the_vertex(jet, build):
+def test_dataframe_and_files_sources_are_collected_and_equal_the_reference(jet, tmp_path):
+    df = jet.spark.createDataFrame([(k % 4, k, f"n{k}") for k in range(40)], "k int, v int, name string").repartition(3)
+    path = str(tmp_path / "rows")
+    df.write.parquet(path)
     p = Pipeline.create()
-    build(p, jet.spark) if build is _dataframe_source else build(p)
-    # (A vertex of the stage may carry a suffix: an aggregation's two stages are both-accumulate, both-combine.)
-    with pytest.raises(NotImplementedError, match="vertex 'both[^']*' .*the local engine does not run this yet"):
-        jet.new_light_job(p)
+    rows = p.read_from(Sources.dataframe(df))
+    rows.grouping_key("k").aggregate(ops.all_of(ops.summing("v"), ops.max_by("v"))).write_to(Sinks.list("light-df-by-k"))
+    rows.filter(lambda r: r.v % 3 == 0).map(lambda r: (r.name, r.v * 2)).write_to(Sinks.list("light-df-mapped"))
+    got = run_light(jet, p, "light-df-by-k", "light-df-mapped")
+    expected = run_reference(p)
+    for name in got:
+        assert as_multiset(got[name]) == as_multiset(expected[name]), name
+    # The files source reads what the DataFrame wrote: the same rows (a Row's fields by name).
+    files = Pipeline.create()
+    files.read_from(Sources.files(path)).map(lambda r: (r.k, r.v, r.name)).write_to(Sinks.list("light-files"))
+    assert sorted(run_light(jet, files, "light-files")["light-files"]) == sorted((k % 4, k, f"n{k}") for k in range(40))
+
+
+def test_a_source_above_the_row_limit_is_refused_naming_the_limit(jet):
+    p = Pipeline.create()
+    p.read_from(Sources.dataframe(jet.spark.range(11))).set_name("eleven").write_to(Sinks.noop())
+    with pytest.raises(PipelineDefinitionError, match="stage 'eleven'.*more than 10 rows.*light_job_max_source_rows") as e:
+        jet.new_light_job(p, JobConfig(light_job_max_source_rows=10))
+    assert e.value.stage == "eleven"
+    run_light(jet, p)  # within the default limit
+    exact = Pipeline.create()
+    exact.read_from(Sources.dataframe(jet.spark.range(11))).write_to(Sinks.list("light-exact"))
+    jet.new_light_job(exact, JobConfig(light_job_max_source_rows=11)).join(timeout=120)
+    assert sorted(r.id for r in jet.get_list("light-exact")) == list(range(11))
+    jet.clear_list("light-exact")
 
 
 def test_a_python_window_with_a_map_after_its_timestamps_fails_at_submit_naming_the_timestamps(jet):

@@ -79,11 +79,13 @@ class JetSession:
             raise TypeError(f"new_job(config): expected a JobConfig, not {type(config).__name__}")
         return Job(self._spark, self._bridge, pipeline, config or JobConfig())
 
-    def new_light_job(self, pipeline: Pipeline) -> LightJob:
+    def new_light_job(self, pipeline: Pipeline, config: JobConfig | None = None) -> LightJob:
         """Starts ``pipeline`` as a light job on the local engine in the driver's JVM (Jet 5's light job:
         no snapshots, no metadata kept, ``join()``/``cancel()`` only) and returns at once. Python callables
-        run in this process. What the local engine cannot run yet raises ``NotImplementedError`` here,
-        naming the vertex.
+        run in this process. DataFrame and files sources are collected to the driver first, each at most
+        ``config.light_job_max_source_rows`` rows (:class:`PipelineDefinitionError` naming the limit
+        otherwise). What the local engine cannot run yet raises ``NotImplementedError`` here, naming the
+        vertex.
 
         Examples
         --------
@@ -100,7 +102,9 @@ class JetSession:
         """
         if not isinstance(pipeline, Pipeline):
             raise TypeError(f"new_light_job(pipeline): expected a Pipeline, not {type(pipeline).__name__}")
-        return LightJob(self._spark, self._bridge, pipeline)
+        if config is not None and not isinstance(config, JobConfig):
+            raise TypeError(f"new_light_job(config): expected a JobConfig, not {type(config).__name__}")
+        return LightJob(self._spark, self._bridge, pipeline, config or JobConfig())
 
     def add_py_file(self, path: str | os.PathLike[str]) -> None:
         """Ships a Python file (``.py``) or an archive of modules (``.zip``, ``.egg``) to every worker of

@@ -52,6 +52,8 @@ class JobConfig:
     ends with 0; without a ``checkpoint_dir`` it keeps its state in a temporary directory, removed at its end.
     With ``progress_interval_ms``, a stream job writes a line of its progress to stderr at that interval
     (epochs, watermark and lag, items read and written, late drops, state); off by default.
+    A light job (:meth:`JetSession.new_light_job`) collects each DataFrame or files source to the driver,
+    and refuses one of more than ``light_job_max_source_rows`` rows.
 
     Examples
     --------
@@ -70,13 +72,15 @@ class JobConfig:
     partition_idle_timeout_ms: int = 60_000
     trigger_interval_ms: int = 0
     progress_interval_ms: int | None = None
+    light_job_max_source_rows: int = 100_000
 
     def __post_init__(self) -> None:
         if not isinstance(self.processing_guarantee, ProcessingGuarantee):
             raise TypeError("JobConfig(processing_guarantee): must be a ProcessingGuarantee")
         if not isinstance(self.trigger_interval_ms, int) or self.trigger_interval_ms < 0:
             raise ValueError(f"JobConfig(trigger_interval_ms): must be 0 or more, not {self.trigger_interval_ms!r}")
-        for name in ("snapshot_interval_ms", "partition_idle_timeout_ms", "progress_interval_ms"):
+        for name in ("snapshot_interval_ms", "partition_idle_timeout_ms", "progress_interval_ms",
+                     "light_job_max_source_rows"):
             value = getattr(self, name)
             if name == "progress_interval_ms" and value is None:
                 continue

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from jetspark import _protocol
 from jetspark._failures import describe as describe_failure
 from jetspark._items import canonical_key, loads_key, pack_frames, unpack_frames
-from jetspark.errors import JobCancelledError, JobFailedError
-from jetspark.job import JobStatus
+from jetspark.errors import JobCancelledError, JobFailedError, PipelineDefinitionError
+from jetspark.job import JobConfig, JobStatus
 from jetspark.worker.custom_aggregations import ORDINAL, VALUES, column, custom_aggregation_function
 from jetspark.worker.operations import operation_of
 from jetspark.worker.steps import (FAILURE, ITEM, Step, dumps, extract, join_map_step, record_failure,
@@ -50,9 +50,10 @@ class LightJob:
     the stage.
     """
 
-    def __init__(self, spark: SparkSession, bridge: Any, pipeline: Pipeline) -> None:
-        self.name = f"light-{uuid.uuid4().hex[:12]}"
+    def __init__(self, spark: SparkSession, bridge: Any, pipeline: Pipeline, config: JobConfig) -> None:
+        self.name = config.name or f"light-{uuid.uuid4().hex[:12]}"
         spec, objects = pipeline.to_spec()
+        _collect_sources(spark, spec, objects, config.light_job_max_source_rows)
         self._callback = _Callback(objects)
         _protocol.ensure_callback_server(spark)
         self._j = _protocol.start_light(bridge, spec, objects, self._callback, self.name)
@@ -87,6 +88,36 @@ class LightJob:
 
     def __repr__(self) -> str:
         return f"LightJob({self.name!r})"
+
+
+def _collect_sources(spark: SparkSession, spec: dict[str, Any], objects: list[Any], limit: int) -> None:
+    """Turns each DataFrame and files source of ``spec`` into a source of its rows, collected to the driver
+    (PySpark ``Row``s, the items that the Spark engine's functions get from such a source, in partition
+    order): the local engine runs in the driver. A source of more than ``limit`` rows is refused, as
+    collecting it would cost more than a light job saves."""
+    for node in spec["nodes"]:
+        source = node["args"].get("source") if node["op"] == "source" else None
+        if source is None or source["kind"] not in ("dataframe", "files"):
+            continue
+        if source["kind"] == "dataframe":
+            df = objects[source["refs"]["df"]]
+        else:
+            params = source["params"]
+            df = spark.read.format(params["format"]).options(**params["options"]).load(params["path"])
+        stage = node["name"] or f"{source['kind']} source"
+        if df.isStreaming:
+            raise PipelineDefinitionError(
+                f"stage '{stage}': a light job reads batches only; run a streaming DataFrame with new_job",
+                stage=stage, rule="light job sources")
+        rows = df.limit(limit + 1).collect()
+        if len(rows) > limit:
+            raise PipelineDefinitionError(
+                f"stage '{stage}': a light job collects its sources to the driver, and this one has more than "
+                f"{limit} rows (JobConfig.light_job_max_source_rows); run it with new_job, or raise the limit",
+                stage=stage, rule="light_job_max_source_rows")
+        objects.append(rows)
+        node["args"]["source"] = {"kind": "items", "params": {"count": len(rows)}, "refs": {"items": len(objects) - 1},
+                                  "stream": False}
 
 
 class _Callback:
