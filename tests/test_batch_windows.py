@@ -1,5 +1,5 @@
-"""Windows over a batch of timestamped items on the Spark batch engine (``add_timestamps`` then
-``window(w).aggregate(op)``): a batch is one epoch ending with a watermark of +infinity, so nothing is
+"""Windows over a batch of timestamped items on both engines (``add_timestamps`` then
+``window(w).aggregate(op)``; the tests taking ``run`` run on the Spark engine and as light jobs): a batch is one epoch ending with a watermark of +infinity, so nothing is
 late and every non-empty window is emitted once, complete. Expected results come from the brute-force
 windows of tests/reference.py, or are worked out by hand on the timeline drawn above a test."""
 
@@ -9,7 +9,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from conftest import examples, run_job
+from conftest import examples, run_job, start
 from hypothesis import HealthCheck, assume, given, settings
 from reference import as_multiset, run_reference
 from strategies import batch_pipelines
@@ -21,10 +21,10 @@ from jetspark import (AggregateOperation, JobFailedError, JoinClause, KeyedWindo
 
 
 @pytest.fixture
-def run(jet):
-    """Runs a pipeline; returns what its list sinks got, by name (and clears them)."""
+def run(jet, engine):
+    """Runs a pipeline on each engine in turn; returns what its list sinks got, by name (and clears them)."""
     def go(p: Pipeline, *lists: str) -> dict[str, list[Any]]:
-        return dict(zip(lists, run_job(jet, p, *lists)[1]))
+        return dict(zip(lists, run_job(jet, p, *lists, engine=engine)[1]))
     return go
 
 
@@ -168,13 +168,13 @@ def test_datetime_timestamps_are_converted_to_milliseconds(run, jet):
     assert sorted(got["aware"], key=lambda r: r.end) == expected
 
 
-def test_a_timestamp_that_is_not_a_time_fails_the_job_naming_the_stage_that_reads_it(jet):
+def test_a_timestamp_that_is_not_a_time_fails_the_job_naming_the_stage_that_reads_it(jet, engine):
     # add_timestamps reads each item's time, once (Jet's addTimestamps); the window only reads it back.
     p = Pipeline.create()
     p.read_from(Sources.items([{"t": "noon"}])).add_timestamps("t").set_name("stamp").map(lambda e: e) \
         .window(WindowDefinition.tumbling(10)).aggregate(ops.counting()).write_to(Sinks.noop())
     with pytest.raises(JobFailedError) as e:
-        jet.new_job(p).join(timeout=300)
+        start(jet, p, engine).join(timeout=300)
     assert e.value.stage == "stamp" and "noon" in str(e.value)
 
 
@@ -351,7 +351,7 @@ def test_each_output_of_a_hash_join2_keeps_its_left_items_time(run):
     assert as_multiset(run_reference(p)["sums"]) == as_multiset(expected)
 
 
-def test_a_rolling_aggregate_with_a_python_operation_before_a_window_keeps_each_items_time(jet):
+def test_a_rolling_aggregate_with_a_python_operation_before_a_window_keeps_each_items_time(jet, engine):
     # Such an operation runs in Python; what it emits for an item keeps the item's time, as in Jet and the
     # reference, so the window counts each running result where its item was. Counts do not depend on the
     # order the running results come in.
@@ -361,7 +361,7 @@ def test_a_rolling_aggregate_with_a_python_operation_before_a_window_keeps_each_
      .window(WindowDefinition.tumbling(20)).aggregate(ops.counting()).write_to(Sinks.list("counts")))
     expected = run_reference(p)["counts"]
     assert expected
-    _, (got,) = run_job(jet, p, "counts")
+    _, (got,) = run_job(jet, p, "counts", engine=engine)
     assert as_multiset(got) == as_multiset(expected)
 
 

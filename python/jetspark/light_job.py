@@ -27,6 +27,7 @@ from jetspark._items import canonical_key, loads_key, pack_frames, unpack_frames
 from jetspark.errors import JobCancelledError, JobFailedError, PipelineDefinitionError
 from jetspark.job import JobConfig, JobStatus
 from jetspark.worker.custom_aggregations import ORDINAL, VALUES, column, custom_aggregation_function
+from jetspark.worker.event_time import timestamp_ms
 from jetspark.worker.operations import operation_of
 from jetspark.worker.steps import (FAILURE, ITEM, Step, dumps, extract, join_map_step, record_failure,
                                    run_steps_numbered)
@@ -123,8 +124,9 @@ def _collect_sources(spark: SparkSession, spec: dict[str, Any], objects: list[An
 class _Callback:
     """The Python work of one light job, called by the JVM through py4j: ``call(work, packed pickles)``
     returns packed pickles. ``work`` is the JSON description the JVM sends with every call of a vertex
-    (``PythonVertices``): a fused chain, a ``map_stateful``, an extraction of keys and values, a processor's
-    part of an aggregation with a user-defined operation, or printing (a console sink)."""
+    (``PythonVertices``): a fused chain, a ``map_stateful``, an extraction of keys and values, the timestamps
+    of ``add_timestamps``, a processor's part of an aggregation with a user-defined operation, or printing
+    (a console sink)."""
 
     def __init__(self, objects: list[Any]) -> None:
         self._objects = objects
@@ -159,6 +161,15 @@ class _Callback:
         if spec["kind"] == "print":
             for item in items:
                 print(item)
+        elif spec["kind"] == "stamp":
+            # Per item: the stage its timestamp failed in (empty for none), the timestamp, the item as it came.
+            for raw, item in zip(frames, items):
+                try:
+                    ts = timestamp_ms(extract(spec["timestamp"], item, self._functions))
+                except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
+                    out += [spec["stage"].encode(), b"", dumps(record_failure(spec["stage"], spec["dead_letter"], item, e))]
+                    continue
+                out += [b"", str(ts).encode(), raw]
         elif spec["kind"] == "chain":
             for item in items:
                 numbered, letters = run_steps_numbered(spec["steps"], item, dumps)

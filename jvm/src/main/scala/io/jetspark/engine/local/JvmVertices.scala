@@ -155,24 +155,10 @@ object JvmVertices {
 
     private def window(stage: AggregationStage, w: io.jetspark.pipeline.definition.WindowDefinition, op: AggregateOperation[Any, Any, Any],
         key: Option[Extractor]): (LocalVertex, Boolean) = {
-      // The combining stage receives frames, which carry their time themselves.
       if (!timestamped && stage != AggregationStage.Combine) LocalVertices.unsupported(v, "a window over items without event time")
-      val payloadOp = new PayloadOperation(op)
-      val keyFn: Any => Any = key.fold[Any => Any](_ => NonKeyed)(payloadFn)
-      val tsFn: Any => Long = _.asInstanceOf[Timestamped].timestamp
-      val newProcessor: ProcessorContext => Processor = (w, stage) match {
-        case (s: SlidingWindowDefinition, AggregationStage.SingleStage) =>
-          val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
-          if (key.isDefined) _ => SlidingWindowProcessor.singleStage(policy, keyFn, tsFn, payloadOp, s.earlyResultsPeriodMs)
-          else _ => SlidingWindowProcessor.singleStageNonKeyed(policy, tsFn, payloadOp, s.earlyResultsPeriodMs)
-        case (s: SlidingWindowDefinition, AggregationStage.Accumulate) =>
-          _ => SlidingWindowProcessor.accumulateFrames(SlidingWindowPolicy(s.sizeMs, s.slideMs), keyFn, tsFn, payloadOp)
-        case (s: SlidingWindowDefinition, AggregationStage.Combine) =>
-          _ => SlidingWindowProcessor.combineFrames(SlidingWindowPolicy(s.sizeMs, s.slideMs), op, key.isDefined, s.earlyResultsPeriodMs)
-        case (s: SessionWindowDefinition, _) => _ => new SessionWindowProcessor(s.timeoutMs, keyFn, tsFn, payloadOp, s.earlyResultsPeriodMs)
-      }
+      val newProcessor = LocalVertices.windowProcessor(w, stage, op, key.map(fn))
       if (stage == AggregationStage.Accumulate) (vertex(newProcessor), false)
-      else (vertex(newProcessor, output = windowResultAsEvent), true)
+      else (vertex(newProcessor, output = LocalVertices.windowResultAsEvent), true)
     }
 
     private def sinkWriter(name: String): IndexedSeq[Any] => Unit = {
@@ -189,16 +175,6 @@ object JvmVertices {
       case p: PythonAggregateSpec => LocalVertices.unsupported(v, s"Python aggregate operation '${p.name}' in a JVM pipeline")
       case jvm => jvm.asInstanceOf[AggregateOperation[Any, Any, Any]]
     }
-  }
-
-  /** A window result as an event: timestamp `end - 1`, the last instant of its window; a non-keyed
-    * session's result as a [[WindowResult]].
-    */
-  private val windowResultAsEvent: Any => Any = {
-    case r: WindowResult[_] => Timestamped(r.end - 1, r)
-    case KeyedWindowResult(start, end, NonKeyed, result, early) => Timestamped(end - 1, WindowResult(start, end, result, early))
-    case r: KeyedWindowResult[_, _] => Timestamped(r.end - 1, r)
-    case other => throw new IllegalStateException(s"a window emitted $other")
   }
 
   /** `itemsPerTurn` items of each substream in turn, each tagged with its substream's local index. */
@@ -223,16 +199,4 @@ object JvmVertices {
     case Seq(a, b, c, d) => (a, b, c, d)
     case _ => throw new UnsupportedOperationException(s"a hash join of ${parts.size - 1} enriching sides")
   }
-}
-
-/** `op` over the items of [[Timestamped]] events. */
-private final class PayloadOperation(op: AggregateOperation[Any, Any, Any]) extends AggregateOperation[Any, Any, Any] {
-  override def arity: Int = op.arity
-  override def create(): Any = op.create()
-  override def accumulate(acc: Any, ordinal: Int, item: Any): Any = op.accumulate(acc, ordinal, item.asInstanceOf[Timestamped].item)
-  override def combineFn: Option[(Any, Any) => Any] = op.combineFn
-  override def deductFn: Option[(Any, Any) => Any] = op.deductFn
-  override def exportResult(acc: Any): Any = op.exportResult(acc)
-  override def finishResult(acc: Any): Any = op.finishResult(acc)
-  override def isOrderSensitive: Boolean = op.isOrderSensitive
 }

@@ -1,7 +1,11 @@
 package io.jetspark.engine.local
 
+import io.jetspark.core.{Processor, ProcessorContext}
+import io.jetspark.core.aggregate.AggregateOperation
 import io.jetspark.core.processor.{SequenceRestoreProcessor, Step, TransformProcessor}
-import io.jetspark.core.window.KeyedFrame
+import io.jetspark.core.window._
+import io.jetspark.pipeline.definition.{SessionWindowDefinition, SlidingWindowDefinition, WindowDefinition}
+import io.jetspark.plan.AggregationStage
 import io.jetspark.engine.ListSinkRegistry
 import io.jetspark.plan.{Edge, EdgeKind, PhysicalDag, Vertex}
 import io.jetspark.plan.VertexDescription.{Sink, Sort, SortPhase}
@@ -86,9 +90,52 @@ private[local] object LocalVertices {
       carriesSequence = e.carriesSequence)
   }
 
+  /** The processors of a window vertex in `stage` over [[Timestamped]] events (the combining stage: over
+    * frames, which carry their time themselves), `op` and `key` taking the events' items.
+    */
+  def windowProcessor(w: WindowDefinition, stage: AggregationStage, op: AggregateOperation[Any, Any, Any],
+      key: Option[Any => Any]): ProcessorContext => Processor = {
+    val payloadOp = new PayloadOperation(op)
+    val keyFn: Any => Any = key.fold[Any => Any](_ => NonKeyed)(f => t => f(t.asInstanceOf[Timestamped].item))
+    val tsFn: Any => Long = _.asInstanceOf[Timestamped].timestamp
+    (w, stage) match {
+      case (s: SlidingWindowDefinition, AggregationStage.SingleStage) =>
+        val policy = SlidingWindowPolicy(s.sizeMs, s.slideMs)
+        if (key.isDefined) _ => SlidingWindowProcessor.singleStage(policy, keyFn, tsFn, payloadOp, s.earlyResultsPeriodMs)
+        else _ => SlidingWindowProcessor.singleStageNonKeyed(policy, tsFn, payloadOp, s.earlyResultsPeriodMs)
+      case (s: SlidingWindowDefinition, AggregationStage.Accumulate) =>
+        _ => SlidingWindowProcessor.accumulateFrames(SlidingWindowPolicy(s.sizeMs, s.slideMs), keyFn, tsFn, payloadOp)
+      case (s: SlidingWindowDefinition, AggregationStage.Combine) =>
+        _ => SlidingWindowProcessor.combineFrames(SlidingWindowPolicy(s.sizeMs, s.slideMs), op, key.isDefined, s.earlyResultsPeriodMs)
+      case (s: SessionWindowDefinition, _) => _ => new SessionWindowProcessor(s.timeoutMs, keyFn, tsFn, payloadOp, s.earlyResultsPeriodMs)
+    }
+  }
+
+  /** A window result as an event: timestamp `end - 1`, the last instant of its window; a non-keyed
+    * session's result as a [[WindowResult]].
+    */
+  val windowResultAsEvent: Any => Timestamped = {
+    case r: WindowResult[_] => Timestamped(r.end - 1, r)
+    case KeyedWindowResult(start, end, NonKeyed, result, early) => Timestamped(end - 1, WindowResult(start, end, result, early))
+    case r: KeyedWindowResult[_, _] => Timestamped(r.end - 1, r)
+    case other => throw new IllegalStateException(s"a window emitted $other")
+  }
+
   private val preExtractedKey: Any => Any = {
     case (key, _) => key
     case frame: KeyedFrame[_, _] => frame.key
     case other => throw new IllegalStateException(s"expected a (key, accumulator) pair or a keyed frame, got $other")
   }
+}
+
+/** `op` over the items of [[Timestamped]] events. */
+private final class PayloadOperation(op: AggregateOperation[Any, Any, Any]) extends AggregateOperation[Any, Any, Any] {
+  override def arity: Int = op.arity
+  override def create(): Any = op.create()
+  override def accumulate(acc: Any, ordinal: Int, item: Any): Any = op.accumulate(acc, ordinal, item.asInstanceOf[Timestamped].item)
+  override def combineFn: Option[(Any, Any) => Any] = op.combineFn
+  override def deductFn: Option[(Any, Any) => Any] = op.deductFn
+  override def exportResult(acc: Any): Any = op.exportResult(acc)
+  override def finishResult(acc: Any): Any = op.finishResult(acc)
+  override def isOrderSensitive: Boolean = op.isOrderSensitive
 }

@@ -43,7 +43,7 @@ trait PythonCallback {
   * vertex on an edge that restores order runs the core's restore ([[LocalVertices.restoringOrder]]),
   * an ordered merge the core's merge, and the vertices in between give each output its item's id:
   * Python answers item by item for chains and `map_stateful`, and the JVM's rolling aggregation and
-  * distinct run inside the core's [[SequenceCarryingProcessor]].
+  * distinct run inside the core's [[CarryingProcessor]].
   * Anything else fails here, naming the vertex.
   */
 object PythonVertices {
@@ -93,14 +93,16 @@ object PythonVertices {
   def translate(dag: PhysicalDag, python: PythonCallback): LocalDag = {
     dag.vertices.find(v => dag.carriesSequenceThrough(v) && !givesOutputsTheirItemsIds(v))
       .foreach(v => LocalVertices.unsupported(v, "preserve_order needs sequence ids carried through it to a later restore point"))
-    val vertices = dag.vertices.map(v => LocalVertices.numbered(dag, v, vertex(dag, v, python)))
+    val timed = timedOutputs(dag)
+    val vertices = dag.vertices.map(v => LocalVertices.numbered(dag, v, vertex(dag, v, python, dag.edgesInto(v.name).exists(e => timed(e.from)))))
     // A hash join's Python mapper runs after the core's join, on the join's outputs.
     val mappers = dag.vertices.collect {
       case v @ Vertex(_, HashJoin(_, Some(Extractor.PythonFn(PythonRef(ref), _)), _), _, _, _) =>
-        val work = chainWork(mapperVertexName(v), Seq(ChainStep("join_map", Some(ref), v.fusedChain.head, dag.routesFailures(v))), sequenced = false)
-        v.name -> chainVertex(mapperVertexName(v), v.localParallelism, python, work, (_, frames) => withFailures(frames))
+        val work = chainWork(mapperVertexName(v), Seq(ChainStep("join_map", Some(ref), v.fusedChain.head, dag.routesFailures(v))), timed(v.name))
+        v.name -> chainVertex(mapperVertexName(v), v.localParallelism, python, work,
+          (batch, frames) => if (timed(v.name)) itemwiseOutputs(batch, frames) else withFailures(frames))
     }.toMap
-    val extractedKey: Any => Any = _.asInstanceOf[Extracted].key
+    val extractedKey: Any => Any = x => extractedOf(x).key
     // A dead-letter sink's inputs from extractions come after its own, numbered across all of them: the
     // extractions of two inputs of one receiver send their failures to the same sink.
     val nextInput = scala.collection.mutable.Map.empty[String, Int]
@@ -112,7 +114,7 @@ object PythonVertices {
     val (added, edges) = dag.edges.map { e =>
       val planned = LocalVertices.edge(dag, e, (_, _) => extractedKey)
       val edge = mappers.get(e.from).fold(planned)(m => planned.copy(from = m.name))
-      val (extractions, delivering) = extraction(dag, e) match {
+      val (extractions, delivering) = extraction(dag, e, timed(e.from)) match {
         case None => (Nil, edge)
         case Some(x) =>
           val sender = dag.vertex(e.from)
@@ -133,9 +135,58 @@ object PythonVertices {
     LocalDag(vertices ++ mappers.values ++ added.flatten, edges.flatten ++ mapperEdges)
   }
 
+  /** Which vertices emit items with their event time ([[Timestamped]]): `add_timestamps`, the stateless
+    * vertices after it, and the windows that combine (their results are events at `end - 1`, as the
+    * Spark engine's are). Every other vertex emits bare items, and a window behind one fails naming it.
+    */
+  private def timedOutputs(dag: PhysicalDag): Map[String, Boolean] =
+    dag.vertices.foldLeft(Map.empty[String, Boolean]) { (timed, v) =>
+      val inputs = dag.edgesInto(v.name).filter(_.errorsOf.isEmpty).map(e => timed(e.from)).distinct
+      timed + (v.name -> (v.description match {
+        case AddTimestamps(_, _) => true
+        case WindowAggregate(stage, _, _, _) => stage != AggregationStage.Accumulate
+        case Merge(_, _) if inputs.size > 1 => LocalVertices.unsupported(v, "a merge of items with and without event time")
+        case StatelessChain(_) | Merge(_, _) | MapStateful(_, _, _) | RollingAggregate(_, _) => inputs == Seq(true)
+        // A join is a map over its streamed side: its outputs have their left item's time.
+        case HashJoin(_, _, _) => dag.edgesInto(v.name).exists(e => e.toOrdinal == 0 && timed(e.from))
+        case _ => false
+      }))
+    }
+
+  /** Whether input `ordinal` of `v` takes items with their event time as they are: the vertices that
+    * pass it on to the outputs of each item (stateless ones, `map_stateful`, a rolling aggregation, a
+    * join's streamed side) and a window, which reads it; the others take bare items.
+    */
+  private def takesTimedItems(v: Vertex, ordinal: Int): Boolean = v.description match {
+    case StatelessChain(_) | Merge(_, _) | WindowAggregate(_, _, _, _) | Sink(_) | MapStateful(_, _, _) | RollingAggregate(_, _) => true
+    case HashJoin(_, _, _) => ordinal == 0
+    case _ => false
+  }
+
+  /** An item without what it carries beside it (its sequence id, its event time). */
+  private def payloadOf(x: Any): Any = Sequenced.itemOf(x) match {
+    case Timestamped(_, payload) => payload
+    case payload => payload
+  }
+
+  /** What Python extracted from an item, also where the item carries its event time. */
+  private def extractedOf(x: Any): Extracted = x match {
+    case Timestamped(_, e: Extracted) => e
+    case e => e.asInstanceOf[Extracted]
+  }
+
+  /** `made` in the place of `from`, the item it was made from: with `from`'s sequence id (extended by
+    * `path`, the place of `made` among the item's outputs) and event time, where `from` has them.
+    */
+  private def carried(from: Any, made: Any, path: Seq[Int] = Nil, keepTime: Boolean = true): Any = from match {
+    case Sequenced(seq, item) => Sequenced(seq.below(path), carried(item, made, Nil, keepTime))
+    case Timestamped(ts, _) if keepTime => Timestamped(ts, made)
+    case _ => made
+  }
+
   /** The vertices that give their outputs the ids of their items (see [[vertex]]). */
   private def givesOutputsTheirItemsIds(v: Vertex): Boolean = v.description match {
-    case StatelessChain(_) | MapStateful(_, _, _) | RollingAggregate(_, _) | Distinct(_) | Merge(_, _) => true
+    case StatelessChain(_) | MapStateful(_, _, _) | RollingAggregate(_, _) | Distinct(_) | Merge(_, _) | AddTimestamps(_, _) => true
     case _ => false
   }
 
@@ -147,7 +198,7 @@ object PythonVertices {
     * the `DeadLetter`'s pickle.
     */
   private final case class Extraction(vertex: String, stage: String, key: Option[JsonNode], values: Seq[JsonNode],
-      errorEdges: Seq[Edge]) {
+      errorEdges: Seq[Edge], keepsTime: Boolean) {
     def work: String = {
       val node = mapper.createObjectNode().put("kind", "extract").put("vertex", vertex).put("stage", stage)
         .put("dead_letter", errorEdges.nonEmpty)
@@ -157,13 +208,16 @@ object PythonVertices {
     }
   }
 
-  private def extraction(dag: PhysicalDag, e: Edge): Option[Extraction] = {
+  /** The extraction on `e`, whose items carry their event time where `timed`. */
+  private def extraction(dag: PhysicalDag, e: Edge, timed: Boolean): Option[Extraction] = {
     val v = dag.vertex(e.to)
     val failingStage = v.fusedChain.head // the stage that took the extractors
     def of(key: Option[Extractor], values: Seq[JsonNode]) =
       Some(Extraction(s"${v.name}/extract-${e.toOrdinal}", failingStage, key.map(extractorJson(v, _)), values,
-        dag.failureEdges(v)))
+        dag.failureEdges(v), keepsTime = timed && takesTimedItems(v, e.toOrdinal)))
     v.description match {
+      case WindowAggregate(stage, _, op: PythonAggregateSpec, key) if stage != AggregationStage.Combine =>
+        of(key, PythonAggregations.extractors(op))
       case Aggregate(stage, PythonOps(ops), keys) if stage != AggregationStage.Combine =>
         of(keys.lift(e.toOrdinal), PythonAggregations.extractors(ops(e.toOrdinal)))
       // The streamed item's other clauses' keys ride along as values, in the canonical form keys compare in.
@@ -181,35 +235,55 @@ object PythonVertices {
     }
   }
 
-  private def vertex(dag: PhysicalDag, v: Vertex, python: PythonCallback): LocalVertex = {
+  /** The local vertex of `v`, whose items come with their event time where `timedInput`. */
+  private def vertex(dag: PhysicalDag, v: Vertex, python: PythonCallback, timedInput: Boolean): LocalVertex = {
     def local(newProcessor: ProcessorContext => Processor, output: Any => Any = identity) =
       LocalVertex(v.name, v.localParallelism, newProcessor, output = output)
     val key: Any => Any = _.asInstanceOf[Extracted].key
     val item: Any => Any = _.asInstanceOf[Extracted].pickled
     def bound(op: PythonAggregateSpec) = PythonAggregations.bind(op).op.asInstanceOf[AggregateOperation[Nothing, Any, Any]]
     val sequenced = dag.keepsSequenceIn(v)
-    // A processor that emits for an item only while processing it, its outputs given their item's id.
-    def carrying(newProcessor: ProcessorContext => Processor): ProcessorContext => Processor =
-      if (sequenced) c => new SequenceCarryingProcessor(newProcessor(c)) else newProcessor
-    // Python's answer for a batch: item by item, where each output keeps its item's id.
+    // A processor that emits for an item only while processing it: where items carry their ids or time,
+    // each output (made what Python reads by `convert`) carries its item's.
+    def carrying(newProcessor: ProcessorContext => Processor, convert: Any => Any = identity): LocalVertex =
+      if (sequenced || timedInput)
+        local(c => new CarryingProcessor(newProcessor(c), x => (payloadOf(x), made => carried(x, convert(made)))))
+      else local(newProcessor, convert)
+    // Python answers item by item where each output keeps its item's id or time.
+    val itemwise = sequenced || timedInput
     def answered(batch: IndexedSeq[Any], frames: Vector[Array[Byte]]): Iterator[Any] =
-      if (sequenced) sequencedOutputs(v, batch, frames) else withFailures(frames)
+      if (itemwise) itemwiseOutputs(batch, frames) else withFailures(frames)
     v.description match {
       case Source(source, None) if source.name == "items" => LocalVertices.itemsSource(v, source.parameters("items").asInstanceOf[Seq[Any]])
       case Aggregate(_, _, _) | RollingAggregate(_, _) if PythonAggregations.runsInPython(v) =>
-        if (sequenced) LocalVertices.unsupported(v, "preserve_order through an AggregateOperation.of(...) that keeps sequence ids")
-        customAggregation(CustomAggregationWork.of(dag, v), python)
+        // Only a rolling aggregation emits for each item; the others' inputs come bare.
+        customAggregation(CustomAggregationWork.of(dag, v), python, carries = (sequenced || timedInput) && v.description.isInstanceOf[RollingAggregate])
       case StatelessChain(steps) =>
         steps.find(t => !runsInPython(t))
           .foreach(t => LocalVertices.unsupported(v, s"step ${t.describe}: Python pipelines run Python functions"))
-        chainVertex(v.name, v.localParallelism, python, chainWork(v.name, steps.map(chainStep), sequenced), answered)
+        chainVertex(v.name, v.localParallelism, python, chainWork(v.name, steps.map(chainStep), itemwise), answered)
+      case AddTimestamps(timestamp, _) =>
+        val work = mapper.writeValueAsString(mapper.createObjectNode().put("kind", "stamp").put("vertex", v.name)
+          .put("stage", v.fusedChain.head).put("dead_letter", dag.routesFailures(v))
+          .set[JsonNode]("timestamp", extractorJson(v, timestamp)))
+        chainVertex(v.name, v.localParallelism, python, work, stamped)
+      case WindowAggregate(_, _, _, _) if PythonAggregations.runsInPython(v) =>
+        LocalVertices.unsupported(v, "a window of an AggregateOperation.of(...)")
+      case WindowAggregate(stage, w, op: PythonAggregateSpec, k) =>
+        if (!timedInput && stage != AggregationStage.Combine)
+          LocalVertices.unsupported(v, "a window over items without event time: add_timestamps before it, with only stateless stages between")
+        // A batch has no watermark before its end, so nothing in it is early (as on the Spark engine).
+        val processor = LocalVertices.windowProcessor(w.setEarlyResultsPeriod(0), stage,
+          bound(op).asInstanceOf[AggregateOperation[Any, Any, Any]], k.map(_ => key))
+        if (stage == AggregationStage.Accumulate) local(processor)
+        else local(processor, LocalVertices.windowResultAsEvent.andThen(e => e.copy(item = PythonValues.dumps(e.item))))
       case MapStateful(key, Extractor.PythonFn(PythonRef(create), _), Extractor.PythonFn(PythonRef(fn), _)) =>
         val work = mapper.writeValueAsString(mapper.createObjectNode().put("kind", "stateful").put("vertex", v.name)
           .put("stage", v.fusedChain.head).put("create_ref", create).put("fn_ref", fn).put("keyed", key.isDefined)
-          .put("dead_letter", dag.routesFailures(v)).put("sequenced", sequenced))
+          .put("dead_letter", dag.routesFailures(v)).put("sequenced", itemwise))
         // Python keeps the state of each key: every item goes with its key's canonical bytes.
         val outputs: IndexedSeq[Any] => IterableOnce[Any] = batch =>
-          answered(batch, call(python, work, batch.flatMap { x => val e = Sequenced.itemOf(x).asInstanceOf[Extracted]; Seq(e.key.bytes, e.pickled) }))
+          answered(batch, call(python, work, batch.flatMap { x => val e = payloadOf(x).asInstanceOf[Extracted]; Seq(e.key.bytes, e.pickled) }))
         LocalVertex(v.name, v.localParallelism, _ => new BatchTransformProcessor(outputs), cooperative = false)
       case Merge(_, false) => local(LocalVertices.passThrough)
       case Merge(_, true) =>
@@ -228,9 +302,9 @@ object PythonVertices {
         }
       case RollingAggregate(k, op: PythonAggregateSpec) =>
         val aop = bound(op)
-        if (k.isDefined) local(carrying(_ => RollingAggregateProcessor.keyed(key, aop)), result(keyed = true))
-        else local(carrying(_ => RollingAggregateProcessor.global(aop)), result(keyed = false))
-      case Distinct(_) => local(carrying(_ => new DistinctProcessor(key)), item)
+        if (k.isDefined) carrying(_ => RollingAggregateProcessor.keyed(key, aop), result(keyed = true))
+        else carrying(_ => RollingAggregateProcessor.global(aop), result(keyed = false))
+      case Distinct(_) => carrying(_ => new DistinctProcessor(key), item)
       case HashJoin(clauses, mapperFn, inner) =>
         // Side 0's key is the streamed item's own; side i's, the i-th value it carries (as key bytes).
         val joinClauses = clauses.indices.map { side =>
@@ -243,7 +317,7 @@ object PythonVertices {
           PythonValues.dumps((left.asInstanceOf[Extracted].item +: rights.map(_.map(_.asInstanceOf[Extracted].item))).toArray[Any])
         if (mapperFn.exists(!_.isInstanceOf[Extractor.PythonFn]))
           LocalVertices.unsupported(v, s"a join mapper ${mapperFn.get.describe}: Python pipelines map with Python functions")
-        local(_ => new HashJoinProcessor(joinClauses, joined, outer = !inner))
+        carrying(_ => new HashJoinProcessor(joinClauses, joined, outer = !inner))
       case Sort(SortPhase.LocalSort, _, reverse) =>
         val sort = SortDefinition(Some(_.asInstanceOf[Extracted].values(0)), AnyOrdering, reverse)
         local(_ => new SortProcessor(sort))
@@ -271,9 +345,11 @@ object PythonVertices {
     * command frame: `batch`, with the input's ordinal, then per item its key's canonical bytes, its pickle
     * (a partial accumulator's, in `combine` mode) and its extracted values (their count, then their
     * pickles); or `end`. It answers with triples: the stage a record failed in (empty for an output), the
-    * group's key (a partial accumulator's, in `accumulate` mode) and the pickle.
+    * group's key (a partial accumulator's, in `accumulate` mode) and the pickle. A rolling aggregation
+    * answers once per item, in order (its result, or its dead letter): where items `carries` their ids
+    * or time, each answer carries its item's.
     */
-  private def customAggregation(w: CustomAggregationWork, python: PythonCallback): LocalVertex = {
+  private def customAggregation(w: CustomAggregationWork, python: PythonCallback, carries: Boolean): LocalVertex = {
     val stage = w.vertex.fusedChain.head
     def work(instance: Int): String = {
       val node = mapper.createObjectNode().put("kind", "custom_aggregation").put("vertex", w.vertex.name)
@@ -282,7 +358,7 @@ object PythonVertices {
       node.set[JsonNode]("operations", mapper.valueToTree[JsonNode](w.operations.asJava))
       mapper.writeValueAsString(node)
     }
-    def frames(x: Any): Seq[Array[Byte]] = x match {
+    def frames(x: Any): Seq[Array[Byte]] = payloadOf(x) match {
       case e: Extracted => Seq(e.key.bytes, e.pickled, e.rawValues.length.toString.getBytes(UTF_8)) ++ e.rawValues
       case (key: PickledKey, partial: Array[Byte]) => Seq(key.bytes, partial, "0".getBytes(UTF_8))
       case other => throw new IllegalStateException(s"vertex '${w.vertex.name}': expected an extracted item or a partial accumulator, got $other")
@@ -295,8 +371,15 @@ object PythonVertices {
     }
     LocalVertex(w.vertex.name, w.vertex.localParallelism, { context =>
       val instanceWork = work(context.globalProcessorIndex)
-      new PythonAggregationProcessor(
-        (ordinal, items) => outputs(call(python, instanceWork, Seq("batch".getBytes(UTF_8), ordinal.toString.getBytes(UTF_8)) ++ items.flatMap(frames))),
+      def batch(ordinal: Int, items: IndexedSeq[Any]): Iterator[Any] = {
+        val answers = outputs(call(python, instanceWork, Seq("batch".getBytes(UTF_8), ordinal.toString.getBytes(UTF_8)) ++ items.flatMap(frames)))
+        if (!carries) answers
+        else items.iterator.zip(answers).map {
+          case (_, failed: FailedRecord) => failed
+          case (item, result) => carried(item, result)
+        }
+      }
+      new PythonAggregationProcessor(batch,
         () => outputs(call(python, instanceWork, Seq("end".getBytes(UTF_8)))))
     }, cooperative = false)
   }
@@ -306,6 +389,7 @@ object PythonVertices {
     case bytes: Array[Byte] => bytes
     case e: Extracted => e.pickled
     case Sequenced(_, item) => pickle(item)
+    case Timestamped(_, item) => pickle(item)
     case other => throw new IllegalStateException(s"expected a Python item, got ${other.getClass.getName}")
   }
 
@@ -315,30 +399,38 @@ object PythonVertices {
     case value => PythonValues.dumps(value)
   }
 
-  /** Python's answer for items that keep their sequence ids ([[Sequenced]]), item by item: the number of
-    * answers for the item, then for each the stage it failed in (empty for an output), the output's
-    * fan-out path below the item (its elements joined by dots: the j-th output of a flat_map appends j)
-    * and the pickle. An output gets its item's id extended by its path; a failure goes to dead letters,
-    * which are not ordered.
+  /** Python's answer item by item, for items that keep their sequence ids ([[Sequenced]]) or event time
+    * ([[Timestamped]]): the number of answers for the item, then for each the stage it failed in (empty
+    * for an output), the output's fan-out path below the item (its elements joined by dots: the j-th
+    * output of a flat_map appends j) and the pickle. An output gets its item's id extended by its path,
+    * and its item's time; a failure goes to dead letters, which are not ordered.
     */
-  private def sequencedOutputs(v: Vertex, batch: IndexedSeq[Any], frames: Vector[Array[Byte]]): Iterator[Any] = {
+  private def itemwiseOutputs(batch: IndexedSeq[Any], frames: Vector[Array[Byte]]): Iterator[Any] = {
     val out = Vector.newBuilder[Any]
     var at = 0
-    batch.foreach {
-      case Sequenced(seq, _) =>
-        val answers = new String(frames(at), UTF_8).toInt
-        at += 1
-        for (_ <- 0 until answers) {
-          val (stage, path, pickled) = (frames(at), new String(frames(at + 1), UTF_8), frames(at + 2))
-          out += (if (stage.nonEmpty) FailedRecord(new String(stage, UTF_8), pickled)
-                  else Sequenced(seq.below(if (path.isEmpty) Nil else path.split('.').toSeq.map(_.toInt)), pickled))
-          at += 3
-        }
-      case other => throw new IllegalStateException(s"vertex '${v.name}': expected items with their sequence ids, got $other")
+    batch.foreach { item =>
+      val answers = new String(frames(at), UTF_8).toInt
+      at += 1
+      for (_ <- 0 until answers) {
+        val (stage, path, pickled) = (frames(at), new String(frames(at + 1), UTF_8), frames(at + 2))
+        out += (if (stage.nonEmpty) FailedRecord(new String(stage, UTF_8), pickled)
+                else carried(item, pickled, if (path.isEmpty) Nil else path.split('.').toSeq.map(_.toInt)))
+        at += 3
+      }
     }
-    if (at != frames.size) throw new IllegalStateException(s"vertex '${v.name}': Python answered ${frames.size} frames, read $at")
+    if (at != frames.size) throw new IllegalStateException(s"Python answered ${frames.size} frames, read $at")
     out.result().iterator
   }
+
+  /** Python's answer to `add_timestamps`, per item: the stage its timestamp failed in (empty for none),
+    * the timestamp in ms, and the item's pickle (for a failure: the `DeadLetter`'s).
+    */
+  private def stamped(batch: IndexedSeq[Any], frames: Vector[Array[Byte]]): Iterator[Any] =
+    batch.iterator.zip(frames.grouped(3)).map { case (item, triple) =>
+      val (stage, ts, pickled) = (triple(0), triple(1), triple(2))
+      if (stage.nonEmpty) FailedRecord(new String(stage, UTF_8), pickled)
+      else carried(item, Timestamped(new String(ts, UTF_8).toLong, pickled), keepTime = false)
+    }
 
   /** Python's answer of pairs (the stage a record failed in, empty for an output; the pickle) as items. */
   private def withFailures(frames: Vector[Array[Byte]]): Iterator[Any] = frames.grouped(2).map { pair =>
@@ -368,10 +460,7 @@ object PythonVertices {
           val f = frames.slice(at + 1, at + 1 + perItem)
           val raw = f.slice(1, perItem - 1).toArray
           val extracted = new Extracted(new PickledKey(f.head), new PickledItem(f.last), raw.map(PythonValues.loads), raw, position)
-          out += (batch(answered) match {
-            case Sequenced(seq, _) => Sequenced(seq, extracted)
-            case _ => extracted
-          })
+          out += carried(batch(answered), extracted, keepTime = x.keepsTime)
           position += 1
           at += 1 + perItem
         }

@@ -228,7 +228,7 @@ class SequenceOrderTest extends AnyFunSuite {
     }
   }
 
-  // ---- OrderedMergeProcessor with ties by branch, SequenceCarryingProcessor ----
+  // ---- OrderedMergeProcessor with ties by branch, CarryingProcessor ----
 
   test("merge with ties by branch: copies of one record keep branch order before earlier merges' ties, and leave tied") {
     //  branch 0: a@0 tied [1] by an earlier merge;  branch 1: b@0 tied [0]
@@ -243,7 +243,7 @@ class SequenceOrderTest extends AnyFunSuite {
   test("carrying: each output of a rolling aggregate gets the id of the item it was emitted for; watermarks pass") {
     val sum = AggregateOperations.summingLong[Int](_.toLong).asInstanceOf[AggregateOperation[Nothing, Any, Any]]
     val ids = Seq(SequenceId.of(3, 7), SequenceId.of(3, 9, path = Seq(2)), SequenceId.of(4, 0))
-    ProcessorVerifier(() => new SequenceCarryingProcessor(RollingAggregateProcessor.global(sum)))
+    ProcessorVerifier(() => CarryingProcessor.sequenceIds(RollingAggregateProcessor.global(sum)))
       .input(Seq(Sequenced(ids(0), 5), Sequenced(ids(1), 1), Watermark(10), Sequenced(ids(2), 4)))
       .expectOutput(Seq(Sequenced(ids(0), 5L), Sequenced(ids(1), 6L), Watermark(10), Sequenced(ids(2), 10L)))
       .verify()
@@ -251,10 +251,10 @@ class SequenceOrderTest extends AnyFunSuite {
 
   test("carrying: an item without its id, or an output emitted outside an item's processing, is an error") {
     assertThrows[IllegalArgumentException] {
-      ProcessorVerifier(() => new SequenceCarryingProcessor(RollingAggregateProcessor.global(
+      ProcessorVerifier(() => CarryingProcessor.sequenceIds(RollingAggregateProcessor.global(
         AggregateOperations.counting().asInstanceOf[AggregateOperation[Nothing, Any, Any]]))).input(Seq(1)).expectOutput(Nil).verify()
     }
-    val emitsOnCompletion = () => new SequenceCarryingProcessor(new SortProcessor(SortDefinition(None, AnyOrdering, reverse = false)))
+    val emitsOnCompletion = () => CarryingProcessor.sequenceIds(new SortProcessor(SortDefinition(None, AnyOrdering, reverse = false)))
     val e = intercept[IllegalStateException] {
       ProcessorVerifier(emitsOnCompletion).input(Seq(Sequenced(SequenceId.of(0, 0), 1))).expectOutput(Nil).verify()
     }
