@@ -251,6 +251,28 @@ def _nested_diamonds(spark: Any) -> Pipeline:
     return p
 
 
+def _flat_map_after_a_diamonds_merge(items: list[int]) -> Callable[[Any], Pipeline]:
+    def build(spark: Any) -> Pipeline:
+        # items(1) ~~partitioned by x%3~~> map(2) -> flat_map ==> merge(flat_map, map(x+100)) -> flat_map
+        #   ==> s7 (for one record);  ~~all-to-one~~> mapStateful(1) [restore] ==> out4
+        # The merge puts a record's copy that took the map branch (path []) before the flat_map branch's
+        # outputs of it (paths [0], [1]); the flat_map after the merge extends those paths ([0], [1] for the
+        # first copy; [0, 0], ... for the others). The restore point must give the merged items' outputs
+        # together, in the merge's order: 99, 100, -1, 0, -1, 0 for items [0], not by path (99, -1, 0, 100,
+        # -1, 0). The running sum passes on the even totals, so any other order changes what it emits.
+        p = Pipeline.create(preserve_order=True)
+        s1 = p.read_from(Sources.items(items)).rebalance(lambda x: x % 3).map(lambda x: x - 1)
+        s3 = s1.flat_map(lambda x: [x] * (x % 3))
+        s5 = s3.merge(s1.map(lambda x: x + 100))
+        s7 = s5.flat_map(lambda x: [x, x + 1])
+        if len(items) == 1:  # its keys' items meet nowhere before this sink: in order only for one record
+            s7.write_to(Sinks.list("s7"))
+        s7.map_stateful(lambda: 0, lambda t, x: (t + x, t + x if (t + x) % 2 == 0 else None)).write_to(Sinks.list("out4"))
+        return p
+
+    return build
+
+
 def _timestamped_chain_into_a_window(spark: Any) -> Pipeline:
     # df(3) -> addTimestamps(2) -> fused(map, flat_map, filter)(2) ~~partitioned by k~~> mapStateful(2) [restore]
     #   -> windowAggregate by k (two stages) ~~partitioned by key~~> mapStateful(2) [restore] ==> previous
@@ -387,6 +409,9 @@ CASES = [
          per_key={"merged_firsts_unrestored": lambda t: t[1] % 4}, light=False),
     Case("a diamond's copies split by a keyed rebalance, then gathered", _diamond_copies_split_then_gathered),
     Case("diamonds nested: copies that passed an inner merge meet again", _nested_diamonds),
+    Case("a diamond's merge, then a flat_map, then a restore point", _flat_map_after_a_diamonds_merge([0])),
+    Case("a diamond's merge, then a flat_map, then a restore point, of several records",
+         _flat_map_after_a_diamonds_merge([0, 1, 2, 3, 4, 5, 7, 8])),
     Case("a timestamped chain into a keyed stateful stage, a keyed window and a stage after it",
          _timestamped_chain_into_a_window, per_key={"sums": lambda w: w.key, "previous": lambda o: o[0]}, light=False),
     Case("rebalance(key) between add_timestamps and an order-sensitive window",

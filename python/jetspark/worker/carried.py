@@ -10,12 +10,12 @@ shuffle or a diamond: DESIGN.md, Planner "Order"), the JVM gives each item its i
 stream starts and carries it beside the item: ``seq_substream`` (the source partition, or the processor
 of an order-producing stage), ``seq_offset`` (the item's position in it), ``seq_fan_out``, the path that
 tells apart the items one source item became, and ``seq_ties``, which the JVM's ordered merges fill in
-(Python passes them on). A fused Python chain keeps the id of the record it ran on and extends the path
+with where they put the item (Python passes them on). A fused Python chain keeps the id of the record it ran on and extends the path
 by ``j`` for the j-th output of each flat_map step (:func:`jetspark.worker.steps.run_steps_numbered`):
 the outputs of one record stay together and in their order, and a record that a flat_map did not touch
 sorts before what another branch's flat_map made of it, as in the brute-force reference. Ids are
-compared by substream, offset, then path element by element (a prefix first), then ties; the JVM's
-restore points and ordered merges do that. A dead letter keeps its record's id (dead letters are not
+compared by substream, offset, then ties and path as one sequence element by element (a prefix first):
+the JVM's restore points and ordered merges do that (``SequenceId`` in the core). A dead letter keeps its record's id (dead letters are not
 ordered) and time.
 
 Control rows. In a stream's epoch (the Spark epoch engine), each task ends its output with a control

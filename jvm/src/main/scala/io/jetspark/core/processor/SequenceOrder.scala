@@ -10,49 +10,78 @@ import scala.jdk.CollectionConverters._
   * `substream`. A source numbers each substream's items with increasing offsets (design doc 015's
   * sequence id; DESIGN.md "Order").
   *
-  * `fanOut` tells apart the items one source item became, where an engine numbers them: the j-th output
-  * of a flat_map step for its input appends j (map and filter append nothing). Items of one substream
-  * are ordered by offset, then by `fanOut` (element by element, a prefix first), then as the processors
-  * below say (lane, arrival). Progress marks ([[SequencePassed]]) concern whole offsets; their `fanOut`
-  * is ignored.
+  * `path` tells apart the items one source item became, where an engine numbers them: the j-th output
+  * of a flat_map step (or of a hash join for one streamed item) appends j (map and filter append
+  * nothing). It is the brute-force reference's id below the offset, and what an ordered merge compares
+  * (`tests/reference.py`: a merge sorts by id, stably).
+  *
+  * `ties` is empty until the item passes an ordered merge, and from then on says where the merge put it
+  * ([[tiedBy]]). Ids are compared ([[SequenceId.withinSubstream]]) by offset, then by `ties ++ path`
+  * element by element, a prefix first: the order of the stream the item is in (the reference's list
+  * order), which a restore point gives back. Before any merge that is the path's order. After one, the
+  * ties of the merge's outputs are prefix-free and in merged order, so `ties ++ path` orders first by
+  * where the merge put each item and only then by what flat_maps since made of it: the outputs of one
+  * merged item stay together. (Were the merge's order kept in the path instead, what a flat_map after it
+  * makes of one merged item would interleave with what it makes of another whose path is a prefix.)
+  *
+  * Progress marks ([[SequencePassed]]) concern whole offsets; their path and ties are ignored.
   */
-final case class SequenceId(substream: Int, offset: Long, fanOut: Vector[Int] = Vector.empty) {
-  import SequenceId.Separator
+final case class SequenceId(substream: Int, offset: Long, path: Vector[Int] = Vector.empty, ties: Vector[Int] = Vector.empty) {
 
-  /** This id of the form [[SequenceId.of]] with `extra` appended to its path (the j-th output of a
-    * flat_map appends j).
-    */
-  def below(extra: Seq[Int]): SequenceId =
-    if (extra.isEmpty) this
-    else {
-      val (path, ties) = fanOut.splitAt(fanOut.indexOf(Separator))
-      copy(fanOut = path ++ extra.map(_ + 1) ++ ties)
-    }
+  /** This id with `extra` appended to its path (the j-th output of a flat_map appends j). */
+  def below(extra: Seq[Int]): SequenceId = if (extra.isEmpty) this else copy(path = path ++ extra)
 
-  /** This id of the form [[SequenceId.of]] with `lane` put in front of its ties: the branch an ordered
-    * merge took it from, which orders copies of one record before the ties of earlier merges do.
+  /** This id as the output of an ordered merge that took it from branch `lane`: its ties become
+    * [[SequenceId.mergedTies]], its path stays.
     */
-  def tiedBy(lane: Int): SequenceId = {
-    val (path, ties) = fanOut.splitAt(fanOut.indexOf(Separator) + 1)
-    copy(fanOut = (path :+ lane) ++ ties)
-  }
+  def tiedBy(lane: Int): SequenceId = copy(ties = SequenceId.mergedTies(path, ties, lane))
 }
 
 object SequenceId {
-  private val Separator = 0
 
-  /** The id of an item with a fan-out path and ties (the branches of the ordered merges it came
-    * through) in one fan-out path that orders as path, then ties: the path's elements shifted up by
-    * one, a 0 to end it, then the ties. A path that is a prefix of another ends where the other goes on
-    * with an element of at least 1, so it still comes first.
-    */
   def of(substream: Int, offset: Long, path: IterableOnce[Int] = Nil, ties: IterableOnce[Int] = Nil): SequenceId =
-    SequenceId(substream, offset, (path.iterator.map(_ + 1) ++ Iterator.single(Separator) ++ ties.iterator).toVector)
+    SequenceId(substream, offset, Vector.from(path), Vector.from(ties))
 
-  /** Offset first, then the fan-out path (a prefix before its extensions). */
-  val withinSubstream: Ordering[SequenceId] = {
-    val path = Ordering.Implicits.seqOrdering[Vector, Int]
-    (a, b) => { val byOffset = java.lang.Long.compare(a.offset, b.offset); if (byOffset != 0) byOffset else path.compare(a.fanOut, b.fanOut) }
+  /** The ties of an item with `path` and `ties` that an ordered merge took from branch `lane`: the path's
+    * elements shifted up by one and a 0 to end them, then `lane`, then the ties it came with. The one
+    * encoding of a merge's order, which both engines use (the Spark engine writes these into its rows'
+    * ties column itself).
+    *
+    * In `ties ++ path` order, the merge's outputs so come by path (a prefix first: where it ends with 0
+    * the longer one goes on with at least 1), then by branch (copies of one record that took several
+    * branches, as the reference's stable sort puts them), then by the order they had on their branch
+    * (their earlier ties). And they are prefix-free, paths being of elements >= 0: two outputs differ
+    * within the shorter one's ties unless their path, branch and earlier ties are all equal (the earlier
+    * ties of one branch's items are prefix-free themselves, all coming from the one merge before, or all
+    * empty); so whatever a later flat_map appends to the path never reorders two merged items.
+    */
+  def mergedTies(path: Seq[Int], ties: Seq[Int], lane: Int): Vector[Int] = {
+    require(lane >= 0, s"branch $lane")
+    val out = Vector.newBuilder[Int]
+    out.sizeHint(path.size + 2 + ties.size)
+    path.foreach { element => require(element >= 0, s"fan-out path $path"); out += element + 1 }
+    out += 0
+    out += lane
+    out ++= ties
+    out.result()
+  }
+
+  /** Offset first, then `ties ++ path` element by element (a prefix before its extensions). */
+  val withinSubstream: Ordering[SequenceId] = (a, b) => {
+    val byOffset = java.lang.Long.compare(a.offset, b.offset)
+    if (byOffset != 0) byOffset else compareTiesThenPath(a, b)
+  }
+
+  private def compareTiesThenPath(a: SequenceId, b: SequenceId): Int = {
+    val (lengthA, lengthB) = (a.ties.length + a.path.length, b.ties.length + b.path.length)
+    def at(id: SequenceId, i: Int) = if (i < id.ties.length) id.ties(i) else id.path(i - id.ties.length)
+    var i = 0
+    while (i < lengthA && i < lengthB) {
+      val byElement = Integer.compare(at(a, i), at(b, i))
+      if (byElement != 0) return byElement
+      i += 1
+    }
+    Integer.compare(lengthA, lengthB)
   }
 }
 
@@ -269,7 +298,7 @@ private[processor] abstract class SequenceOrderingProcessor(lanes: Int, stateNam
   * Input: [[Sequenced]] items, and [[SequencePassed]] marks that every sender sends to every receiver
   * when it has delivered all it has of a substream up to an offset (the epoch engine sends them at each
   * epoch end: the source offsets of the epoch's end are known by then). Output: the [[Sequenced]]
-  * items, each substream in id order (offset, then fan-out path; equal ids in arrival order).
+  * items, each substream in id order ([[SequenceId.withinSubstream]]; equal ids in arrival order).
   *
   * The rule: an item is held until every sender has passed its offset in its substream, or the input
   * is complete, and then emitted in offset order. Why marks and not the items' offsets alone: a
@@ -301,14 +330,14 @@ final class SequenceRestoreProcessor(senderCount: Int) extends SequenceOrderingP
   * [[SequencePassed]] mark for its id ([[Sequenced.liftBranch]] builds such a branch), so that an item
   * a branch filtered out still tells the merge that nothing more will come for it; completing a branch
   * passes everything. The outputs for one sequence id are emitted once every branch has passed it,
-  * ordered by (offset, fan-out path, branch ordinal, arrival): all outputs of a source item come before
-  * those of the next one, and outputs with one id on several branches come in branch order.
-  * Watermarks are forwarded after every item that arrived before them.
+  * ordered by (id, branch ordinal, arrival): all outputs of a source item come before those of the
+  * next one. Watermarks are forwarded after every item that arrived before them.
   *
-  * With `tieByBranch`, an item's id (of the form [[SequenceId.of]]) gets its branch in front of its ties
-  * before it is ordered, and leaves with it ([[SequenceId.tiedBy]]): copies of one record that took
-  * several branches then keep that order wherever they go next, also through later merges. (The Spark
-  * engine keeps an item's id in columns of its row, and writes the branch into those itself.)
+  * With `tieByBranch`, an item's id gets the ties of the merge's order ([[SequenceId.tiedBy]]: by path,
+  * then branch, then the ties it came with) before it is ordered, and leaves with them: copies of one
+  * record that took several branches come in branch order, and the merged order is kept wherever the
+  * items go next, also through flat_maps and later merges. (The Spark engine keeps an item's id in
+  * columns of its row and writes [[SequenceId.mergedTies]] into those itself before the merge.)
   *
   * Snapshot: as [[SequenceRestoreProcessor]], lanes being branches.
   */

@@ -232,11 +232,12 @@ class SequenceOrderTest extends AnyFunSuite {
 
   test("merge with ties by branch: copies of one record keep branch order before earlier merges' ties, and leave tied") {
     //  branch 0: a@0 tied [1] by an earlier merge;  branch 1: b@0 tied [0]
-    //  by (path, ties): b (ties [0]) before a (ties [1]); by branch first: a (ties [0, 1]) before b (ties [1, 0])
+    //  by (path, ties): b (ties [0]) before a (ties [1]); by branch first: a before b. Each leaves with this
+    //  merge's ties: its path shifted up by one and ended by 0 (here the empty path: [0]), its branch, its ties.
     val (a, b) = (Sequenced(SequenceId.of(0, 0, ties = Seq(1)), "a"), Sequenced(SequenceId.of(0, 0, ties = Seq(0)), "b"))
     ProcessorVerifier(() => new OrderedMergeProcessor(branchCount = 2, tieByBranch = true))
       .inputs(Seq(Seq(a), Seq(b)))
-      .expectOutput(Seq(Sequenced(SequenceId.of(0, 0, ties = Seq(0, 1)), "a"), Sequenced(SequenceId.of(0, 0, ties = Seq(1, 0)), "b")))
+      .expectOutput(Seq(Sequenced(SequenceId.of(0, 0, ties = Seq(0, 0, 1)), "a"), Sequenced(SequenceId.of(0, 0, ties = Seq(0, 1, 0)), "b")))
       .verify()
   }
 

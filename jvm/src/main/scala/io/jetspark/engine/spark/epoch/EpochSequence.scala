@@ -26,8 +26,8 @@ import scala.collection.mutable.ArrayBuffer
   *
   * A receiver that `restoresSequence` sorts each partition's data rows by id, its senders' control rows
   * after them (an epoch's watermarks move at its end, after all its data: docs/streaming.md). An ordered
-  * merge does the same over partition `i` of its branches, each branch's lane put in front of its rows'
-  * ties first, as the batch engine's merge does.
+  * merge does the same over partition `i` of its branches, each row's ties made the merge's first
+  * ([[SequenceId.mergedTies]]), as the batch engine's merge does.
   */
 private[epoch] object EpochSequence {
   import RowSchemas.{FanOut, Offset, SequenceColumns, Substream, Ties}
@@ -83,23 +83,24 @@ private[epoch] object EpochSequence {
     }
   }
 
-  /** `rows` of `schema` (with ids) with `lane` in front of each data row's ties: the branch of an ordered
-    * merge that the row came by. Copies of one record (equal paths) that took several branches so keep
-    * the branches' order, whatever ties they brought from merges before.
+  /** `rows` of `schema` (with ids) with each data row's ties those of an ordered merge that took it from
+    * branch `lane` (the core's [[SequenceId.mergedTies]]): sorted by id, the rows then come in the merge's
+    * order, and keep it wherever they go next.
     */
   def laned(rows: RDD[InternalRow], schema: StructType, lane: Int): RDD[InternalRow] = {
-    val (ties, ctlAt, types) = (schema.fieldIndex(Ties), schema.length - 1, schema.fields.map(_.dataType))
+    val (fanOut, ties, ctlAt, types) = (schema.fieldIndex(FanOut), schema.fieldIndex(Ties), schema.length - 1, schema.fields.map(_.dataType))
     rows.map { row =>
       if (!row.isNullAt(ctlAt)) row
       else {
         val values = row.toSeq(types.toIndexedSeq).toArray
-        values(ties) = new GenericArrayData((lane +: row.getArray(ties).toIntArray().toSeq).toArray[Any])
+        val merged = SequenceId.mergedTies(row.getArray(fanOut).toIntArray().toSeq, row.getArray(ties).toIntArray().toSeq, lane)
+        values(ties) = new GenericArrayData(merged.toArray[Any])
         InternalRow.fromSeq(values.toSeq)
       }
     }
   }
 
-  // Substream, then offset and fan-out path: the order the brute-force reference sorts an epoch's items in.
+  // Substream, then offset, ties and path: the order of the stream (the brute-force reference's, within an epoch).
   private val Order: Ordering[SequenceId] = Ordering.by[SequenceId, Int](_.substream).orElse(SequenceId.withinSubstream)
 
   private def sequenceIdOf(schema: StructType): InternalRow => SequenceId = {

@@ -31,16 +31,15 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
   *    path ([[HashJoinRunner]]). Ids ride beside the items' time where both are carried: time first
   *    ([[rows.RowSchemas.carriedColumns]]).
   *  - Diamond: a merge `orderedBySequence` runs the core's [[OrderedMergeProcessor]] over partition i
-  *    of every branch, one lane per branch: by path, then lane. The planner lines the branches up
+  *    of every branch, one lane per branch: by path, then lane, then the order on the branch (the
+  *    brute-force reference sorts at a merge by id, stably). The planner lines the branches up
   *    (`OrderPlanner.gatherMerges`): either they are isolated from their fork, so partition i of each
   *    holds the same items' outputs, or each reaches the merge all-to-one, as one partition in sequence
-  *    order (restored where it had several senders). It puts its lane in front of each
-  *    output's ties, so that copies of one record that took several branches keep that order wherever
-  *    they go next, whatever order they arrive in.
-  *  - Order: substream, offset, path element by element (a prefix first), then ties element by
-  *    element: the order in which the brute-force reference sorts at a merge (by id, stably). The core
-  *    processors get it as their [[SequenceId]] with the path and the ties in one fan-out path
-  *    ([[SequenceId.of]]).
+  *    order (restored where it had several senders). Each output's ties become the core's
+  *    [[SequenceId.mergedTies]] (which say that order), so that the merged order is kept wherever they go
+  *    next, through flat_maps and later merges alike.
+  *  - Order: substream, offset, then ties and path as one sequence, element by element (a prefix first):
+  *    the order of the stream at that point ([[SequenceId.withinSubstream]]).
   *  - Restore: the receiver of an edge that `restoresSequence` runs the core's
   *    [[SequenceRestoreProcessor]] over each of its partitions. A batch job is one epoch: the senders
   *    send no progress marks, and completing the input passes every offset, so the processor releases
@@ -107,18 +106,18 @@ private[spark] final class SequenceRestore(spark: SparkSession, dag: PhysicalDag
     val schema = branches.head.schema
     val toItem = sequencedRow(schema)
     val types = schema.fields.map(_.dataType)
-    val ties = schema.fieldIndex(Ties)
+    val (fanOut, ties) = (schema.fieldIndex(FanOut), schema.fieldIndex(Ties))
     val rdds = branches.map(InPlaceRows.of)
     val (name, lanes, partitions) = (v.name, branches.size, rdds.head.getNumPartitions)
-    // The lane goes in front of a row's ties before the merge compares ids, not after: of copies of one
-    // record (equal paths), those of an earlier branch come first, whatever ties they brought from merges
-    // before this one (a later merge orders first by its own lane, as the reference's stable sort does).
+    // A row's ties become the merge's (the core's SequenceId.mergedTies of its path, its lane and its ties)
+    // before the merge compares ids, and leave with it: the merged order is kept wherever the rows go next.
     val merge: Seq[Iterator[InternalRow]] => Iterator[InternalRow] = inputs => {
       val index = org.apache.spark.TaskContext.getPartitionId()
       val laned = inputs.zipWithIndex.map { case (rows, lane) =>
         rows.map { row =>
           val values = row.toSeq(types.toIndexedSeq).toArray
-          values(ties) = new GenericArrayData((lane +: row.getArray(ties).toIntArray().toSeq).toArray[Any])
+          val merged = SequenceId.mergedTies(row.getArray(fanOut).toIntArray().toSeq, row.getArray(ties).toIntArray().toSeq, lane)
+          values(ties) = new GenericArrayData(merged.toArray[Any])
           toItem(InternalRow.fromSeq(values.toSeq))
         }
       }

@@ -37,11 +37,31 @@ class EpochSequenceTest extends AnyFunSuite {
     assert(got == Seq("a0", "a0-x0", "a0-x1", "a1", "a2", "b0", "b1", "ctl", "ctl"))
   }
 
-  test("an ordered merge's lanes go in front of the ties: of one record's copies, the earlier branch's first") {
+  test("an ordered merge ties rows by branch before earlier ties: of one record's copies, the earlier branch's first") {
     val first = spark.sparkContext.parallelize(Seq(withId("x-late", 0, 0, ties = Seq(0)), withId("y", 0, 1)), 1)
     val second = spark.sparkContext.parallelize(Seq(withId("x-early", 0, 0, ties = Seq(1))), 1)
     val laned = EpochSequence.laned(second, sequenced, 0).union(EpochSequence.laned(first, sequenced, 1)).coalesce(1)
     val got = EpochSequence.restored(laned, sequenced).collect().map(name).toSeq
     assert(got == Seq("x-early", "x-late", "y"))
+  }
+
+  test("what a flat_map after an ordered merge makes of its rows is restored in the merge's order, each row's outputs together") {
+    // merged: 99 (path [], branch 1), -1 (path [0], branch 0), -1 (path [1], branch 0); then a flat_map
+    // appends 0 and 1 to each path, as Python's steps do to the fan-out column
+    val flatMapBranch = spark.sparkContext.parallelize(Seq(withId("-1a", 0, 0, Seq(0)), withId("-1b", 0, 0, Seq(1))), 1)
+    val mapBranch = spark.sparkContext.parallelize(Seq(withId("99", 0, 0)), 1)
+    val merged = EpochSequence.restored(EpochSequence.laned(flatMapBranch, sequenced, 0)
+      .union(EpochSequence.laned(mapBranch, sequenced, 1)).coalesce(1), sequenced).collect().toSeq
+    val fanOut = sequenced.fieldIndex("seq_fan_out")
+    val flatMapped = merged.flatMap { row =>
+      Seq(0, 1).map { j =>
+        val values = row.toSeq(sequenced).toArray
+        values(0) = s"${name(row)}/$j".getBytes("UTF-8")
+        values(fanOut) = ints(row.getArray(fanOut).toIntArray() :+ j: _*)
+        InternalRow.fromSeq(values.toSeq)
+      }
+    }
+    val got = EpochSequence.restored(spark.sparkContext.parallelize(flatMapped.reverse, 1), sequenced).collect().map(name).toSeq
+    assert(got == Seq("99/0", "99/1", "-1a/0", "-1a/1", "-1b/0", "-1b/1"))
   }
 }
