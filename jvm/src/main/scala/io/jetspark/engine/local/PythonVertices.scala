@@ -77,7 +77,10 @@ object PythonVertices {
       .foreach(LocalVertices.unsupported(_, "an AggregateOperation.of(...) runs its functions in Spark's Python workers"))
     dag.vertices.find(v => dag.carriesSequenceThrough(v) && !givesOutputsTheirItemsIds(v))
       .foreach(v => LocalVertices.unsupported(v, "preserve_order needs sequence ids carried through it to a later restore point"))
-    val vertices = dag.vertices.map(v => LocalVertices.numbered(dag, v, vertex(dag, v, python)))
+    // A Python chain whose one output needs an extraction does the extraction in its own callback.
+    val fused = dag.edges.flatMap(e => extraction(dag, e).filter(_ => fusable(dag, e)).map(e.from -> _)).toMap
+    val vertices = dag.vertices.map(v => LocalVertices.numbered(dag, v,
+      fused.get(v.name).fold(vertex(dag, v, python))(x => fusedWithExtraction(v, x, python))))
     val extractedKey: Any => Any = _.asInstanceOf[Extracted].key
     // A dead-letter sink's inputs from extractions come after its own, numbered across all of them: the
     // extractions of two inputs of one receiver send their failures to the same sink.
@@ -89,22 +92,22 @@ object PythonVertices {
     }
     val (added, edges) = dag.edges.map { e =>
       val edge = LocalVertices.edge(dag, e, (_, _) => extractedKey)
+      // A record whose key or value fails goes where its stage's failures go, from the vertex that extracts.
+      def deadLetters(x: Extraction, from: String) = x.errorEdges.zipWithIndex.map { case (d, i) =>
+        LocalVertices.edge(dag, d, (_, _) => extractedKey).copy(from = from, fromOrdinal = 1 + i, toOrdinal = newInput(d.to))
+      }
       val (extractions, delivering) = extraction(dag, e) match {
         case None => (Nil, edge)
+        case Some(x) if fused.contains(e.from) => (Seq(None -> deadLetters(x, e.from)), edge)
         case Some(x) =>
           val sender = dag.vertex(e.from)
           val extract = LocalVertex(x.vertex, sender.localParallelism, context => new BatchTransformProcessor(extractor(python, x, context)),
             cooperative = false)
-          // A record whose key or value fails goes where its stage's failures go, from the extraction.
-          val deadLetters = x.errorEdges.zipWithIndex.map { case (d, i) =>
-            LocalVertices.edge(dag, d, (_, _) => extractedKey)
-              .copy(from = x.vertex, fromOrdinal = 1 + i, toOrdinal = newInput(d.to))
-          }
-          (Seq(extract -> (LocalEdge(e.from, e.fromOrdinal, x.vertex, 0, Routing.Isolated, errorsOf = e.errorsOf,
-            carriesSequence = e.carriesSequence) +: deadLetters)), edge.copy(from = x.vertex, fromOrdinal = 0, errorsOf = None))
+          (Seq(Some(extract) -> (LocalEdge(e.from, e.fromOrdinal, x.vertex, 0, Routing.Isolated, errorsOf = e.errorsOf,
+            carriesSequence = e.carriesSequence) +: deadLetters(x, x.vertex))), edge.copy(from = x.vertex, fromOrdinal = 0, errorsOf = None))
       }
       val (restore, delivered) = LocalVertices.restoringOrder(dag, e, delivering)
-      (extractions.map(_._1) ++ restore, extractions.flatMap(_._2) ++ delivered)
+      (extractions.flatMap(_._1) ++ restore, extractions.flatMap(_._2) ++ delivered)
     }.unzip
     LocalDag(vertices ++ added.flatten, edges.flatten)
   }
@@ -271,10 +274,13 @@ object PythonVertices {
     PythonValues.unpackFrames(python.call(work, PythonValues.packFrames(pickles)))
 
   /** The extraction of one processor: its items' encounter positions count in arrival order from its
-    * index (`index << 40`), as a Spark task's count from its partition's.
+    * index (`index << 40`), as a Spark task's count from its partition's. With a `fusedChain` (its work),
+    * Python runs that chain over the batch first and extracts from its outputs ([[fusedWithExtraction]]).
     */
-  private def extractor(python: PythonCallback, x: Extraction, context: ProcessorContext): IndexedSeq[Any] => IterableOnce[Any] = {
-    val (work, perItem) = (x.work, x.values.size + 2)
+  private def extractor(python: PythonCallback, x: Extraction, context: ProcessorContext,
+      fusedChain: Option[String] = None): IndexedSeq[Any] => IterableOnce[Any] = {
+    val work = fusedChain.fold(x.work)(chain => s"""{"kind":"fused","chain":$chain,"extract":${x.work}}""")
+    val perItem = x.values.size + 2
     var position = context.globalProcessorIndex.toLong << 40
     batch => {
       val frames = call(python, work, batch.map(pickle))
@@ -289,7 +295,7 @@ object PythonVertices {
           val f = frames.slice(at + 1, at + 1 + perItem)
           val raw = f.slice(1, perItem - 1).toArray
           val extracted = new Extracted(new PickledKey(f.head), new PickledItem(f.last), raw.map(PythonValues.loads), raw, position)
-          out += (batch(answered) match {
+          out += (if (fusedChain.isDefined) extracted else batch(answered) match {
             case Sequenced(seq, _) => Sequenced(seq, extracted)
             case _ => extracted
           })
@@ -298,10 +304,39 @@ object PythonVertices {
         }
         answered += 1
       }
-      if (answered != batch.size || at != frames.size)
+      if ((fusedChain.isEmpty && answered != batch.size) || at != frames.size)
         throw new IllegalStateException(s"${x.vertex}: Python answered ${frames.size} frames for ${batch.size} items")
       out.result()
     }
+  }
+
+  /** Whether the Python chain that sends over `e` can do the extraction `e` needs in its own callback
+    * ([[fusedWithExtraction]]): `e` is its only output, no step of it keeps dead letters (they would go
+    * out of the chain's vertex on edges of their own), and no sequence ids reach or leave it (Python
+    * answers item by item there).
+    */
+  private def fusable(dag: PhysicalDag, e: Edge): Boolean = {
+    val sender = dag.vertex(e.from)
+    sender.description match {
+      case StatelessChain(steps) =>
+        steps.forall(t => runsInPython(t) && t.errorSink.isEmpty) && dag.edgesFrom(sender.name) == Seq(e) &&
+          e.errorsOf.isEmpty && !sender.assignsSequence && !dag.keepsSequenceIn(sender) && !e.carriesSequence &&
+          !e.restoresSequence
+      case _ => false
+    }
+  }
+
+  /** A Python chain and the extraction on its one output edge, run by one callback per batch instead of
+    * one each (a small job's time is mostly its calls to Python): Python runs the chain's steps over the
+    * batch, then extracts from their outputs, and answers as an extraction does. The vertex keeps the
+    * chain's name; the extraction's dead letters leave it from output 1 on.
+    */
+  private def fusedWithExtraction(v: Vertex, x: Extraction, python: PythonCallback): LocalVertex = v.description match {
+    case StatelessChain(steps) =>
+      val chain = chainWork(v, steps, sequenced = false)
+      LocalVertex(v.name, v.localParallelism, context => new BatchTransformProcessor(extractor(python, x, context, Some(chain))),
+        cooperative = false)
+    case other => throw new IllegalStateException(s"vertex '${v.name}': ${other.describe} is not a chain")
   }
 
   /** Python functions run in the chain's callback, and so does a plain `peek()`: it prints the item,
