@@ -115,6 +115,29 @@ def test_a_failing_key_function_names_the_aggregation_stage(jet):
     wait_until_no_light_execution(jet)
 
 
+def test_a_chain_before_a_failing_key_keeps_the_keys_failures_apart(jet):
+    # The chain and the extraction of the aggregation's key run in one call to Python per batch: the key's
+    # failures still go to the aggregation's dead letters, or fail the job naming the aggregation.
+    def pipeline(dead_letter: bool) -> Pipeline:
+        p = Pipeline.create()
+        stage = (p.read_from(Sources.items(list(range(-20, 40)))).map(lambda x: x - 7).filter(lambda x: x % 5 != 1)
+                 .grouping_key(lambda x: 12 // (x % 4) % 3).aggregate(ops.summing(lambda x: x)).set_name("by-twelve"))
+        (stage.on_error(Sinks.dead_letter("light-key-letters")) if dead_letter else stage)\
+            .write_to(Sinks.list("light-key-sums"))
+        return p
+
+    routed = pipeline(dead_letter=True)
+    got = run_light(jet, routed, "light-key-sums", "light-key-letters")
+    expected = run_reference(routed)
+    assert got["light-key-letters"] and as_multiset(got["light-key-sums"]) == as_multiset(expected["light-key-sums"])
+    assert as_multiset((d.record, d.stage, d.error.split(":")[0]) for d in got["light-key-letters"]) == \
+        as_multiset(expected["dead_letter:light-key-letters"])
+    with pytest.raises(JobFailedError) as e:
+        jet.new_light_job(pipeline(dead_letter=False)).join(timeout=120)
+    assert e.value.stage == "by-twelve" and "ZeroDivisionError" in str(e.value)
+    jet.clear_list("light-key-sums")
+
+
 def test_cancel_stops_the_job(jet):
     p = Pipeline.create()
     p.read_from(Sources.items(list(range(100_000)))).map(lambda x: time.sleep(0.001) or x).write_to(Sinks.noop())

@@ -159,11 +159,35 @@ def drain_list(jvm_bridge: Any, name: str) -> list[Any]:
     return [pickle.loads(b) for b in unpack_frames(bytes(jvm_bridge.drainList(name)))]
 
 
+def static_method(jvm_class: Any, name: str) -> Any:
+    """A static method of a JVM class, looked up in the JVM once per class object: py4j asks the JVM at
+    every attribute access of a class, a round trip of its own before the call's."""
+    members = jvm_class.__dict__.setdefault("_jetspark_members", {})
+    if name not in members:
+        members[name] = getattr(jvm_class, name)
+    return members[name]
+
+
+def packed_objects(objects: list[Any]) -> bytes | None:
+    """The JVM's objects of a spec (:func:`jvm_objects`) packed in one byte array when they are all None or
+    bytes (item pickles), as ``PythonBridge.unpackObjects`` reads them: each a frame, empty for None, else a
+    1 byte then the bytes. None when some object is something else (a JVM object, a list): py4j sends a list
+    element by element, a round trip each, and one byte array in the call itself."""
+    if not all(o is None or isinstance(o, bytes) for o in objects):
+        return None
+    return pack_frames([b"" if o is None else b"\x01" + o for o in objects])
+
+
 def start_light(jvm_bridge: Any, spec: dict[str, Any], objects: list[Any], callback: Any, name: str) -> Any:
-    """Starts a light job (``LightJobHandle``) whose Python work ``callback`` does; what the local engine
-    cannot run raises ``NotImplementedError`` naming the vertex."""
+    """Starts a light job (the JVM's ``LightJob``) whose Python work ``callback`` does; what the local engine
+    cannot run raises ``NotImplementedError`` naming the vertex. Objects that pack (:func:`packed_objects`)
+    go with the spec, so that submitting is one round trip."""
+    out = jvm_objects(spec, objects)
+    packed = packed_objects(out)
     try:
-        return call(jvm_bridge.startLight, json.dumps(spec), jvm_objects(spec, objects), callback, name, 0)
+        if packed is not None:
+            return call(static_method(jvm_bridge, "startLightPacked"), json.dumps(spec), packed, callback, name, 0)
+        return call(static_method(jvm_bridge, "startLight"), json.dumps(spec), out, callback, name, 0)
     except jvm_errors() as e:
         if java_class_of(e) == "io.jetspark.engine.local.UnsupportedVertexException":
             raise NotImplementedError(java_message_of(e)) from None

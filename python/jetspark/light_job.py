@@ -124,9 +124,9 @@ def _collect_sources(spark: SparkSession, spec: dict[str, Any], objects: list[An
 class _Callback:
     """The Python work of one light job, called by the JVM through py4j: ``call(work, packed pickles)``
     returns packed pickles. ``work`` is the JSON description the JVM sends with every call of a vertex
-    (``PythonVertices``): a fused chain, a ``map_stateful``, an extraction of keys and values, the timestamps
-    of ``add_timestamps``, a processor's part of an aggregation with a user-defined operation, or printing
-    (a console sink)."""
+    (``PythonVertices``): a fused chain, a ``map_stateful``, an extraction of keys and values, a chain and
+    the extraction of its outputs in one call (``fused``), the timestamps of ``add_timestamps``, a
+    processor's part of an aggregation with a user-defined operation, or printing (a console sink)."""
 
     def __init__(self, objects: list[Any]) -> None:
         self._objects = objects
@@ -139,15 +139,19 @@ class _Callback:
     def _parsed(self, work: str) -> dict[str, Any]:
         with self._lock:
             if work not in self._works:
-                spec = json.loads(work)
-                if spec["kind"] == "chain":
-                    spec["steps"] = [_step(s, self._functions) for s in spec["steps"]]
-                elif spec["kind"] == "stateful":
-                    spec["states"] = {}
-                elif spec["kind"] == "custom_aggregation":
-                    spec["run"] = _CustomAggregation(spec, self._objects)
-                self._works[work] = spec
+                self._works[work] = self._prepared(json.loads(work))
             return self._works[work]
+
+    def _prepared(self, spec: dict[str, Any]) -> dict[str, Any]:
+        if spec["kind"] == "chain":
+            spec["steps"] = [_step(s, self._functions) for s in spec["steps"]]
+        elif spec["kind"] == "stateful":
+            spec["states"] = {}
+        elif spec["kind"] == "custom_aggregation":
+            spec["run"] = _CustomAggregation(spec, self._objects)
+        elif spec["kind"] == "fused":
+            spec["chain"], spec["extract"] = self._prepared(spec["chain"]), self._prepared(spec["extract"])
+        return spec
 
     def call(self, work: str, data: bytes) -> bytes:
         spec = self._works.get(work) or self._parsed(work)
@@ -171,25 +175,37 @@ class _Callback:
                     continue
                 out += [b"", str(ts).encode(), raw]
         elif spec["kind"] == "chain":
-            for item in items:
-                numbered, letters = run_steps_numbered(spec["steps"], item, dumps)
-                answers = [(b"", path, result) for path, result in numbered]
-                answers += [(letter.stage.encode(), (), dumps(letter)) for letter in letters]
-                _answer(out, answers, spec["sequenced"])
+            self._chain(spec, items, out)
+        elif spec["kind"] == "fused":
+            # What the chain's own call would answer, then the extraction's call over it: the chain keeps no
+            # dead letters here, so its answers are (empty stage, output pickle) pairs.
+            chained: list[bytes] = []
+            self._chain(spec["chain"], items, chained)
+            self._extract(spec["extract"], [pickle.loads(b) for b in chained[1::2]], out)
         else:
-            # Per item: an empty frame, the key, the values and the item; or, for a record whose extractor
-            # failed where the stage routes failures, the stage's name and the dead letter.
-            stage, key = spec["stage"], spec["key"]
-            for item in items:
-                try:
-                    extracted = [b"" if key is None else canonical_key(extract(key, item, self._functions))]
-                    extracted += [dumps(extract(v, item, self._functions)) for v in spec["values"]]
-                except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
-                    letter = record_failure(stage, spec["dead_letter"], item, e)
-                    out += [stage.encode(), dumps(letter)]
-                    continue
-                out += [b"", *extracted, dumps(item)]
+            self._extract(spec, items, out)
         return pack_frames(out)
+
+    def _chain(self, spec: dict[str, Any], items: list[Any], out: list[bytes]) -> None:
+        for item in items:
+            numbered, letters = run_steps_numbered(spec["steps"], item, dumps)
+            answers = [(b"", path, result) for path, result in numbered]
+            answers += [(letter.stage.encode(), (), dumps(letter)) for letter in letters]
+            _answer(out, answers, spec["sequenced"])
+
+    def _extract(self, spec: dict[str, Any], items: list[Any], out: list[bytes]) -> None:
+        """Per item: an empty frame, the key, the values and the item; or, for a record whose extractor failed
+        where the stage routes failures, the stage's name and the dead letter."""
+        stage, key = spec["stage"], spec["key"]
+        for item in items:
+            try:
+                extracted = [b"" if key is None else canonical_key(extract(key, item, self._functions))]
+                extracted += [dumps(extract(v, item, self._functions)) for v in spec["values"]]
+            except Exception as e:  # noqa: BLE001 - any user error is reported with its stage
+                letter = record_failure(stage, spec["dead_letter"], item, e)
+                out += [stage.encode(), dumps(letter)]
+                continue
+            out += [b"", *extracted, dumps(item)]
 
     def _stateful(self, spec: dict[str, Any], frames: list[bytes]) -> list[bytes]:
         """``map_stateful`` over pairs of frames (the key's canonical bytes, the item's pickle): the state of

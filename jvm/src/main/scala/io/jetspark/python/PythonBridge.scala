@@ -64,6 +64,21 @@ object PythonBridge {
     */
   def lightBatchSize(): Int = LocalEngine.default.batchSize
 
+  /** [[startLight]] with `objects` packed in one byte array (`jetspark._protocol.packed_objects`: a frame
+    * per object, empty for null, else a 1 byte and the object's bytes), as Python sends them when every
+    * object is bytes or null: py4j would send a list element by element, a round trip each.
+    */
+  def startLightPacked(spec: String, objects: Array[Byte], python: PythonCallback, jobId: String, parallelism: Int): LightJob =
+    startLight(spec, unpackObjects(objects), python, jobId, parallelism)
+
+  private[python] def unpackObjects(packed: Array[Byte]): java.util.List[AnyRef] = {
+    val out = new java.util.ArrayList[AnyRef]()
+    PythonValues.unpackFrames(packed).foreach { frame =>
+      out.add(if (frame.isEmpty) null else java.util.Arrays.copyOfRange(frame, 1, frame.length))
+    }
+    out
+  }
+
   /** What list sink `name` holds so far: its items' pickles, packed in one byte array. */
   def getList(name: String): Array[Byte] = PythonValues.packFrames(ListSinkRegistry.pickles(name))
   def clearList(name: String): Unit = ListSinkRegistry.clear(name)

@@ -94,7 +94,12 @@ object PythonVertices {
     dag.vertices.find(v => dag.carriesSequenceThrough(v) && !givesOutputsTheirItemsIds(v))
       .foreach(v => LocalVertices.unsupported(v, "preserve_order needs sequence ids carried through it to a later restore point"))
     val timed = timedOutputs(dag)
-    val vertices = dag.vertices.map(v => LocalVertices.numbered(dag, v, vertex(dag, v, python, dag.edgesInto(v.name).exists(e => timed(e.from)))))
+    // A Python chain whose one output needs an extraction does the extraction in its own callback.
+    val fused = dag.edges.flatMap(e => extraction(dag, e, timed(e.from)).filter(_ => !timed(e.from) && fusable(dag, e)).map(e.from -> _)).toMap
+    val vertices = dag.vertices.map { v =>
+      val timedInput = dag.edgesInto(v.name).exists(e => timed(e.from))
+      LocalVertices.numbered(dag, v, fused.get(v.name).fold(vertex(dag, v, python, timedInput))(x => fusedWithExtraction(v, x, python)))
+    }
     // A hash join's Python mapper runs after the core's join, on the join's outputs.
     val mappers = dag.vertices.collect {
       case v @ Vertex(_, HashJoin(_, Some(Extractor.PythonFn(PythonRef(ref), _)), _), _, _, _) =>
@@ -114,22 +119,22 @@ object PythonVertices {
     val (added, edges) = dag.edges.map { e =>
       val planned = LocalVertices.edge(dag, e, (_, _) => extractedKey)
       val edge = mappers.get(e.from).fold(planned)(m => planned.copy(from = m.name))
+      // A record whose key or value fails goes where its stage's failures go, from the vertex that extracts.
+      def deadLetters(x: Extraction, from: String) = x.errorEdges.zipWithIndex.map { case (d, i) =>
+        LocalVertices.edge(dag, d, (_, _) => extractedKey).copy(from = from, fromOrdinal = 1 + i, toOrdinal = newInput(d.to))
+      }
       val (extractions, delivering) = extraction(dag, e, timed(e.from)) match {
         case None => (Nil, edge)
+        case Some(x) if fused.contains(e.from) => (Seq(None -> deadLetters(x, e.from)), edge)
         case Some(x) =>
           val sender = dag.vertex(e.from)
           val extract = LocalVertex(x.vertex, sender.localParallelism, context => new BatchTransformProcessor(extractor(python, x, context)),
             cooperative = false)
-          // A record whose key or value fails goes where its stage's failures go, from the extraction.
-          val deadLetters = x.errorEdges.zipWithIndex.map { case (d, i) =>
-            LocalVertices.edge(dag, d, (_, _) => extractedKey)
-              .copy(from = x.vertex, fromOrdinal = 1 + i, toOrdinal = newInput(d.to))
-          }
-          (Seq(extract -> (LocalEdge(edge.from, e.fromOrdinal, x.vertex, 0, Routing.Isolated, errorsOf = e.errorsOf,
-            carriesSequence = e.carriesSequence) +: deadLetters)), edge.copy(from = x.vertex, fromOrdinal = 0, errorsOf = None))
+          (Seq(Some(extract) -> (LocalEdge(edge.from, e.fromOrdinal, x.vertex, 0, Routing.Isolated, errorsOf = e.errorsOf,
+            carriesSequence = e.carriesSequence) +: deadLetters(x, x.vertex))), edge.copy(from = x.vertex, fromOrdinal = 0, errorsOf = None))
       }
       val (restore, delivered) = LocalVertices.restoringOrder(dag, e, delivering)
-      (extractions.map(_._1) ++ restore, extractions.flatMap(_._2) ++ delivered)
+      (extractions.flatMap(_._1) ++ restore, extractions.flatMap(_._2) ++ delivered)
     }.unzip
     val mapperEdges = mappers.map { case (join, m) => LocalEdge(join, 0, m.name, 0, Routing.Isolated) }
     LocalDag(vertices ++ mappers.values ++ added.flatten, edges.flatten ++ mapperEdges)
@@ -442,10 +447,13 @@ object PythonVertices {
     PythonValues.unpackFrames(python.call(work, PythonValues.packFrames(pickles)))
 
   /** The extraction of one processor: its items' encounter positions count in arrival order from its
-    * index (`index << 40`), as a Spark task's count from its partition's.
+    * index (`index << 40`), as a Spark task's count from its partition's. With a `fusedChain` (its work),
+    * Python runs that chain over the batch first and extracts from its outputs ([[fusedWithExtraction]]).
     */
-  private def extractor(python: PythonCallback, x: Extraction, context: ProcessorContext): IndexedSeq[Any] => IterableOnce[Any] = {
-    val (work, perItem) = (x.work, x.values.size + 2)
+  private def extractor(python: PythonCallback, x: Extraction, context: ProcessorContext,
+      fusedChain: Option[String] = None): IndexedSeq[Any] => IterableOnce[Any] = {
+    val work = fusedChain.fold(x.work)(chain => s"""{"kind":"fused","chain":$chain,"extract":${x.work}}""")
+    val perItem = x.values.size + 2
     var position = context.globalProcessorIndex.toLong << 40
     batch => {
       val frames = call(python, work, batch.map(pickle))
@@ -460,16 +468,45 @@ object PythonVertices {
           val f = frames.slice(at + 1, at + 1 + perItem)
           val raw = f.slice(1, perItem - 1).toArray
           val extracted = new Extracted(new PickledKey(f.head), new PickledItem(f.last), raw.map(PythonValues.loads), raw, position)
-          out += carried(batch(answered), extracted, keepTime = x.keepsTime)
+          out += (if (fusedChain.isDefined) extracted else carried(batch(answered), extracted, keepTime = x.keepsTime))
           position += 1
           at += 1 + perItem
         }
         answered += 1
       }
-      if (answered != batch.size || at != frames.size)
+      if ((fusedChain.isEmpty && answered != batch.size) || at != frames.size)
         throw new IllegalStateException(s"${x.vertex}: Python answered ${frames.size} frames for ${batch.size} items")
       out.result()
     }
+  }
+
+  /** Whether the Python chain that sends over `e` can do the extraction `e` needs in its own callback
+    * ([[fusedWithExtraction]]): `e` is its only output, no step of it keeps dead letters (they would go
+    * out of the chain's vertex on edges of their own), and no sequence ids reach or leave it (Python
+    * answers item by item there).
+    */
+  private def fusable(dag: PhysicalDag, e: Edge): Boolean = {
+    val sender = dag.vertex(e.from)
+    sender.description match {
+      case StatelessChain(steps) =>
+        steps.forall(t => runsInPython(t) && t.errorSink.isEmpty) && dag.edgesFrom(sender.name) == Seq(e) &&
+          e.errorsOf.isEmpty && !sender.assignsSequence && !dag.keepsSequenceIn(sender) && !e.carriesSequence &&
+          !e.restoresSequence
+      case _ => false
+    }
+  }
+
+  /** A Python chain and the extraction on its one output edge, run by one callback per batch instead of
+    * one each (a small job's time is mostly its calls to Python): Python runs the chain's steps over the
+    * batch, then extracts from their outputs, and answers as an extraction does. The vertex keeps the
+    * chain's name; the extraction's dead letters leave it from output 1 on.
+    */
+  private def fusedWithExtraction(v: Vertex, x: Extraction, python: PythonCallback): LocalVertex = v.description match {
+    case StatelessChain(steps) =>
+      val chain = chainWork(v.name, steps.map(chainStep), sequenced = false)
+      LocalVertex(v.name, v.localParallelism, context => new BatchTransformProcessor(extractor(python, x, context, Some(chain))),
+        cooperative = false)
+    case other => throw new IllegalStateException(s"vertex '${v.name}': ${other.describe} is not a chain")
   }
 
   /** Python functions run in the chain's callback, and so does a plain `peek()`: it prints the item,
