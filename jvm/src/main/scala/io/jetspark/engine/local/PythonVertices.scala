@@ -33,10 +33,13 @@ trait PythonCallback {
   * ([[PythonValues.dumps]]). A hash join joins in the JVM and its mapper runs in Python, in a vertex of
   * its own after the join, over the joined tuples.
   *
-  * Runs: items sources; map/filter/flat_map/peek and map_stateful in Python (the states kept by Python),
-  * with dead-letter sinks; merges; keyed and global aggregation (also `aggregate2`) and
-  * rolling aggregation with the built-in operations; hash joins with one or more enriching sides;
-  * distinct; sort; list, console (printed by the driver's Python), dead-letter and noop sinks.
+  * Runs: items sources (DataFrames are collected into them by Python); map/filter/flat_map/peek and
+  * map_stateful in Python (the states kept by Python), with dead-letter sinks; merges; keyed and global
+  * aggregation (also `aggregate2`) and rolling aggregation, with the built-in operations in the JVM
+  * and those with an `AggregateOperation.of` part in Python ([[customAggregation]]); hash joins with
+  * one or more enriching sides; windows after `add_timestamps`, each item's time read in Python and
+  * carried beside it ([[Timestamped]], see [[timedOutputs]]); distinct; sort; list, console (printed by
+  * the driver's Python), dead-letter and noop sinks.
   *
   * `preserve_order` as the plan says ([[io.jetspark.plan.PhysicalDag]]): a vertex that assigns sequence
   * ids numbers what it sends, items keep their ids ([[Sequenced]]) on the edges that carry them, a
