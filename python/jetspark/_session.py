@@ -81,7 +81,7 @@ class JetSession:
 
     def new_light_job(self, pipeline: Pipeline, config: JobConfig | None = None) -> LightJob:
         """Starts ``pipeline`` as a light job on the local engine in the driver's JVM (Jet 5's light job:
-        no snapshots, no metadata kept, ``join()``/``cancel()`` only) and returns at once. Python callables
+        no snapshots, no metadata kept, ``join()``/``cancel()`` only) and returns once it started. Python callables
         run in this process. DataFrame and files sources are collected to the driver first, each at most
         ``config.light_job_max_source_rows`` rows (:class:`PipelineDefinitionError` naming the limit
         otherwise). What the local engine cannot run yet raises ``NotImplementedError`` here, naming the

@@ -91,7 +91,7 @@ def rows_to_items_udf_column(schema_json: str, passed: Sequence[tuple[str, str]]
 def custom_aggregation_udf_column(specs: Sequence[Mapping[str, Any]], objects: Sequence[Any], mode: str, keyed: bool,
                                   stage: str, dead_letter: bool, carried: Sequence[str] = (), kept: bool = False) -> Any:
     """The Spark Column of one vertex of an aggregation with a user-defined part (``custom:<vertex>``), one
-    operation ``spec`` per input as the JVM sends it (``CustomAggregations.Work``), its functions among
+    operation ``spec`` per input as the JVM sends it (``CustomAggregationWork``), its functions among
     ``objects``; ``dead_letter``: the stage has a dead-letter sink; ``carried``: the columns (the items'
     ``ts``, their sequence id, a stream's ``ctl``) a rolling aggregation's outputs keep from their items;
     ``kept``: a rolling aggregation on a stream, its accumulators kept from one epoch to the next (it then
@@ -105,7 +105,7 @@ def custom_aggregation_udf_column(specs: Sequence[Mapping[str, Any]], objects: S
 def custom_window_udf_column(spec: Mapping[str, Any], objects: list[Any], mode: str, window: Mapping[str, Any],
                              keyed: bool, stage: str, dead_letter: bool, kept: bool = False) -> Any:
     """The Spark Column of one vertex of a window with a user-defined part (``custom:<vertex>``), its
-    operation ``spec`` as the JVM sends it (``CustomAggregations.Work``), its functions among ``objects``;
+    operation ``spec`` as the JVM sends it (``CustomAggregationWork``), its functions among ``objects``;
     ``dead_letter``: the stage has a dead-letter sink; ``kept``: a window on a stream, its frames or
     sessions kept from one epoch to the next (:func:`~jetspark.worker.custom_windows.stream_window_function`)."""
     operation = operation_of(spec, objects, atomic=dead_letter)

@@ -84,7 +84,7 @@ class JobConfig:
             value = getattr(self, name)
             if name == "progress_interval_ms" and value is None:
                 continue
-            if not isinstance(value, int) or value <= 0:
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"JobConfig({name}): must be positive, not {value!r}")
 
 

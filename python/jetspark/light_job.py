@@ -191,7 +191,7 @@ class _Callback:
             numbered, letters = run_steps_numbered(spec["steps"], item, dumps)
             answers = [(b"", path, result) for path, result in numbered]
             answers += [(letter.stage.encode(), (), dumps(letter)) for letter in letters]
-            _answer(out, answers, spec["sequenced"])
+            _answer(out, answers, spec["itemwise"])
 
     def _extract(self, spec: dict[str, Any], items: list[Any], out: list[bytes]) -> None:
         """Per item: an empty frame, the key, the values and the item; or, for a record whose extractor failed
@@ -223,7 +223,7 @@ class _Callback:
                 answers = [(spec["stage"].encode(), (), dumps(record_failure(spec["stage"], spec["dead_letter"], item, e)))]
             else:
                 states[key_bytes] = state
-            _answer(out, answers, spec["sequenced"])
+            _answer(out, answers, spec["itemwise"])
         return out
 
     def ping(self) -> bool:
@@ -247,6 +247,8 @@ class _Feed:
     def __next__(self) -> Any:
         if self.ended:
             raise StopIteration
+        if self.batch is None:
+            raise RuntimeError("the aggregation function read a batch it was not given")
         batch, self.batch = self.batch, None
         return batch
 
@@ -304,12 +306,12 @@ def _step(spec: dict[str, Any], functions: dict[int, Any]) -> Step:
     return Step(spec["kind"], fn, spec["stage"], spec["dead_letter"])
 
 
-def _answer(out: list[bytes], answers: list[tuple[bytes, tuple[int, ...], bytes]], sequenced: bool) -> None:
+def _answer(out: list[bytes], answers: list[tuple[bytes, tuple[int, ...], bytes]], itemwise: bool) -> None:
     """Appends the answers for one input item, each (the stage it failed in, empty for an output; its
     fan-out path below the item; the pickle): as pairs (stage, pickle), or, where the items keep their
-    sequence ids, as the number of answers, then triples (stage, path joined by dots, pickle), so that
-    the JVM gives each output its item's id extended by the path (``PythonVertices.sequencedOutputs``)."""
-    if sequenced:
+    sequence ids or event time (``itemwise``), as the number of answers, then triples (stage, path joined by dots, pickle), so that
+    the JVM gives each output its item's id extended by the path (``PythonVertices.itemwiseOutputs``)."""
+    if itemwise:
         out.append(str(len(answers)).encode())
     for stage, path, pickled in answers:
-        out += [stage, ".".join(map(str, path)).encode(), pickled] if sequenced else [stage, pickled]
+        out += [stage, ".".join(map(str, path)).encode(), pickled] if itemwise else [stage, pickled]

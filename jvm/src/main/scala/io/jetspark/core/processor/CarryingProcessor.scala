@@ -5,8 +5,9 @@ import io.jetspark.core.{ArrayDequeInbox, ControlItem, Inbox, Outbox, Processor,
 /** Runs `inner` over the payloads of items that carry something beside them (a sequence id, an event
   * time), and gives what it emits while processing an item what that item carried: `split(item)` is the
   * payload and how an output made for it carries the same. For processors that emit only while
-  * processing an item and only for it (a rolling aggregation, a distinct, a hash join), whose outputs
-  * must keep their item's id where order is restored by ids later, or its time where a window reads it.
+  * processing an item and only for it (a rolling aggregation, a distinct; a hash join, for the time of
+  * its streamed items), whose outputs must keep their item's id where order is restored by ids later,
+  * or its time where a window reads it.
   * Items reach `inner` one at a time; watermarks pass through. A data item that `inner` emits at any
   * other time (on a watermark, on completion) has no item to take from and fails the job.
   */

@@ -67,10 +67,10 @@ object PythonVertices {
     * `{"kind", "ref": number of the callable or null, "stage", "dead_letter"}` ([[ChainStep]]). Python
     * answers with pairs of frames: the failing stage (empty for an output) and the output's pickle (for
     * a failure routed to a dead-letter sink: the `DeadLetter`'s). Where the items keep their sequence
-    * ids (`sequenced`), it answers item by item instead ([[sequencedOutputs]]).
+    * ids or event time (`itemwise`), it answers item by item instead ([[itemwiseOutputs]]).
     */
-  private def chainWork(vertex: String, steps: Seq[ChainStep], sequenced: Boolean): String = {
-    val node = mapper.createObjectNode().put("kind", "chain").put("vertex", vertex).put("sequenced", sequenced)
+  private def chainWork(vertex: String, steps: Seq[ChainStep], itemwise: Boolean): String = {
+    val node = mapper.createObjectNode().put("kind", "chain").put("vertex", vertex).put("itemwise", itemwise)
     val stepsNode = node.putArray("steps")
     steps.foreach { step =>
       val s = stepsNode.addObject().put("kind", step.kind).put("stage", step.stage).put("dead_letter", step.deadLetter)
@@ -143,9 +143,10 @@ object PythonVertices {
     LocalDag(vertices ++ mappers.values ++ added.flatten, edges.flatten ++ mapperEdges)
   }
 
-  /** Which vertices emit items with their event time ([[Timestamped]]): `add_timestamps`, the stateless
-    * vertices after it, and the windows that combine (their results are events at `end - 1`, as the
-    * Spark engine's are). Every other vertex emits bare items, and a window behind one fails naming it.
+  /** Which vertices emit items with their event time ([[Timestamped]]): `add_timestamps`, the vertices
+    * after it that keep each item's time for its outputs, and the windows that combine (their results are
+    * events at `end - 1`, as the Spark engine's are). Every other vertex, and a merge of items with and
+    * without their time, emits bare items, and a window behind one fails naming it.
     */
   private def timedOutputs(dag: PhysicalDag): Map[String, Boolean] =
     dag.vertices.foldLeft(Map.empty[String, Boolean]) { (timed, v) =>
@@ -153,7 +154,6 @@ object PythonVertices {
       timed + (v.name -> (v.description match {
         case AddTimestamps(_, _) => true
         case WindowAggregate(stage, _, _, _) => stage != AggregationStage.Accumulate
-        case Merge(_, _) if inputs.size > 1 => LocalVertices.unsupported(v, "a merge of items with and without event time")
         case StatelessChain(_) | Merge(_, _) | MapStateful(_, _, _) | RollingAggregate(_, _) => inputs == Seq(true)
         // A join is a map over its streamed side: its outputs have their left item's time.
         case HashJoin(_, _, _) => dag.edgesInto(v.name).exists(e => e.toOrdinal == 0 && timed(e.from))
@@ -288,7 +288,7 @@ object PythonVertices {
       case MapStateful(key, Extractor.PythonFn(PythonRef(create), _), Extractor.PythonFn(PythonRef(fn), _)) =>
         val work = mapper.writeValueAsString(mapper.createObjectNode().put("kind", "stateful").put("vertex", v.name)
           .put("stage", v.fusedChain.head).put("create_ref", create).put("fn_ref", fn).put("keyed", key.isDefined)
-          .put("dead_letter", dag.routesFailures(v)).put("sequenced", itemwise))
+          .put("dead_letter", dag.routesFailures(v)).put("itemwise", itemwise))
         // Python keeps the state of each key: every item goes with its key's canonical bytes.
         val outputs: IndexedSeq[Any] => IterableOnce[Any] = batch =>
           answered(batch, call(python, work, batch.flatMap { x => val e = payloadOf(x).asInstanceOf[Extracted]; Seq(e.key.bytes, e.pickled) }))
@@ -382,9 +382,14 @@ object PythonVertices {
       def batch(ordinal: Int, items: IndexedSeq[Any]): Iterator[Any] = {
         val answers = outputs(call(python, instanceWork, Seq("batch".getBytes(UTF_8), ordinal.toString.getBytes(UTF_8)) ++ items.flatMap(frames)))
         if (!carries) answers
-        else items.iterator.zip(answers).map {
-          case (_, failed: FailedRecord) => failed
-          case (item, result) => carried(item, result)
+        else {
+          val results = answers.toVector
+          if (results.size != items.size)
+            throw new IllegalStateException(s"vertex '${w.vertex.name}': Python answered ${results.size} results for ${items.size} items")
+          items.iterator.zip(results).map {
+            case (_, failed: FailedRecord) => failed
+            case (item, result) => carried(item, result)
+          }
         }
       }
       new PythonAggregationProcessor(batch,
@@ -433,12 +438,14 @@ object PythonVertices {
   /** Python's answer to `add_timestamps`, per item: the stage its timestamp failed in (empty for none),
     * the timestamp in ms, and the item's pickle (for a failure: the `DeadLetter`'s).
     */
-  private def stamped(batch: IndexedSeq[Any], frames: Vector[Array[Byte]]): Iterator[Any] =
+  private def stamped(batch: IndexedSeq[Any], frames: Vector[Array[Byte]]): Iterator[Any] = {
+    if (frames.size != 3 * batch.size) throw new IllegalStateException(s"Python answered ${frames.size} frames for ${batch.size} items")
     batch.iterator.zip(frames.grouped(3)).map { case (item, triple) =>
       val (stage, ts, pickled) = (triple(0), triple(1), triple(2))
       if (stage.nonEmpty) FailedRecord(new String(stage, UTF_8), pickled)
       else carried(item, Timestamped(new String(ts, UTF_8).toLong, pickled), keepTime = false)
     }
+  }
 
   /** Python's answer of pairs (the stage a record failed in, empty for an output; the pickle) as items. */
   private def withFailures(frames: Vector[Array[Byte]]): Iterator[Any] = frames.grouped(2).map { pair =>
@@ -506,7 +513,7 @@ object PythonVertices {
     */
   private def fusedWithExtraction(v: Vertex, x: Extraction, python: PythonCallback): LocalVertex = v.description match {
     case StatelessChain(steps) =>
-      val chain = chainWork(v.name, steps.map(chainStep), sequenced = false)
+      val chain = chainWork(v.name, steps.map(chainStep), itemwise = false)
       LocalVertex(v.name, v.localParallelism, context => new BatchTransformProcessor(extractor(python, x, context, Some(chain))),
         cooperative = false)
     case other => throw new IllegalStateException(s"vertex '${v.name}': ${other.describe} is not a chain")
