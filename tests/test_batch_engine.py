@@ -1,5 +1,6 @@
 """The Spark batch engine runs Python pipelines: results equal plain Python's, failures name the stage,
-dead letters keep the record and the error, order holds where preserve_order promises it."""
+dead letters keep the record and the error, order holds where preserve_order promises it. The tests taking
+``run`` run each pipeline as a light job too."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ from jetspark import AggregateOperations as ops
 
 
 @pytest.fixture
-def run(jet):
-    """Runs a pipeline to completion and returns a function reading (and clearing) its lists."""
+def run(jet, engine):
+    """Runs a pipeline to completion on each engine in turn (a Spark job, a light job) and returns a
+    function reading (and clearing) its lists."""
     def go(p: Pipeline, *lists: str) -> list | tuple:
-        _, out = run_job(jet, p, *lists)
+        _, out = run_job(jet, p, *lists, engine=engine)
         return out[0] if len(out) == 1 else tuple(out)
     return go
 
