@@ -10,7 +10,7 @@ import time
 import pytest
 
 from jetspark import (AggregateOperation, JobCancelledError, JobConfig, JobFailedError, JobStatus, LightJob, Pipeline,
-                      PipelineDefinitionError, Sinks, Sources, WindowDefinition)
+                      KeyedWindowResult, PipelineDefinitionError, Sinks, Sources, WindowDefinition)
 from jetspark import AggregateOperations as ops
 from jetspark import _protocol
 from reference import as_multiset, as_sequence, run_reference
@@ -190,11 +190,11 @@ def _custom_window(p):
      .aggregate(adding).set_name("refused").write_to(Sinks.noop()))
 
 
-def _stream(p):
-    p.read_from(Sources.items_stream([1, 2])).without_timestamps().set_name("refused").write_to(Sinks.noop())
+def _rate_stream(p):
+    p.read_from(Sources.rate_stream(10)).with_native_timestamps(0).set_name("refused").write_to(Sinks.noop())
 
 
-@pytest.mark.parametrize("build", [_custom_window, _stream])
+@pytest.mark.parametrize("build", [_custom_window, _rate_stream])
 def test_what_light_jobs_do_not_run_yet_is_refused_at_submit_naming_the_vertex(jet, build):
     p = Pipeline.create()
     build(p)
@@ -257,3 +257,44 @@ def test_map_stateful_keeps_a_state_per_key_in_encounter_order(jet):
     assert as_multiset(got) == as_multiset(expected)
     for key in range(3):
         assert [x for x in got if x[0] == key] == [x for x in expected if x[0] == key]
+
+
+def _sliding_counts(events: list[dict], size: int, slide: int) -> list[KeyedWindowResult]:
+    """Brute force: every window [end - size, end) with end a multiple of ``slide``, per key, that holds events."""
+    results = []
+    for key in sorted({e["k"] for e in events}):
+        times = [e["t"] for e in events if e["k"] == key]
+        ends = range((min(times) // slide + 1) * slide, (max(times) // slide + 1) * slide + size, slide)
+        for end in ends:
+            count = sum(end - size <= t < end for t in times)
+            if count:
+                results.append(KeyedWindowResult(end - size, end, key, count))
+    return results
+
+
+def test_an_items_stream_with_event_time_gives_the_windows_of_its_events(jet):
+    # Three substreams, each in time order, a lag longer than any disorder between them: nothing is late.
+    substreams = [[{"k": f"k{(t + s) % 3}", "t": t} for t in range(s, 300, 7)] for s in range(3)]
+    p = Pipeline.create()
+    stream = p.read_from(Sources.items_stream(*substreams, items_per_batch=5)).with_timestamps("t", allowed_lag_ms=1000)
+    (stream.filter(lambda e: e["t"] % 2 == 0).grouping_key("k").window(WindowDefinition.sliding(40, 10))
+     .aggregate(ops.counting()).write_to(Sinks.list("light-stream-windows")))
+    stream.map(lambda e: e["t"]).write_to(Sinks.list("light-stream-times"))
+    got = run_light(jet, p, "light-stream-windows", "light-stream-times")
+    events = [e for s in substreams for e in s]
+    assert as_multiset(got["light-stream-windows"]) == \
+        as_multiset(_sliding_counts([e for e in events if e["t"] % 2 == 0], 40, 10))
+    assert sorted(got["light-stream-times"]) == sorted(e["t"] for e in events)
+
+
+def test_an_event_behind_the_watermark_of_its_stream_is_dropped(jet):
+    # One substream read by one processor: its watermark reaches each window in order with its events.
+    # The event at t=5 comes after t=200, with a lag of 10: its windows were emitted at watermark 190.
+    events = [{"k": "a", "t": t} for t in range(0, 201, 10)] + [{"k": "a", "t": 5}, {"k": "a", "t": 205}]
+    p = Pipeline.create()
+    (p.read_from(Sources.items_stream(events)).with_timestamps("t", allowed_lag_ms=10).set_local_parallelism(1)
+     .grouping_key("k").window(WindowDefinition.tumbling(20)).aggregate(ops.counting())
+     .write_to(Sinks.list("light-stream-late")))
+    got = run_light(jet, p, "light-stream-late")["light-stream-late"]
+    on_time = [e for e in events if e["t"] != 5]
+    assert as_multiset(got) == as_multiset(_sliding_counts(on_time, 20, 20))

@@ -2,7 +2,6 @@ package io.jetspark.engine.local
 
 import io.jetspark.core.{Processor, ProcessorContext}
 import io.jetspark.core.aggregate.{AggregateOperation, AggregateOperations, AnyOrdering}
-import io.jetspark.core.eventtime.{EventTimePolicy, InsertWatermarksProcessor, SubstreamItem}
 import io.jetspark.core.processor._
 import io.jetspark.core.window._
 import io.jetspark.pipeline.PythonAggregateSpec
@@ -17,7 +16,7 @@ import scala.jdk.CollectionConverters._
   * core's processors.
   *
   * Event time: a stream source with timestamps emits [[Timestamped]] items and the watermarks of its
-  * substreams (the core's [[InsertWatermarksProcessor]]); stateless steps map the item and keep its
+  * substreams (the core's [[io.jetspark.core.eventtime.InsertWatermarksProcessor]]); stateless steps map the item and keep its
   * timestamp, windows read it, and a window result gets the timestamp `end - 1` (inside its window).
   * Sinks receive the bare items.
   *
@@ -134,21 +133,16 @@ object JvmVertices {
     }
 
     private def itemsStream(parameters: Map[String, Any], timestamps: Option[TimestampPolicy]): (LocalVertex, Boolean) = {
-      val partitions = parameters("partitions").asInstanceOf[Seq[Seq[Any]]]
-      val perTurn = parameters("itemsPerBatch").asInstanceOf[Int]
       val p = v.localParallelism
-      // Instance i reads substreams i, i + p, ...: each substream stays in order on one instance.
-      def substreamsOf(i: Int) = partitions.indices.filter(_ % p == i).map(partitions)
+      val reading = ItemsStreamReading(parameters, p)
       timestamps match {
         case Some(TimestampPolicy.FromItems(ts, lagMs)) =>
           val tsFn = fn(ts)
           val timed = (item: Any) => Timestamped(tsFn(item).asInstanceOf[Number].longValue, item)
-          val policy = EventTimePolicy[Any](_.asInstanceOf[Timestamped].timestamp, lagMs)
-          val source = (i: Int) => interleaved(substreamsOf(i), perTurn).map { case (sub, item) => SubstreamItem(sub, timed(item)) }
-          (LocalVertex(v.name, p, c => new InsertWatermarksProcessor(policy, math.max(1, substreamsOf(c.globalProcessorIndex).size)),
-            source = Some(source)), true)
+          val source = (i: Int) => reading.read(i).map(s => s.copy(item = timed(s.item)))
+          (LocalVertex(v.name, p, reading.watermarks(lagMs), source = Some(source)), true)
         case Some(TimestampPolicy.NoTimestamps) =>
-          (LocalVertex(v.name, p, LocalVertices.passThrough, source = Some(i => interleaved(substreamsOf(i), perTurn).map(_._2))), false)
+          (LocalVertex(v.name, p, LocalVertices.passThrough, source = Some(reading.read(_).map(_.item))), false)
         case other => LocalVertices.unsupported(v, s"items stream with ${other.fold("no timestamp choice")(_.describe)}")
       }
     }
@@ -174,14 +168,6 @@ object JvmVertices {
     private def jvmOp(op: AggregateOperation[_, _, _]): AggregateOperation[Any, Any, Any] = op match {
       case p: PythonAggregateSpec => LocalVertices.unsupported(v, s"Python aggregate operation '${p.name}' in a JVM pipeline")
       case jvm => jvm.asInstanceOf[AggregateOperation[Any, Any, Any]]
-    }
-  }
-
-  /** `itemsPerTurn` items of each substream in turn, each tagged with its substream's local index. */
-  private def interleaved(substreams: Seq[Seq[Any]], itemsPerTurn: Int): Iterator[(Int, Any)] = {
-    val longest = substreams.map(_.size).maxOption.getOrElse(0)
-    Iterator.range(0, longest, itemsPerTurn).flatMap { start =>
-      substreams.indices.iterator.flatMap(sub => substreams(sub).slice(start, start + itemsPerTurn).map(sub -> _))
     }
   }
 

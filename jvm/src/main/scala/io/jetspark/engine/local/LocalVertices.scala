@@ -2,6 +2,7 @@ package io.jetspark.engine.local
 
 import io.jetspark.core.{Processor, ProcessorContext}
 import io.jetspark.core.aggregate.AggregateOperation
+import io.jetspark.core.eventtime.{EventTimePolicy, InsertWatermarksProcessor, SubstreamItem}
 import io.jetspark.core.processor.{SequenceRestoreProcessor, Step, TransformProcessor}
 import io.jetspark.core.window._
 import io.jetspark.pipeline.definition.{SessionWindowDefinition, SlidingWindowDefinition, WindowDefinition}
@@ -138,4 +139,29 @@ private final class PayloadOperation(op: AggregateOperation[Any, Any, Any]) exte
   override def exportResult(acc: Any): Any = op.exportResult(acc)
   override def finishResult(acc: Any): Any = op.finishResult(acc)
   override def isOrderSensitive: Boolean = op.isOrderSensitive
+}
+
+/** `Sources.itemsStream` read by `parallelism` processors: instance i reads substreams i, i + p, ..., so
+  * that each substream stays in order on one instance, `itemsPerBatch` items of each in turn (as the
+  * Spark engine's micro-batches cut them), each tagged with its substream's index on that instance.
+  */
+private[local] final case class ItemsStreamReading(parameters: Map[String, Any], parallelism: Int) {
+  private val partitions = parameters("partitions").asInstanceOf[Seq[Seq[Any]]]
+  private val perTurn = parameters("itemsPerBatch").asInstanceOf[Int]
+
+  private def substreamsOf(instance: Int): Seq[Seq[Any]] = partitions.indices.filter(_ % parallelism == instance).map(partitions)
+
+  def read(instance: Int): Iterator[SubstreamItem] = {
+    val substreams = substreamsOf(instance)
+    val longest = substreams.map(_.size).maxOption.getOrElse(0)
+    Iterator.range(0, longest, perTurn).flatMap { start =>
+      substreams.indices.iterator.flatMap(sub => substreams(sub).slice(start, start + perTurn).map(SubstreamItem(sub, _)))
+    }
+  }
+
+  /** The processors that give the instances' [[Timestamped]] items their substreams' watermarks. */
+  def watermarks(allowedLagMs: Long): ProcessorContext => Processor = {
+    val policy = EventTimePolicy[Any](_.asInstanceOf[Timestamped].timestamp, allowedLagMs)
+    c => new InsertWatermarksProcessor(policy, math.max(1, substreamsOf(c.globalProcessorIndex).size))
+  }
 }

@@ -6,7 +6,8 @@ import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
 import io.jetspark.core.processor._
 import io.jetspark.item.{CustomAggregationWork, Extracted, PickledItem, PickledKey, PythonAggregations, PythonOps, PythonValues}
 import io.jetspark.pipeline.{PythonAggregateSpec, PythonExtractors, PythonRef}
-import io.jetspark.pipeline.definition.Extractor
+import io.jetspark.core.eventtime.SubstreamItem
+import io.jetspark.pipeline.definition.{Extractor, StreamSource, TimestampPolicy}
 import io.jetspark.pipeline.transform.{PeekTransform, StatelessTransform}
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
 import io.jetspark.plan.VertexDescription._
@@ -110,6 +111,16 @@ object PythonVertices {
         v.name -> chainVertex(mapperVertexName(v), v.localParallelism, python, work,
           (batch, frames) => if (timed(v.name)) itemwiseOutputs(batch, frames) else withFailures(frames))
     }.toMap
+    // An items stream with timestamps from its items: read, then its timestamps (Python), then its
+    // watermarks (the vertex of the plan, which its edges leave).
+    val streamHeads = dag.vertices.collect {
+      case v @ Vertex(_, Source(source, Some(TimestampPolicy.FromItems(timestamp, _))), _, _, _) if source.name == "itemsStream" =>
+        val (read, stamp) = (s"${v.name}/read", s"${v.name}/stamp")
+        val p = v.localParallelism
+        (Seq(LocalVertex(read, p, LocalVertices.passThrough, source = Some(ItemsStreamReading(source.parameters, p).read)),
+          chainVertex(stamp, p, python, stampWork(v, timestamp, deadLetter = false), stamped)),
+          Seq(LocalEdge(read, 0, stamp, 0, Routing.Isolated), LocalEdge(stamp, 0, v.name, 0, Routing.Isolated)))
+    }
     val extractedKey: Any => Any = x => extractedOf(x).key
     // A dead-letter sink's inputs from extractions come after its own, numbered across all of them: the
     // extractions of two inputs of one receiver send their failures to the same sink.
@@ -140,7 +151,8 @@ object PythonVertices {
       (extractions.flatMap(_._1) ++ restore, extractions.flatMap(_._2) ++ delivered)
     }.unzip
     val mapperEdges = mappers.map { case (join, m) => LocalEdge(join, 0, m.name, 0, Routing.Isolated) }
-    LocalDag(vertices ++ mappers.values ++ added.flatten, edges.flatten ++ mapperEdges)
+    LocalDag(vertices ++ mappers.values ++ streamHeads.flatMap(_._1) ++ added.flatten,
+      edges.flatten ++ mapperEdges ++ streamHeads.flatMap(_._2))
   }
 
   /** Which vertices emit items with their event time ([[Timestamped]]): `add_timestamps`, the vertices
@@ -153,6 +165,7 @@ object PythonVertices {
       val inputs = dag.edgesInto(v.name).filter(_.errorsOf.isEmpty).map(e => timed(e.from)).distinct
       timed + (v.name -> (v.description match {
         case AddTimestamps(_, _) => true
+        case Source(_, Some(TimestampPolicy.FromItems(_, _))) => true
         case WindowAggregate(stage, _, _, _) => stage != AggregationStage.Accumulate
         case StatelessChain(_) | Merge(_, _) | MapStateful(_, _, _) | RollingAggregate(_, _) => inputs == Seq(true)
         // A join is a map over its streamed side: its outputs have their left item's time.
@@ -189,6 +202,7 @@ object PythonVertices {
   private def carried(from: Any, made: Any, path: Seq[Int] = Nil, keepTime: Boolean = true): Any = from match {
     case Sequenced(seq, item) => Sequenced(seq.below(path), carried(item, made, Nil, keepTime))
     case Timestamped(ts, _) if keepTime => Timestamped(ts, made)
+    case SubstreamItem(substream, _) => SubstreamItem(substream, made)
     case _ => made
   }
 
@@ -251,6 +265,10 @@ object PythonVertices {
     val item: Any => Any = _.asInstanceOf[Extracted].pickled
     def bound(op: PythonAggregateSpec) = PythonAggregations.bind(op).op.asInstanceOf[AggregateOperation[Nothing, Any, Any]]
     val sequenced = dag.keepsSequenceIn(v)
+    val streaming = dag.vertices.exists(_.description match {
+      case Source(_: StreamSource, _) => true
+      case _ => false
+    })
     // A processor that emits for an item only while processing it: where items carry their ids or time,
     // each output (made what Python reads by `convert`) carries its item's.
     def carrying(newProcessor: ProcessorContext => Processor, convert: Any => Any = identity): LocalVertex =
@@ -263,6 +281,17 @@ object PythonVertices {
       if (itemwise) itemwiseOutputs(batch, frames) else withFailures(frames)
     v.description match {
       case Source(source, None) if source.name == "items" => LocalVertices.itemsSource(v, source.parameters("items").asInstanceOf[Seq[Any]])
+      case Source(source, Some(policy)) if source.name == "itemsStream" =>
+        if (dag.routesFailures(v)) LocalVertices.unsupported(v, "dead letters of a stream's timestamps")
+        if (v.assignsSequence) LocalVertices.unsupported(v, "preserve_order on a stream")
+        val reading = ItemsStreamReading(source.parameters, v.localParallelism)
+        policy match {
+          // Its items come from the vertices before it (see translate), stamped.
+          case TimestampPolicy.FromItems(_, lagMs) => local(reading.watermarks(lagMs))
+          case TimestampPolicy.NoTimestamps =>
+            LocalVertex(v.name, v.localParallelism, LocalVertices.passThrough, source = Some(reading.read(_).map(_.item)))
+          case other => LocalVertices.unsupported(v, s"an items stream with ${other.describe}")
+        }
       case Aggregate(_, _, _) | RollingAggregate(_, _) if PythonAggregations.runsInPython(v) =>
         // Only a rolling aggregation emits for each item; the others' inputs come bare.
         customAggregation(CustomAggregationWork.of(dag, v), python, carries = (sequenced || timedInput) && v.description.isInstanceOf[RollingAggregate])
@@ -271,17 +300,14 @@ object PythonVertices {
           .foreach(t => LocalVertices.unsupported(v, s"step ${t.describe}: Python pipelines run Python functions"))
         chainVertex(v.name, v.localParallelism, python, chainWork(v.name, steps.map(chainStep), itemwise), answered)
       case AddTimestamps(timestamp, _) =>
-        val work = mapper.writeValueAsString(mapper.createObjectNode().put("kind", "stamp").put("vertex", v.name)
-          .put("stage", v.fusedChain.head).put("dead_letter", dag.routesFailures(v))
-          .set[JsonNode]("timestamp", extractorJson(v, timestamp)))
-        chainVertex(v.name, v.localParallelism, python, work, stamped)
+        chainVertex(v.name, v.localParallelism, python, stampWork(v, timestamp, dag.routesFailures(v)), stamped)
       case WindowAggregate(_, _, _, _) if PythonAggregations.runsInPython(v) =>
         LocalVertices.unsupported(v, "a window of an AggregateOperation.of(...)")
       case WindowAggregate(stage, w, op: PythonAggregateSpec, k) =>
         if (!timedInput && stage != AggregationStage.Combine)
           LocalVertices.unsupported(v, "a window over items without event time: add_timestamps before it, with only stateless stages between")
         // A batch has no watermark before its end, so nothing in it is early (as on the Spark engine).
-        val processor = LocalVertices.windowProcessor(w.setEarlyResultsPeriod(0), stage,
+        val processor = LocalVertices.windowProcessor(if (streaming) w else w.setEarlyResultsPeriod(0), stage,
           bound(op).asInstanceOf[AggregateOperation[Any, Any, Any]], k.map(_ => key))
         if (stage == AggregationStage.Accumulate) local(processor)
         else local(processor, LocalVertices.windowResultAsEvent.andThen(e => e.copy(item = PythonValues.dumps(e.item))))
@@ -403,6 +429,7 @@ object PythonVertices {
     case e: Extracted => e.pickled
     case Sequenced(_, item) => pickle(item)
     case Timestamped(_, item) => pickle(item)
+    case SubstreamItem(_, item) => pickle(item)
     case other => throw new IllegalStateException(s"expected a Python item, got ${other.getClass.getName}")
   }
 
@@ -434,6 +461,12 @@ object PythonVertices {
     if (at != frames.size) throw new IllegalStateException(s"Python answered ${frames.size} frames, read $at")
     out.result().iterator
   }
+
+  /** The work of reading the timestamps of the items entering `v` (`add_timestamps`, a stream source's). */
+  private def stampWork(v: Vertex, timestamp: Extractor, deadLetter: Boolean): String =
+    mapper.writeValueAsString(mapper.createObjectNode().put("kind", "stamp").put("vertex", v.name)
+      .put("stage", v.fusedChain.head).put("dead_letter", deadLetter)
+      .set[JsonNode]("timestamp", extractorJson(v, timestamp)))
 
   /** Python's answer to `add_timestamps`, per item: the stage its timestamp failed in (empty for none),
     * the timestamp in ms, and the item's pickle (for a failure: the `DeadLetter`'s).
