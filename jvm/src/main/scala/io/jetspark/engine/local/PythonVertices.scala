@@ -34,7 +34,8 @@ trait PythonCallback {
   * ([[PythonValues.dumps]]). A hash join joins in the JVM and its mapper runs in Python, in a vertex of
   * its own after the join, over the joined tuples.
   *
-  * Runs: items sources (DataFrames are collected into them by Python); map/filter/flat_map/peek and
+  * Runs: items sources (DataFrames are collected into them by Python); items streams, with their items'
+  * timestamps (read in Python, then the core's watermarks per substream) or none; map/filter/flat_map/peek and
   * map_stateful in Python (the states kept by Python), with dead-letter sinks; merges; keyed and global
   * aggregation (also `aggregate2`) and rolling aggregation, with the built-in operations in the JVM
   * and those with an `AggregateOperation.of` part in Python ([[customAggregation]]); hash joins with
