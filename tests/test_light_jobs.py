@@ -190,16 +190,19 @@ def _custom_window(p):
      .aggregate(adding).set_name("refused").write_to(Sinks.noop()))
 
 
-def _rate_stream(p):
-    p.read_from(Sources.rate_stream(10)).with_native_timestamps(0).set_name("refused").write_to(Sinks.noop())
-
-
-@pytest.mark.parametrize("build", [_custom_window, _rate_stream])
-def test_what_light_jobs_do_not_run_yet_is_refused_at_submit_naming_the_vertex(jet, build):
+def test_what_light_jobs_do_not_run_yet_is_refused_at_submit_naming_the_vertex(jet):
     p = Pipeline.create()
-    build(p)
+    _custom_window(p)
     # (A vertex of the stage may carry a suffix: a window's two stages are refused-accumulate, refused-combine.)
     with pytest.raises(NotImplementedError, match="vertex 'refused[^']*' .*the local engine does not run this yet"):
+        jet.new_light_job(p)
+
+
+def test_a_streaming_dataframe_is_refused_naming_the_stage(jet):
+    p = Pipeline.create()
+    p.read_from(Sources.dataframe(jet.spark.readStream.format("rate").load())).with_native_timestamps(0) \
+        .set_name("ticks").write_to(Sinks.noop())
+    with pytest.raises(PipelineDefinitionError, match="stage 'ticks'.*batches only"):
         jet.new_light_job(p)
 
 
@@ -298,3 +301,35 @@ def test_an_event_behind_the_watermark_of_its_stream_is_dropped(jet):
     got = run_light(jet, p, "light-stream-late")["light-stream-late"]
     on_time = [e for e in events if e["t"] != 5]
     assert as_multiset(got) == as_multiset(_sliding_counts(on_time, 20, 20))
+
+
+def _until(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "not within the time"
+        time.sleep(0.05)
+
+
+def test_a_rate_stream_closes_windows_as_its_time_passes_and_gives_early_results_before(jet):
+    # 100 events a second, due every 10 ms from the job's start (their timestamps): a closed 200 ms window
+    # holds 20 of them, except the first (the job starts within it). A 2 s window, its early results every
+    # 100 ms: partial counts, marked early, while it is open.
+    p = Pipeline.create()
+    events = p.read_from(Sources.rate_stream(100)).with_native_timestamps(0)
+    events.window(WindowDefinition.tumbling(200)).aggregate(ops.counting()).write_to(Sinks.list("light-rate"))
+    (events.window(WindowDefinition.tumbling(2000).set_early_results_period(100)).aggregate(ops.counting())
+     .write_to(Sinks.list("light-rate-early")))
+    job = jet.new_light_job(p)
+    try:
+        _until(lambda: len(jet.get_list("light-rate")) >= 4 and len(jet.get_list("light-rate-early")) >= 2)
+    finally:
+        job.cancel()
+    with pytest.raises(JobCancelledError):
+        job.join(timeout=60)
+    closed = sorted(jet.get_list("light-rate"), key=lambda r: r.start)
+    assert all(r.end - r.start == 200 and not r.is_early for r in closed)
+    assert [r.result for r in closed[1:]] == [20] * (len(closed) - 1)
+    early = [r for r in jet.get_list("light-rate-early") if r.is_early]
+    assert early and all(0 < r.result <= 200 for r in early)
+    jet.clear_list("light-rate")
+    jet.clear_list("light-rate-early")

@@ -209,11 +209,15 @@ private[local] final class LocalTasklet(
   }
 
   private def readSource(items: Iterator[Any]): Boolean = {
-    var taken = 0
-    while (taken < batchSize && items.hasNext) { inbox.add(items.next()); taken += 1 }
+    var (taken, due) = (0, true)
+    while (taken < batchSize && due && items.hasNext) items.next() match {
+      case NothingDue => due = false
+      case item => inbox.add(item); taken += 1
+    }
     inboxOrdinal = 0
-    if (taken == 0) { completingEdge = 0; completing = true }
-    true
+    if (taken > 0) true
+    else if (due) { completingEdge = 0; completing = true; true }
+    else { processor.tryProcess(); false } // a stream with no item due yet: the processor's timed steps
   }
 
   /** Takes the next batch (or control item) from the active ordinals; moves to the next priority group

@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.core.{Processor, ProcessorContext}
 import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
 import io.jetspark.core.processor._
-import io.jetspark.item.{CustomAggregationWork, Extracted, PickledItem, PickledKey, PythonAggregations, PythonOps, PythonValues}
+import io.jetspark.item.{CustomAggregationWork, Extracted, PickledItem, PickledKey, PythonAggregations, PythonOps, PythonValues, SimpleEvent}
 import io.jetspark.pipeline.{PythonAggregateSpec, PythonExtractors, PythonRef}
 import io.jetspark.core.eventtime.SubstreamItem
 import io.jetspark.pipeline.definition.{Extractor, StreamSource, TimestampPolicy}
@@ -34,8 +34,9 @@ trait PythonCallback {
   * ([[PythonValues.dumps]]). A hash join joins in the JVM and its mapper runs in Python, in a vertex of
   * its own after the join, over the joined tuples.
   *
-  * Runs: items sources (DataFrames are collected into them by Python); items streams, with their items'
-  * timestamps (read in Python, then the core's watermarks per substream) or none; map/filter/flat_map/peek and
+  * Runs: items sources (DataFrames are collected into them by Python); items and rate streams
+  * ([[StreamReading]]), with their items' timestamps (read in Python), a rate stream's own, or none, then
+  * the core's watermarks per substream; map/filter/flat_map/peek and
   * map_stateful in Python (the states kept by Python), with dead-letter sinks; merges; keyed and global
   * aggregation (also `aggregate2`) and rolling aggregation, with the built-in operations in the JVM
   * and those with an `AggregateOperation.of` part in Python ([[customAggregation]]); hash joins with
@@ -99,11 +100,16 @@ object PythonVertices {
     dag.vertices.find(v => dag.carriesSequenceThrough(v) && !givesOutputsTheirItemsIds(v))
       .foreach(v => LocalVertices.unsupported(v, "preserve_order needs sequence ids carried through it to a later restore point"))
     val timed = timedOutputs(dag)
+    val now = System.currentTimeMillis()
+    val readings = dag.vertices.flatMap(v => v.description match {
+      case Source(source, _) => StreamReading.of(source, v.localParallelism, now).map(v.name -> _)
+      case _ => None
+    }).toMap
     // A Python chain whose one output needs an extraction does the extraction in its own callback.
     val fused = dag.edges.flatMap(e => extraction(dag, e, timed(e.from)).filter(_ => !timed(e.from) && fusable(dag, e)).map(e.from -> _)).toMap
     val vertices = dag.vertices.map { v =>
       val timedInput = dag.edgesInto(v.name).exists(e => timed(e.from))
-      LocalVertices.numbered(dag, v, fused.get(v.name).fold(vertex(dag, v, python, timedInput))(x => fusedWithExtraction(v, x, python)))
+      LocalVertices.numbered(dag, v, fused.get(v.name).fold(vertex(dag, v, python, timedInput, readings.get(v.name)))(x => fusedWithExtraction(v, x, python)))
     }
     // A hash join's Python mapper runs after the core's join, on the join's outputs.
     val mappers = dag.vertices.collect {
@@ -112,13 +118,13 @@ object PythonVertices {
         v.name -> chainVertex(mapperVertexName(v), v.localParallelism, python, work,
           (batch, frames) => if (timed(v.name)) itemwiseOutputs(batch, frames) else withFailures(frames))
     }.toMap
-    // An items stream with timestamps from its items: read, then its timestamps (Python), then its
-    // watermarks (the vertex of the plan, which its edges leave).
+    // A stream with timestamps from its items: read, then its timestamps (Python), then its watermarks
+    // (the vertex of the plan, which its edges leave).
     val streamHeads = dag.vertices.collect {
-      case v @ Vertex(_, Source(source, Some(TimestampPolicy.FromItems(timestamp, _))), _, _, _) if source.name == "itemsStream" =>
+      case v @ Vertex(_, Source(_, Some(TimestampPolicy.FromItems(timestamp, _))), _, _, _) if readings.contains(v.name) =>
         val (read, stamp) = (s"${v.name}/read", s"${v.name}/stamp")
         val p = v.localParallelism
-        (Seq(LocalVertex(read, p, LocalVertices.passThrough, source = Some(ItemsStreamReading(source.parameters, p).read)),
+        (Seq(LocalVertex(read, p, LocalVertices.passThrough, source = Some(pythonStream(readings(v.name), native = false))),
           chainVertex(stamp, p, python, stampWork(v, timestamp, deadLetter = false), stamped)),
           Seq(LocalEdge(read, 0, stamp, 0, Routing.Isolated), LocalEdge(stamp, 0, v.name, 0, Routing.Isolated)))
     }
@@ -166,7 +172,7 @@ object PythonVertices {
       val inputs = dag.edgesInto(v.name).filter(_.errorsOf.isEmpty).map(e => timed(e.from)).distinct
       timed + (v.name -> (v.description match {
         case AddTimestamps(_, _) => true
-        case Source(_, Some(TimestampPolicy.FromItems(_, _))) => true
+        case Source(_, Some(TimestampPolicy.FromItems(_, _) | TimestampPolicy.Native(_))) => true
         case WindowAggregate(stage, _, _, _) => stage != AggregationStage.Accumulate
         case StatelessChain(_) | Merge(_, _) | MapStateful(_, _, _) | RollingAggregate(_, _) => inputs == Seq(true)
         // A join is a map over its streamed side: its outputs have their left item's time.
@@ -259,7 +265,7 @@ object PythonVertices {
   }
 
   /** The local vertex of `v`, whose items come with their event time where `timedInput`. */
-  private def vertex(dag: PhysicalDag, v: Vertex, python: PythonCallback, timedInput: Boolean): LocalVertex = {
+  private def vertex(dag: PhysicalDag, v: Vertex, python: PythonCallback, timedInput: Boolean, reading: Option[StreamReading]): LocalVertex = {
     def local(newProcessor: ProcessorContext => Processor, output: Any => Any = identity) =
       LocalVertex(v.name, v.localParallelism, newProcessor, output = output)
     val key: Any => Any = _.asInstanceOf[Extracted].key
@@ -282,16 +288,21 @@ object PythonVertices {
       if (itemwise) itemwiseOutputs(batch, frames) else withFailures(frames)
     v.description match {
       case Source(source, None) if source.name == "items" => LocalVertices.itemsSource(v, source.parameters("items").asInstanceOf[Seq[Any]])
-      case Source(source, Some(policy)) if source.name == "itemsStream" =>
+      case Source(source, Some(policy)) if reading.isDefined =>
         if (dag.routesFailures(v)) LocalVertices.unsupported(v, "dead letters of a stream's timestamps")
         if (v.assignsSequence) LocalVertices.unsupported(v, "preserve_order on a stream")
-        val reading = ItemsStreamReading(source.parameters, v.localParallelism)
+        val stream = reading.get
         policy match {
           // Its items come from the vertices before it (see translate), stamped.
-          case TimestampPolicy.FromItems(_, lagMs) => local(reading.watermarks(lagMs))
+          case TimestampPolicy.FromItems(_, lagMs) => local(stream.watermarks(lagMs))
+          case TimestampPolicy.Native(lagMs) if source.name == "rateStream" =>
+            LocalVertex(v.name, v.localParallelism, stream.watermarks(lagMs), source = Some(pythonStream(stream, native = true)))
           case TimestampPolicy.NoTimestamps =>
-            LocalVertex(v.name, v.localParallelism, LocalVertices.passThrough, source = Some(reading.read(_).map(_.item)))
-          case other => LocalVertices.unsupported(v, s"an items stream with ${other.describe}")
+            LocalVertex(v.name, v.localParallelism, LocalVertices.passThrough, source = Some(pythonStream(stream, native = false)(_).map {
+              case SubstreamItem(_, item) => item
+              case nothingDue => nothingDue
+            }))
+          case other => LocalVertices.unsupported(v, s"a ${source.name} with ${other.describe}")
         }
       case Aggregate(_, _, _) | RollingAggregate(_, _) if PythonAggregations.runsInPython(v) =>
         // Only a rolling aggregation emits for each item; the others' inputs come bare.
@@ -461,6 +472,14 @@ object PythonVertices {
     }
     if (at != frames.size) throw new IllegalStateException(s"Python answered ${frames.size} frames, read $at")
     out.result().iterator
+  }
+
+  /** What instance `i` reads of `stream`, as Python takes it: a rate stream's events pickled, with their own
+    * time where the stream has `native` timestamps.
+    */
+  private def pythonStream(stream: StreamReading, native: Boolean): Int => Iterator[Any] = stream.read(_).map {
+    case SubstreamItem(s, e: SimpleEvent) => SubstreamItem(s, if (native) Timestamped(e.timestamp, PythonValues.dumps(e)) else PythonValues.dumps(e))
+    case other => other
   }
 
   /** The work of reading the timestamps of the items entering `v` (`add_timestamps`, a stream source's). */
