@@ -283,7 +283,12 @@ def test_an_items_stream_with_event_time_gives_the_windows_of_its_events(jet):
     (stream.filter(lambda e: e["t"] % 2 == 0).grouping_key("k").window(WindowDefinition.sliding(40, 10))
      .aggregate(ops.counting()).write_to(Sinks.list("light-stream-windows")))
     stream.map(lambda e: e["t"]).write_to(Sinks.list("light-stream-times"))
-    got = run_light(jet, p, "light-stream-windows", "light-stream-times")
+    job = jet.new_light_job(p)
+    job.join(timeout=120)
+    assert job.late_events == 0
+    got = {name: jet.get_list(name) for name in ("light-stream-windows", "light-stream-times")}
+    jet.clear_list("light-stream-windows")
+    jet.clear_list("light-stream-times")
     events = [e for s in substreams for e in s]
     assert as_multiset(got["light-stream-windows"]) == \
         as_multiset(_sliding_counts([e for e in events if e["t"] % 2 == 0], 40, 10))
@@ -298,9 +303,12 @@ def test_an_event_behind_the_watermark_of_its_stream_is_dropped(jet):
     (p.read_from(Sources.items_stream(events)).with_timestamps("t", allowed_lag_ms=10).set_local_parallelism(1)
      .grouping_key("k").window(WindowDefinition.tumbling(20)).aggregate(ops.counting())
      .write_to(Sinks.list("light-stream-late")))
-    got = run_light(jet, p, "light-stream-late")["light-stream-late"]
+    job = jet.new_light_job(p)
+    job.join(timeout=120)
     on_time = [e for e in events if e["t"] != 5]
-    assert as_multiset(got) == as_multiset(_sliding_counts(on_time, 20, 20))
+    assert as_multiset(jet.get_list("light-stream-late")) == as_multiset(_sliding_counts(on_time, 20, 20))
+    assert job.late_events == 1  # dropped, and counted
+    jet.clear_list("light-stream-late")
 
 
 def _until(condition, timeout: float = 30.0) -> None:

@@ -64,6 +64,12 @@ class LightJob:
         """RUNNING, then COMPLETED, FAILED or CANCELLED."""
         return JobStatus(str(self._j.status()))
 
+    @property
+    def late_events(self) -> int:
+        """How many late events the job's windows dropped so far: events behind their stream's watermark,
+        whose windows were emitted already (a batch has none)."""
+        return int(self._j.lateEventsDropped())
+
     def join(self, timeout: float | None = None) -> None:
         """Waits until the job ends; raises :class:`JobFailedError` (with the failing stage) if it failed,
         :class:`JobCancelledError` if it was cancelled, TimeoutError if ``timeout`` seconds pass first."""

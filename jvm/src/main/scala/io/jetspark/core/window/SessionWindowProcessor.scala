@@ -39,7 +39,7 @@ final class SessionWindowProcessor[T, K, A, R](
     earlyResultsPeriodMs: Long = 0,
     clock: () => Long = () => System.currentTimeMillis(),
     lateEventsOut: Boolean = false,
-) extends AbstractProcessor {
+) extends AbstractProcessor with CountsLateEvents {
   import SessionWindowProcessor._
 
   private val policy = SessionWindowPolicy(timeout) // validates the timeout
@@ -47,13 +47,14 @@ final class SessionWindowProcessor[T, K, A, R](
 
   private val keys = new JHashMap[K, JTreeMap[java.lang.Long, Session[A]]]()
   private var watermark = Long.MinValue
-  private var lateCount = 0L
+  // Read by the engine from another thread (light jobs' counts); written only when an event is late.
+  @volatile private var lateCount = 0L
   private var emission = Emission.Done
   private var snapshotEmission = Emission.Done
   private var restoredWatermark: Option[Long] = None
   private val earlyResults = new EarlyResultsTimer(earlyResultsPeriodMs, clock)
 
-  def lateEventsDropped: Long = lateCount
+  override def lateEventsDropped: Long = lateCount
 
   override protected def initState(): Unit = earlyResults.start()
 

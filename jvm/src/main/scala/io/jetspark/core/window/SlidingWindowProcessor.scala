@@ -58,7 +58,7 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
     clock: () => Long,
     newFrameQueue: () => FrameQueue[A],
     lateEventsOut: Boolean = false,
-) extends AbstractProcessor {
+) extends AbstractProcessor with CountsLateEvents {
   import SlidingWindowProcessor._
 
   private val earlyResults = new EarlyResultsTimer(earlyResultsPeriodMs, clock)
@@ -77,14 +77,15 @@ final class SlidingWindowProcessor[T, A, R] private[jetspark] (
   private val keys = new JHashMap[Any, KeyWindows[A]]()
   private var watermark = Long.MinValue
   private var closedEnd = Long.MinValue
-  private var lateCount = 0L
+  // Read by the engine from another thread (light jobs' counts); written only when an event is late.
+  @volatile private var lateCount = 0L
   private var emission = Emission.Done
   private var snapshotEmission = Emission.Done
   private val restoredFrames = ArrayBuffer.empty[(Any, SlidingWindowSnapshot.KeyFrames[A])]
   private var restoredProgress: Option[SlidingWindowSnapshot.Progress] = None
 
   /** Events (stage 2: frames) dropped as late since the job started, restored across snapshots. */
-  def lateEventsDropped: Long = lateCount
+  override def lateEventsDropped: Long = lateCount
 
   /** Number of keys that hold state; zero once everything was emitted. */
   private[window] def keysWithState: Int = keys.size

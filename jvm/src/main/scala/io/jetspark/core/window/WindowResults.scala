@@ -22,3 +22,10 @@ final case class LateEvent[+T](event: T, watermark: Long)
 
 /** The one implicit key of a non-keyed window aggregation. */
 case object NonKeyed
+
+/** A window processor's count of the late events it dropped (behind the watermark: their windows were
+  * emitted), readable by the engine while the processor runs.
+  */
+trait CountsLateEvents {
+  def lateEventsDropped: Long
+}

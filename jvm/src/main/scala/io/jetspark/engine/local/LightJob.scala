@@ -32,6 +32,11 @@ final class LightJob private[local] (val id: Long, val name: String, execution: 
 
   def status: String = execution.status
 
+  /** How many late events the job's windows dropped so far: events behind their watermark, whose windows
+    * were emitted already.
+    */
+  def lateEventsDropped: Long = execution.lateEventsDropped
+
   override def toString: String = s"LightJob($id, $name, $status)"
 }
 
@@ -51,11 +56,17 @@ private[local] final class LocalExecution(val id: Long, val name: String, val ow
   @volatile private var initialized = false
 
   /** Initialises it: `taskletCount` tasklets are about to run. */
-  def start(taskletCount: Int): Unit = {
-    remaining.set(taskletCount)
+  @volatile private var tasklets: Seq[LocalTasklet] = Nil
+
+  def start(tasklets: Seq[LocalTasklet]): Unit = {
+    this.tasklets = tasklets
+    remaining.set(tasklets.size)
     initialized = true
-    if (taskletCount == 0) finish()
+    if (tasklets.isEmpty) finish()
   }
+
+  /** The late events its windows dropped so far. */
+  def lateEventsDropped: Long = tasklets.iterator.map(_.lateEventsDropped).sum
 
   def isInitialized: Boolean = initialized
   def isTerminating: Boolean = terminating

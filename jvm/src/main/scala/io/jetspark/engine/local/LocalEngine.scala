@@ -76,7 +76,7 @@ final class LocalEngine(cooperativeThreads: Int, queueCapacity: Int = 1024, val 
     if (!faults.loseNextInit.compareAndSet(true, false)) {
       try {
         val tasklets = build(dag, execution)
-        execution.start(tasklets.size)
+        execution.start(tasklets)
         service.submit(tasklets)
       } catch {
         case NonFatal(e) => execution.abandon(e)

@@ -4,6 +4,7 @@ import io.jetspark.core._
 import io.jetspark.core.eventtime.WatermarkCoalescer
 import io.jetspark.core.inbound.{InboundEdgeStream, InboundProgress}
 import io.jetspark.core.processor.{SequenceId, Sequenced}
+import io.jetspark.core.window.CountsLateEvents
 
 import java.util.concurrent.ArrayBlockingQueue
 import scala.collection.mutable
@@ -152,6 +153,12 @@ private[local] final class LocalTasklet(
     batchSize: Int,
 ) {
   private val processor = vertex.newProcessor(context)
+
+  /** The late events its processor dropped, where it is a window. */
+  def lateEventsDropped: Long = processor match {
+    case window: CountsLateEvents => window.lateEventsDropped
+    case _ => 0L
+  }
   private val outbox = new LocalOutbox(outputs, vertex.output, vertex.firstSubstream.map(_ + context.globalProcessorIndex))
   private val inbox = new ArrayDequeInbox
   private val coalescer = if (inputs.isEmpty) null else new WatermarkCoalescer(inputs.size)
