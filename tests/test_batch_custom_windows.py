@@ -1,5 +1,5 @@
 """Windows of user-defined operations (``AggregateOperation.of``, alone or inside ``all_of``) on the
-Spark batch engine, which runs them in Python (``python/jetspark/worker/custom_windows.py``) in the stages the
+Spark batch engine (and, in the tests taking ``run``, as light jobs), which runs them in Python (``python/jetspark/worker/custom_windows.py``) in the stages the
 planner chose. Expected results come from the brute-force windows of tests/reference.py, or by hand from
 the timeline drawn above a test. The operations' results do not depend on the order of a window's items
 (sums, counts, sorted lists): a frame-based engine combines frames in time order, the reference
@@ -53,10 +53,11 @@ FINISH_IN_PLACE_NO_DEDUCT = AggregateOperation.of(FINISH_IN_PLACE.functions["cre
 
 
 @pytest.fixture
-def run(jet):
-    """Runs a pipeline; returns what its list sinks got, by name (and clears them)."""
+def run(jet, engine):
+    """Runs a pipeline on each engine in turn (a Spark job, a light job); returns what its list sinks got,
+    by name (and clears them)."""
     def go(p: Pipeline, *lists: str) -> dict[str, list[Any]]:
-        return dict(zip(lists, run_job(jet, p, *lists)[1]))
+        return dict(zip(lists, run_job(jet, p, *lists, engine=engine)[1]))
     return go
 
 

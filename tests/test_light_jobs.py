@@ -184,15 +184,12 @@ def test_a_source_above_the_row_limit_is_refused_naming_the_limit(jet):
     jet.clear_list("light-exact")
 
 
-def _custom_window(p):
-    adding = AggregateOperation.of(lambda: 0, lambda acc, e: acc + 1, combine=lambda a, b: a + b)
-    (p.read_from(Sources.items([{"t": 1}])).add_timestamps("t").window(WindowDefinition.tumbling(10))
-     .aggregate(adding).set_name("refused").write_to(Sinks.noop()))
-
-
 def test_what_light_jobs_do_not_run_yet_is_refused_at_submit_naming_the_vertex(jet):
+    # A window of an AggregateOperation.of on a stream.
+    adding = AggregateOperation.of(lambda: 0, lambda acc, e: acc + 1, combine=lambda a, b: a + b)
     p = Pipeline.create()
-    _custom_window(p)
+    (p.read_from(Sources.items_stream([{"t": 1}])).with_timestamps("t", allowed_lag_ms=0)
+     .window(WindowDefinition.tumbling(10)).aggregate(adding).set_name("refused").write_to(Sinks.noop()))
     # (A vertex of the stage may carry a suffix: a window's two stages are refused-accumulate, refused-combine.)
     with pytest.raises(NotImplementedError, match="vertex 'refused[^']*' .*the local engine does not run this yet"):
         jet.new_light_job(p)

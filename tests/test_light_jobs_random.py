@@ -1,7 +1,7 @@
 """Random batch pipelines (tests/strategies.py) run as light jobs on the local engine and give what the
 brute-force reference (tests/reference.py) gives: in order where the definition promises order, as
 multisets elsewhere. Limited to the transforms light jobs of Python pipelines run so far (see
-PythonVertices): not windows of AggregateOperation.of yet. Light jobs cost milliseconds, so more examples than for the Spark engine."""
+PythonVertices). Light jobs cost milliseconds, so more examples than for the Spark engine."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from test_batch_engine_random import sink_mismatches
 STATELESS = frozenset({"map", "map_to_none", "filter", "flat_map", "peek", "rebalance_map", "failing_map", "to_kv"})
 AGGREGATING = STATELESS | {"aggregate", "keyed_aggregate", "distinct", "map_stateful", "sort", "mixed_key", "merge",
                            "join", "join2", "mixed_key_join", "aggregate2", "custom_aggregate",
-                           "window", "mixed_key_window"}
+                           "window", "mixed_key_window", "custom_window"}
 ORDERED = STATELESS | {"rolling", "map_stateful", "sort", "merge", "distinct", "custom_rolling"}
 # What needs sequence ids: a keyed rebalance (order restored per key behind it), a diamond (its merge in
 # source order, partition by partition or gathered into one processor), both.

@@ -26,7 +26,9 @@ from jetspark._failures import describe as describe_failure
 from jetspark._items import canonical_key, loads_key, pack_frames, unpack_frames
 from jetspark.errors import JobCancelledError, JobFailedError, PipelineDefinitionError
 from jetspark.job import JobConfig, JobStatus
+from jetspark.worker.carried import TS
 from jetspark.worker.custom_aggregations import ORDINAL, VALUES, column, custom_aggregation_function
+from jetspark.worker.custom_windows import custom_window_function
 from jetspark.worker.event_time import timestamp_ms
 from jetspark.worker.operations import operation_of
 from jetspark.worker.steps import (FAILURE, ITEM, Step, dumps, extract, join_map_step, record_failure,
@@ -268,38 +270,63 @@ class _CustomAggregation:
     def __init__(self, spec: dict[str, Any], objects: list[Any]) -> None:
         operations = [operation_of(op, objects, atomic=spec["dead_letter"]) for op in spec["operations"]]
         self._feed = _Feed()
-        self._mode = spec["mode"]
-        self._run = custom_aggregation_function(operations, spec["mode"], spec["keyed"], spec["stage"], spec["dead_letter"])(self._feed)
+        self._mode, self._window = spec["mode"], spec["window"]
+        if self._window is None:
+            function = custom_aggregation_function(operations, spec["mode"], spec["keyed"], spec["stage"], spec["dead_letter"])
+        else:
+            # A window's function answers once its input ended, not batch by batch: its batches are kept.
+            (operation,) = operations
+            function = custom_window_function(operation, spec["mode"], self._window, spec["keyed"], spec["stage"],
+                                              spec["dead_letter"])
+            self._kept: list[Any] = []
+        self._function = function
+        self._run = function(self._feed) if self._window is None else None
 
     def call(self, frames: list[bytes]) -> list[bytes]:
         if frames[0] == b"end":
             self._feed.ended = True
-            return [frame for batch in self._run for frame in _triples(batch)]
-        self._feed.batch = self._input(int(frames[1]), frames[2:])
+            if self._window is None:
+                return [frame for batch in self._run for frame in _triples(batch)]
+            # A window's result goes with its time, its window's last instant, as the JVM's windows give it.
+            timed = self._mode != "accumulate"
+            return [frame for batch in self._function(iter(self._kept)) for frame in _triples(batch, timed)]
+        batch = self._input(int(frames[1]), frames[2:])
+        if self._window is not None:
+            self._kept.append(batch)
+            return []
+        self._feed.batch = batch
         return _triples(next(self._run))
 
     def _input(self, ordinal: int, frames: list[bytes]) -> Any:
         import pyarrow as pa
 
-        keys, items, values = [], [], []
+        keys, items, times, values = [], [], [], []
         at = 0
         while at < len(frames):
-            count = int(frames[at + 2])
+            count = int(frames[at + 3])
             keys.append(frames[at])
             items.append(frames[at + 1])
-            values.append(frames[at + 3:at + 3 + count])
-            at += 3 + count
-        columns = [pa.array(keys, pa.binary()), pa.array(items, pa.binary())]
+            times.append(int(frames[at + 2]) if frames[at + 2] else None)
+            values.append(frames[at + 4:at + 4 + count])
+            at += 4 + count
+        columns, names = [pa.array(keys, pa.binary()), pa.array(items, pa.binary())], ["key", ITEM]
         if self._mode != "combine":
             columns += [pa.array([ordinal] * len(keys), pa.int32()), pa.array(values, pa.list_(pa.binary()))]
-        return pa.RecordBatch.from_arrays(columns, names=["key", ITEM, ORDINAL, VALUES][:len(columns)])
+            names += [ORDINAL, VALUES]
+        if self._window is not None:
+            columns.append(pa.array(times, pa.int64()))
+            names.append(TS)
+        return pa.RecordBatch.from_arrays(columns, names=names)
 
 
-def _triples(batch: Any) -> list[bytes]:
+def _triples(batch: Any, timed: bool = False) -> list[bytes]:
     """An aggregation function's output batch as the JVM reads it: per row, the stage its dead letter is
-    of (empty for a result), the group's key (empty where the output has none) and the pickle."""
+    of (empty for a result), the group's key (empty where the output has none; where ``timed``, a window
+    result's time, ``end - 1``) and the pickle."""
     out: list[bytes] = []
     for item, failure, key in zip(batch.column(ITEM).to_pylist(), column(batch, FAILURE), column(batch, "key", b"")):
+        if timed and not failure:
+            key = str(pickle.loads(item).end - 1).encode()
         out += [(failure or "").encode(), key, item]
     return out
 

@@ -40,8 +40,9 @@ trait PythonCallback {
   * map_stateful in Python (the states kept by Python), with dead-letter sinks; merges; keyed and global
   * aggregation (also `aggregate2`) and rolling aggregation, with the built-in operations in the JVM
   * and those with an `AggregateOperation.of` part in Python ([[customAggregation]]); hash joins with
-  * one or more enriching sides; windows after `add_timestamps`, each item's time read in Python and
-  * carried beside it ([[Timestamped]], see [[timedOutputs]]); distinct; sort; list, console (printed by
+  * one or more enriching sides; windows after `add_timestamps` (those of an `AggregateOperation.of` in
+  * Python, on batches), each item's time read in Python and carried beside it ([[Timestamped]], see
+  * [[timedOutputs]]); distinct; sort; list, console (printed by
   * the driver's Python), dead-letter and noop sinks.
   *
   * `preserve_order` as the plan says ([[io.jetspark.plan.PhysicalDag]]): a vertex that assigns sequence
@@ -313,8 +314,11 @@ object PythonVertices {
         chainVertex(v.name, v.localParallelism, python, chainWork(v.name, steps.map(chainStep), itemwise), answered)
       case AddTimestamps(timestamp, _) =>
         chainVertex(v.name, v.localParallelism, python, stampWork(v, timestamp, dag.routesFailures(v)), stamped)
-      case WindowAggregate(_, _, _, _) if PythonAggregations.runsInPython(v) =>
-        LocalVertices.unsupported(v, "a window of an AggregateOperation.of(...)")
+      case WindowAggregate(stage, _, _, _) if PythonAggregations.runsInPython(v) =>
+        if (streaming) LocalVertices.unsupported(v, "a window of an AggregateOperation.of(...) on a stream")
+        if (!timedInput && stage != AggregationStage.Combine)
+          LocalVertices.unsupported(v, "a window over items without event time: add_timestamps before it, with only stateless stages between")
+        customAggregation(CustomAggregationWork.of(dag, v), python, carries = false)
       case WindowAggregate(stage, w, op: PythonAggregateSpec, k) =>
         if (!timedInput && stage != AggregationStage.Combine)
           LocalVertices.unsupported(v, "a window over items without event time: add_timestamps before it, with only stateless stages between")
@@ -389,8 +393,9 @@ object PythonVertices {
     * live in Python (python/jetspark/light_job.py runs python/jetspark/worker/custom_aggregations.py in
     * the work's mode). Its work names the processor, so that each has its own. Per call Python gets a
     * command frame: `batch`, with the input's ordinal, then per item its key's canonical bytes, its pickle
-    * (a partial accumulator's, in `combine` mode) and its extracted values (their count, then their
-    * pickles); or `end`. It answers with triples: the stage a record failed in (empty for an output), the
+    * (a partial accumulator's, in `combine` mode), its time (into a window; else empty) and its extracted
+    * values (their count, then their pickles); or `end`. A window (the work's `window`) gives its results
+    * and dead letters at the end, each result with its time (`end - 1`) in the place of the key. It answers with triples: the stage a record failed in (empty for an output), the
     * group's key (a partial accumulator's, in `accumulate` mode) and the pickle. A rolling aggregation
     * answers once per item, in order (its result, or its dead letter): where items `carries` their ids
     * or time, each answer carries its item's.
@@ -402,17 +407,24 @@ object PythonVertices {
         .put("instance", instance).put("stage", stage).put("mode", w.mode).put("keyed", w.keyed)
         .put("dead_letter", w.deadLetter)
       node.set[JsonNode]("operations", mapper.valueToTree[JsonNode](w.operations.asJava))
+      node.set[JsonNode]("window", w.window.getOrElse(mapper.nullNode()))
       mapper.writeValueAsString(node)
     }
+    // An item's time goes where a window reads it; empty elsewhere.
+    def time(x: Any): Array[Byte] = Sequenced.itemOf(x) match {
+      case Timestamped(ts, _) if w.window.isDefined => ts.toString.getBytes(UTF_8)
+      case _ => Array.emptyByteArray
+    }
     def frames(x: Any): Seq[Array[Byte]] = payloadOf(x) match {
-      case e: Extracted => Seq(e.key.bytes, e.pickled, e.rawValues.length.toString.getBytes(UTF_8)) ++ e.rawValues
-      case (key: PickledKey, partial: Array[Byte]) => Seq(key.bytes, partial, "0".getBytes(UTF_8))
+      case e: Extracted => Seq(e.key.bytes, e.pickled, time(x), e.rawValues.length.toString.getBytes(UTF_8)) ++ e.rawValues
+      case (key: PickledKey, partial: Array[Byte]) => Seq(key.bytes, partial, Array.emptyByteArray, "0".getBytes(UTF_8))
       case other => throw new IllegalStateException(s"vertex '${w.vertex.name}': expected an extracted item or a partial accumulator, got $other")
     }
     def outputs(answer: Vector[Array[Byte]]): Iterator[Any] = answer.grouped(3).map { triple =>
       val (failedIn, key, pickled) = (triple(0), triple(1), triple(2))
       if (failedIn.nonEmpty) FailedRecord(new String(failedIn, UTF_8), pickled)
       else if (w.mode == "accumulate") (new PickledKey(key), pickled)
+      else if (w.window.isDefined) Timestamped(new String(key, UTF_8).toLong, pickled)
       else pickled
     }
     LocalVertex(w.vertex.name, w.vertex.localParallelism, { context =>
