@@ -14,8 +14,11 @@ import scala.util.control.NonFatal
   * senders of an edge and over the edges of a processor by the core's coalescer. A processor takes up to
   * `batchSize` items per call (one callback to Python per batch, for a Python light job).
   *
-  * It runs light jobs: [[newLightJob]] plans nothing and stores nothing; it builds the tasklets and
-  * hands them to the worker threads in one step, so a trivial job's submit and join take microseconds.
+  * It runs light jobs: [[newLightJob]] plans nothing and stores nothing; it builds the tasklets, runs
+  * them on the caller's thread for up to `callerRunsNanos` (while they progress), and hands what is left
+  * to the worker threads: a small job has ended when its start returns, with no thread hand-off, so its
+  * submit and join take tens of microseconds. A job's functions therefore must not wait for what its
+  * submitter does after the start.
   *
   * A job's life has two sides, both in memory, as in Jet's design doc 020: the coordinator's (the jobs
   * it started and has not seen end, [[LightJobCoordinator]]) and the engine's registry of executions.
@@ -39,7 +42,7 @@ import scala.util.control.NonFatal
   * }}}
   */
 final class LocalEngine(cooperativeThreads: Int, queueCapacity: Int = 1024, val batchSize: Int = 256,
-    uninitializedTimeoutMs: Long = LocalEngine.DefaultUninitializedTimeoutMs) {
+    uninitializedTimeoutMs: Long = LocalEngine.DefaultUninitializedTimeoutMs, callerRunsNanos: Long = LocalEngine.DefaultCallerRunsNanos) {
   require(uninitializedTimeoutMs > 0, s"uninitializedTimeoutMs must be positive, was $uninitializedTimeoutMs")
   private val service = new ExecutionService(cooperativeThreads)
   private val executions = new ConcurrentHashMap[Long, LocalExecution]()
@@ -77,12 +80,33 @@ final class LocalEngine(cooperativeThreads: Int, queueCapacity: Int = 1024, val 
       try {
         val tasklets = build(dag, execution)
         execution.start(tasklets)
-        service.submit(tasklets)
+        service.submit(runOnCaller(tasklets))
       } catch {
         case NonFatal(e) => execution.abandon(e)
       }
     }
     new LightJob(execution.id, name, execution, coordinator)
+  }
+
+  /** Runs `tasklets` on the caller's thread, a round (one call of each) at a time, while some progress and
+    * for at most `callerRunsNanos` (checked after each call); returns those not done, for the worker
+    * threads. A small job ends here, so its start returns it ended, without a hand-off to another thread
+    * (each costs a wake-up, and a Python light job's callbacks from the caller's thread reach Python on the
+    * connection it is waiting on). A round without progress waits for something outside the job (a
+    * stream's next item, a queue's reader on another thread): the rest is handed off at once.
+    */
+  private def runOnCaller(tasklets: Seq[LocalTasklet]): Seq[LocalTasklet] = {
+    val deadline = System.nanoTime() + callerRunsNanos
+    def due = System.nanoTime() - deadline >= 0
+    var left = tasklets.toVector
+    var progressed = true
+    while (left.nonEmpty && progressed && !due) {
+      progressed = false
+      var i = 0
+      while (i < left.size && !due) { if (left(i).call()) progressed = true; i += 1 }
+      left = left.filterNot(_.isDone)
+    }
+    left
   }
 
   /** Executions registered now (running ones, and leaked ones until the checker removes them). */
@@ -157,6 +181,9 @@ final class LocalEngine(cooperativeThreads: Int, queueCapacity: Int = 1024, val 
 object LocalEngine {
   /** Jet's interval of the light job checker. */
   private[local] val CheckIntervalMs = 1000L
+
+  /** How long a job's start runs it on the caller's thread before the worker threads take it over. */
+  val DefaultCallerRunsNanos: Long = 1000000L
 
   /** Jet's timeout of an uninitialised execution. */
   val DefaultUninitializedTimeoutMs: Long = 5 * 60 * 1000L

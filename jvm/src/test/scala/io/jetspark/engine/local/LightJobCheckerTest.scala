@@ -12,7 +12,8 @@ class LightJobCheckerTest extends AnyFunSuite {
   private val interval = LocalEngine.CheckIntervalMs
 
   /** A job whose source, on a thread of its own, blocks in its iterator until `release` opens: a
-    * function that ignores a cancel for as long as it runs.
+    * function that ignores a cancel for as long as it runs. Its engine must hand every job to its threads
+    * at once (`callerRunsNanos = 0`): run on the caller's thread first, the source would block the test.
     */
   private def stuckJob(engine: LocalEngine, release: CountDownLatch): LightJob = {
     val dag = LocalDag(
@@ -51,7 +52,7 @@ class LightJobCheckerTest extends AnyFunSuite {
   }
 
   test("an execution its coordinator forgot after a cancel, still running, is terminated and removed at the next check") {
-    val engine = new LocalEngine(cooperativeThreads = 1)
+    val engine = new LocalEngine(cooperativeThreads = 1, callerRunsNanos = 0)
     engine.faults.forgetOnCancel.set(true)
     val release = new CountDownLatch(1)
     try {
@@ -70,7 +71,7 @@ class LightJobCheckerTest extends AnyFunSuite {
 
   test("the checker leaves alone an execution its coordinator knows, however long it runs or takes to stop") {
     // A timeout far shorter than the job: it applies to executions never initialised, not to this one.
-    val engine = new LocalEngine(cooperativeThreads = 1, uninitializedTimeoutMs = 100)
+    val engine = new LocalEngine(cooperativeThreads = 1, uninitializedTimeoutMs = 100, callerRunsNanos = 0)
     val release = new CountDownLatch(1)
     try {
       val job = stuckJob(engine, release)
@@ -89,7 +90,7 @@ class LightJobCheckerTest extends AnyFunSuite {
   }
 
   test("no check runs while no execution is registered") {
-    val engine = new LocalEngine(cooperativeThreads = 1)
+    val engine = new LocalEngine(cooperativeThreads = 1, callerRunsNanos = 0)
     assert(engine.newLightJob(trivialDag, "first").join(5000))
     eventually(interval)(engine.registeredExecutions == 0)
     val idle = engine.checksRun

@@ -276,19 +276,46 @@ class LocalEngineTest extends AnyFunSuite {
     eventually(own.registeredExecutions == 0)
   }
 
-  test("round trip of a trivial light job (measured, printed; no timed assertion)") {
+  test("a small job runs to its end on the caller's thread, within its start") {
+    val patient = new LocalEngine(cooperativeThreads = 1, callerRunsNanos = 60L * 1000000000L)
+    val caller = Thread.currentThread()
+    val threads = java.util.concurrent.ConcurrentHashMap.newKeySet[Thread]()
+    val name = freshList()
     val p = Pipeline.create()
-    p.readFrom(Sources.items(Seq(1))).writeTo(Sinks.noop())
-    val dag = JvmVertices.translate(p.plan(1))
-    def once(): Long = { val start = System.nanoTime(); engine.newLightJob(dag, "trivial").join(); System.nanoTime() - start }
-    (1 to 2000).foreach(_ => once())
-    val times = Vector.fill(5000)(once()).sorted
-    def us(q: Double) = times((q * (times.size - 1)).toInt) / 1000.0
-    println(f"light job submit+join round trip (planned DAG, 2 vertices): p50 ${us(0.5)}%.1f µs, p90 ${us(0.9)}%.1f µs, p99 ${us(0.99)}%.1f µs")
-    val withPlanning = Vector.fill(500) { val start = System.nanoTime(); engine.newLightJob(p, 1).join(); System.nanoTime() - start }.sorted
-    println(f"  including planning the pipeline: p50 ${withPlanning(250) / 1000.0}%.1f µs")
-    assert(times.nonEmpty)
-    eventually(engine.registeredExecutions == 0)
+    p.readFrom(Sources.items(1 to 300)).map((x: Any) => { threads.add(Thread.currentThread()); int(x) + 1 })
+      .groupingKey((x: Any) => int(x) % 3).aggregate(AggregateOperations.counting).writeTo(Sinks.list(name))
+    val job = patient.newLightJob(p, 2)
+    assert(job.status == "COMPLETED")
+    assert(threads.size == 1 && threads.contains(caller))
+    sameMultiset((2 to 301).groupBy(_ % 3).map { case (k, xs) => (k, xs.size.toLong) }.toSeq, ListSinkRegistry.items(name))
+    ListSinkRegistry.clear(name)
+    assert(patient.registeredExecutions == 0)
+  }
+
+  test("the caller's thread hands the job to the engine's threads when its time is up, or at once when nothing progresses") {
+    val caller = Thread.currentThread()
+    // One item per call: the caller runs the source's first call and the map's first item, which takes
+    // longer than the caller may run; the other items are mapped on the engine's threads.
+    val brief = new LocalEngine(cooperativeThreads = 1, batchSize = 1, callerRunsNanos = 1000000L)
+    val threads = new java.util.concurrent.ConcurrentLinkedQueue[Thread]()
+    val out = run(parallelism = 1, on = brief) { (p, sink) =>
+      p.readFrom(Sources.items(1 to 5)).map((x: Any) => { threads.add(Thread.currentThread()); Thread.sleep(5); x }).writeTo(sink)
+    }
+    sameMultiset(1 to 5, out)
+    assert(threads.peek() == caller && threads.toArray.tail.forall(_ != caller), threads)
+    // A stream with nothing due: a round without progress, so start returns long before the caller's time
+    // (a minute) is up, the job running on.
+    val patient = new LocalEngine(cooperativeThreads = 1, callerRunsNanos = 60L * 1000000000L)
+    val waiting = LocalDag(
+      Seq(LocalVertex("waiting", 1, LocalVertices.passThrough, source = Some(_ => Iterator.continually(NothingDue))),
+        LocalVertex("sink", 1, _ => new SinkProcessor(_ => ()))),
+      Seq(LocalEdge("waiting", 0, "sink", 0, Routing.RoundRobin)))
+    val started = System.nanoTime()
+    val job = patient.newLightJob(waiting, "waiting")
+    assert(System.nanoTime() - started < 30L * 1000000000L && job.status == "RUNNING")
+    job.cancel()
+    intercept[CancellationException](job.join(5000))
+    eventually(patient.registeredExecutions == 0)
   }
 
   private def eventually(condition: => Boolean): Unit = {
