@@ -6,27 +6,33 @@ that only the JVM's tests can cause (``LightJobCheckerTest``)."""
 from __future__ import annotations
 
 import random
+import threading
 from typing import Any
 
 from test_light_jobs import wait_until_no_light_execution
 
 from jetspark import AggregateOperations as ops
-from jetspark import Pipeline, Sinks, Sources, _protocol
+from jetspark import JobConfig, Pipeline, Sinks, Sources, _protocol
 from jetspark._items import unpack_frames
 from jetspark.light_job import _Callback
 
 JOBS = 100
 
 
-def _job(i: int) -> tuple[Pipeline, str, list[tuple[int, int]]]:
+def _job(i: int, all_started: threading.Event) -> tuple[Pipeline, str, list[tuple[int, int]]]:
     """Job ``i`` of many: its own items, map, filter, key and list sink; with its expected list, computed
-    item by item over plain Python."""
+    item by item over plain Python. Its map waits until every job has started: they all run at once."""
     rng = random.Random(i)
     items = [rng.randrange(-500, 500) for _ in range(rng.randrange(20, 120))]
     factor, residue, keys = i + 1, i % 3, i % 7 + 2
     sink = f"life-{i}"
+
+    def scaled(x: int) -> int:
+        all_started.wait(120)
+        return x * factor
+
     p = Pipeline.create()
-    (p.read_from(Sources.items(items)).map(lambda x: x * factor).filter(lambda x: x % 3 != residue)
+    (p.read_from(Sources.items(items)).map(scaled).filter(lambda x: x % 3 != residue)
      .grouping_key(lambda x: x % keys).aggregate(ops.summing(lambda x: x)).write_to(Sinks.list(sink)))
     sums: dict[int, int] = {}
     for x in items:
@@ -37,10 +43,16 @@ def _job(i: int) -> tuple[Pipeline, str, list[tuple[int, int]]]:
 
 
 def test_a_hundred_light_jobs_at_once_do_not_interfere(jet):
-    jobs = [_job(i) for i in range(JOBS)]
+    all_started = threading.Event()
+    jobs = [_job(i, all_started) for i in range(JOBS)]
     for _, sink, _ in jobs:
         jet.clear_list(sink)
-    started = [jet.new_light_job(p) for p, _, _ in jobs]
+    try:
+        # Each handed to the engine's threads at once: run on this thread first, it would wait for ever.
+        started = [jet.new_light_job(p, JobConfig(light_job_start_us=0)) for p, _, _ in jobs]
+        assert _protocol.light_executions(jet._bridge) == JOBS  # all running at once
+    finally:
+        all_started.set()
     for job in started:
         job.join(timeout=300)
     for (_, sink, expected), job in zip(jobs, started):

@@ -19,19 +19,29 @@ PICKLE_PROTOCOL = 5
 _MAPPING, _SET = "jetspark:mapping", "jetspark:set"
 
 
+_LENGTH = struct.Struct(">I")
+
+
 def pack_frames(blobs: list[bytes]) -> bytes:
     """Many byte strings as one, each behind its 4-byte big-endian length: py4j moves one byte array in
     one call, but a list element by element."""
-    return b"".join(struct.pack(">I", len(b)) + b for b in blobs)
+    out = bytearray()
+    for blob in blobs:
+        out += _LENGTH.pack(len(blob))
+        out += blob
+    return bytes(out)
 
 
 def unpack_frames(data: bytes) -> list[bytes]:
     """The byte strings that :func:`pack_frames` (or the JVM's ``PythonValues.packFrames``) packed."""
-    blobs, at = [], 0
-    while at < len(data):
-        (size,) = struct.unpack_from(">I", data, at)
-        blobs.append(bytes(data[at + 4: at + 4 + size]))
-        at += 4 + size
+    data = bytes(data)
+    blobs: list[bytes] = []
+    at, end = 0, len(data)
+    while at < end:
+        (size,) = _LENGTH.unpack_from(data, at)
+        at += 4
+        blobs.append(data[at:at + size])
+        at += size
     return blobs
 
 
@@ -57,6 +67,8 @@ def canonical_key(key: Any) -> bytes:
     >>> canonical_key((1, "a")) == canonical_key((1.0, "a")) == canonical_key((True, "a")), loads_key(canonical_key(2.0))
     (True, 2)
     """
+    if type(key) is int:
+        return pickle.dumps(key, PICKLE_PROTOCOL)  # an int's pickle has no memo entry: these same bytes
     buffer = io.BytesIO()
     pickler = pickle.Pickler(buffer, PICKLE_PROTOCOL)
     pickler.fast = True  # no memo: the bytes depend on values only, not on which objects are shared

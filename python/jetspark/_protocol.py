@@ -178,16 +178,20 @@ def packed_objects(objects: list[Any]) -> bytes | None:
     return pack_frames([b"" if o is None else b"\x01" + o for o in objects])
 
 
-def start_light(jvm_bridge: Any, spec: dict[str, Any], objects: list[Any], callback: Any, name: str) -> Any:
-    """Starts a light job (the JVM's ``LightJob``) whose Python work ``callback`` does; what the local engine
-    cannot run raises ``NotImplementedError`` naming the vertex. Objects that pack (:func:`packed_objects`)
-    go with the spec, so that submitting is one round trip."""
+def start_light(jvm_bridge: Any, spec: dict[str, Any], objects: list[Any], callback: Any, name: str,
+                caller_runs_us: int) -> Any:
+    """Starts a light job whose Python work ``callback`` does, run on the calling thread for up to
+    ``caller_runs_us`` first; returns the JVM's ``LightJob``, or, for a job that completed within the call,
+    the late events it dropped (an int). What the local engine cannot run raises ``NotImplementedError``
+    naming the vertex. Objects that pack (:func:`packed_objects`) go with the spec, so that submitting is
+    one round trip."""
     out = jvm_objects(spec, objects)
     packed = packed_objects(out)
     try:
         if packed is not None:
-            return call(static_method(jvm_bridge, "startLightPacked"), json.dumps(spec), packed, callback, name, 0)
-        return call(static_method(jvm_bridge, "startLight"), json.dumps(spec), out, callback, name, 0)
+            return call(static_method(jvm_bridge, "startLightPacked"), json.dumps(spec), packed, callback, name, 0,
+                        caller_runs_us * 1000)
+        return call(static_method(jvm_bridge, "startLight"), json.dumps(spec), out, callback, name, 0, caller_runs_us * 1000)
     except jvm_errors() as e:
         if java_class_of(e) == "io.jetspark.engine.local.UnsupportedVertexException":
             raise NotImplementedError(java_message_of(e)) from None

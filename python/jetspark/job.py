@@ -53,7 +53,9 @@ class JobConfig:
     With ``progress_interval_ms``, a stream job writes a line of its progress to stderr at that interval
     (epochs, watermark and lag, items read and written, late drops, state); off by default.
     A light job (:meth:`JetSession.new_light_job`) collects each DataFrame or files source to the driver,
-    and refuses one of more than ``light_job_max_source_rows`` rows.
+    and refuses one of more than ``light_job_max_source_rows`` rows; its start runs it on the calling thread
+    for up to ``light_job_start_us`` microseconds (0: not at all) before the engine's threads take it over,
+    so that a small job has ended when its start returns.
 
     Examples
     --------
@@ -73,12 +75,15 @@ class JobConfig:
     trigger_interval_ms: int = 0
     progress_interval_ms: int | None = None
     light_job_max_source_rows: int = 100_000
+    light_job_start_us: int = 5_000
 
     def __post_init__(self) -> None:
         if not isinstance(self.processing_guarantee, ProcessingGuarantee):
             raise TypeError("JobConfig(processing_guarantee): must be a ProcessingGuarantee")
-        if not isinstance(self.trigger_interval_ms, int) or self.trigger_interval_ms < 0:
-            raise ValueError(f"JobConfig(trigger_interval_ms): must be 0 or more, not {self.trigger_interval_ms!r}")
+        for name in ("trigger_interval_ms", "light_job_start_us"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"JobConfig({name}): must be 0 or more, not {value!r}")
         for name in ("snapshot_interval_ms", "partition_idle_timeout_ms", "progress_interval_ms",
                      "light_job_max_source_rows"):
             value = getattr(self, name)

@@ -59,7 +59,9 @@ class LightJob:
         _collect_sources(spark, spec, objects, config.light_job_max_source_rows)
         self._callback = _Callback(objects)
         _protocol.ensure_callback_server(spark)
-        self._j = _protocol.start_light(bridge, spec, objects, self._callback, self.name)
+        started = _protocol.start_light(bridge, spec, objects, self._callback, self.name, config.light_job_start_us)
+        # A job that completed within its start comes back as its count of late events, not as a handle.
+        self._j = _Completed(started) if isinstance(started, int) else started
 
     @property
     def status(self) -> JobStatus:
@@ -97,6 +99,26 @@ class LightJob:
 
     def __repr__(self) -> str:
         return f"LightJob({self.name!r})"
+
+
+class _Completed:
+    """Stands for the JVM's ``LightJob`` of a job that completed within its start (the engine ran it on the
+    calling thread to its end): answers as that handle would, without a round trip."""
+
+    def __init__(self, late_events: int) -> None:
+        self._late_events = late_events
+
+    def status(self) -> str:
+        return JobStatus.COMPLETED.value
+
+    def lateEventsDropped(self) -> int:  # noqa: N802 - the JVM handle's name
+        return self._late_events
+
+    def join(self, timeout_ms: int) -> bool:
+        return True
+
+    def cancel(self) -> None:
+        pass
 
 
 def _collect_sources(spark: SparkSession, spec: dict[str, Any], objects: list[Any], limit: int) -> None:
@@ -185,11 +207,12 @@ class _Callback:
         elif spec["kind"] == "chain":
             self._chain(spec, items, out)
         elif spec["kind"] == "fused":
-            # What the chain's own call would answer, then the extraction's call over it: the chain keeps no
-            # dead letters here, so its answers are (empty stage, output pickle) pairs.
-            chained: list[bytes] = []
-            self._chain(spec["chain"], items, chained)
-            self._extract(spec["extract"], [pickle.loads(b) for b in chained[1::2]], out)
+            # The chain's outputs, then the extraction over them. The chain keeps no dead letters here, and
+            # each output keeps the pickle made of it, as in the chain's own call (an output that cannot be
+            # pickled fails the chain's last step there too).
+            steps = spec["chain"]["steps"]
+            outputs = [output for item in items for _, output in run_steps_numbered(steps, item, _with_pickle)[0]]
+            self._extract(spec["extract"], [output for output, _ in outputs], out, [pickled for _, pickled in outputs])
         else:
             self._extract(spec, items, out)
         return pack_frames(out)
@@ -201,11 +224,12 @@ class _Callback:
             answers += [(letter.stage.encode(), (), dumps(letter)) for letter in letters]
             _answer(out, answers, spec["itemwise"])
 
-    def _extract(self, spec: dict[str, Any], items: list[Any], out: list[bytes]) -> None:
-        """Per item: an empty frame, the key, the values and the item; or, for a record whose extractor failed
-        where the stage routes failures, the stage's name and the dead letter."""
+    def _extract(self, spec: dict[str, Any], items: list[Any], out: list[bytes], pickles: list[bytes] | None = None) -> None:
+        """Per item: an empty frame, the key, the values and the item (its pickle from ``pickles`` where given);
+        or, for a record whose extractor failed where the stage routes failures, the stage's name and the
+        dead letter."""
         stage, key = spec["stage"], spec["key"]
-        for item in items:
+        for at, item in enumerate(items):
             try:
                 extracted = [b"" if key is None else canonical_key(extract(key, item, self._functions))]
                 extracted += [dumps(extract(v, item, self._functions)) for v in spec["values"]]
@@ -213,7 +237,7 @@ class _Callback:
                 letter = record_failure(stage, spec["dead_letter"], item, e)
                 out += [stage.encode(), dumps(letter)]
                 continue
-            out += [b"", *extracted, dumps(item)]
+            out += [b"", *extracted, dumps(item) if pickles is None else pickles[at]]
 
     def _stateful(self, spec: dict[str, Any], frames: list[bytes]) -> list[bytes]:
         """``map_stateful`` over pairs of frames (the key's canonical bytes, the item's pickle): the state of
@@ -329,6 +353,10 @@ def _triples(batch: Any, timed: bool = False) -> list[bytes]:
             key = str(pickle.loads(item).end - 1).encode()
         out += [(failure or "").encode(), key, item]
     return out
+
+
+def _with_pickle(output: Any) -> tuple[Any, bytes]:
+    return output, dumps(output)
 
 
 def _step(spec: dict[str, Any], functions: dict[int, Any]) -> Step:

@@ -2,7 +2,7 @@ package io.jetspark.python
 
 import io.jetspark.JetSparkVersion
 import io.jetspark.engine.ListSinkRegistry
-import io.jetspark.engine.local.{LightJob, LocalEngine, PythonCallback, PythonVertices}
+import io.jetspark.engine.local.{LocalEngine, PythonCallback, PythonVertices}
 import io.jetspark.engine.spark.FileSources
 import io.jetspark.engine.spark.runner.PythonRowSinks
 import io.jetspark.item.PythonValues
@@ -46,12 +46,19 @@ object PythonBridge {
   /** Plans a pipeline (same spec and objects as [[prepareBatch]]) and starts it as a light job on this
     * JVM's local engine, in one call; `parallelism` 0 plans with the engine's thread count. Python work
     * runs through `python`, which also tells the engine's light job checker whether the driver's Python is
-    * still there. What the engine cannot run fails here, naming the vertex.
+    * still there. What the engine cannot run fails here, naming the vertex. The engine runs the job on
+    * this thread first, for up to `callerRunsNanos`.
+    *
+    * Returns the job; or, when it completed within this call (the engine runs a small job on the
+    * caller's thread), the late events its windows dropped, a `java.lang.Long`: Python then holds no
+    * handle, and needs no round trip to join it or to release it.
     */
-  def startLight(spec: String, objects: java.util.List[AnyRef], python: PythonCallback, jobId: String, parallelism: Int): LightJob = {
+  def startLight(spec: String, objects: java.util.List[AnyRef], python: PythonCallback, jobId: String, parallelism: Int,
+      callerRunsNanos: Long): AnyRef = {
     val p = if (parallelism > 0) parallelism else LocalEngine.default.parallelism
     val dag = PythonVertices.translate(PipelineSpecReader.read(spec, objects).plan(p), python)
-    LocalEngine.default.newLightJob(dag, jobId, () => python.ping())
+    val job = LocalEngine.default.newLightJob(dag, jobId, () => python.ping(), callerRunsNanos)
+    if (job.status == "COMPLETED") java.lang.Long.valueOf(job.lateEventsDropped) else job
   }
 
   /** How many light job executions this JVM's local engine has registered now; for tests, which check
@@ -68,8 +75,9 @@ object PythonBridge {
     * per object, empty for null, else a 1 byte and the object's bytes), as Python sends them when every
     * object is bytes or null: py4j would send a list element by element, a round trip each.
     */
-  def startLightPacked(spec: String, objects: Array[Byte], python: PythonCallback, jobId: String, parallelism: Int): LightJob =
-    startLight(spec, unpackObjects(objects), python, jobId, parallelism)
+  def startLightPacked(spec: String, objects: Array[Byte], python: PythonCallback, jobId: String, parallelism: Int,
+      callerRunsNanos: Long): AnyRef =
+    startLight(spec, unpackObjects(objects), python, jobId, parallelism, callerRunsNanos)
 
   private[python] def unpackObjects(packed: Array[Byte]): java.util.List[AnyRef] = {
     val out = new java.util.ArrayList[AnyRef]()

@@ -42,8 +42,9 @@ import scala.util.control.NonFatal
   * }}}
   */
 final class LocalEngine(cooperativeThreads: Int, queueCapacity: Int = 1024, val batchSize: Int = 256,
-    uninitializedTimeoutMs: Long = LocalEngine.DefaultUninitializedTimeoutMs, callerRunsNanos: Long = LocalEngine.DefaultCallerRunsNanos) {
+    uninitializedTimeoutMs: Long = LocalEngine.DefaultUninitializedTimeoutMs, val callerRunsNanos: Long = LocalEngine.DefaultCallerRunsNanos) {
   require(uninitializedTimeoutMs > 0, s"uninitializedTimeoutMs must be positive, was $uninitializedTimeoutMs")
+  require(callerRunsNanos >= 0, s"callerRunsNanos must be 0 or more, was $callerRunsNanos")
   private val service = new ExecutionService(cooperativeThreads)
   private val executions = new ConcurrentHashMap[Long, LocalExecution]()
   private val ids = new AtomicLong
@@ -67,8 +68,11 @@ final class LocalEngine(cooperativeThreads: Int, queueCapacity: Int = 1024, val 
   def newLightJob(pipeline: Pipeline, parallelism: Int): LightJob =
     newLightJob(JvmVertices.translate(pipeline.plan(parallelism)), "light-job")
 
-  /** Starts `dag`: registers its execution, builds its tasklets and submits them, nothing else. */
-  def newLightJob(dag: LocalDag, name: String, ownerAlive: () => Boolean = () => true): LightJob = {
+  /** Starts `dag`: registers its execution, builds its tasklets, runs them on the caller's thread for up
+    * to `callerRunsNanos` ([[runOnCaller]]; 0: not at all) and submits the rest, nothing else.
+    */
+  def newLightJob(dag: LocalDag, name: String, ownerAlive: () => Boolean = () => true,
+      callerRunsNanos: Long = callerRunsNanos): LightJob = {
     val execution = new LocalExecution(ids.incrementAndGet(), name, ownerAlive)
     // The coordinator knows the job before its execution is registered, so the checker never finds a
     // sound execution unknown.
@@ -80,7 +84,7 @@ final class LocalEngine(cooperativeThreads: Int, queueCapacity: Int = 1024, val 
       try {
         val tasklets = build(dag, execution)
         execution.start(tasklets)
-        service.submit(runOnCaller(tasklets))
+        service.submit(runOnCaller(tasklets, callerRunsNanos))
       } catch {
         case NonFatal(e) => execution.abandon(e)
       }
@@ -95,7 +99,7 @@ final class LocalEngine(cooperativeThreads: Int, queueCapacity: Int = 1024, val 
     * connection it is waiting on). A round without progress waits for something outside the job (a
     * stream's next item, a queue's reader on another thread): the rest is handed off at once.
     */
-  private def runOnCaller(tasklets: Seq[LocalTasklet]): Seq[LocalTasklet] = {
+  private def runOnCaller(tasklets: Seq[LocalTasklet], callerRunsNanos: Long): Seq[LocalTasklet] = {
     val deadline = System.nanoTime() + callerRunsNanos
     def due = System.nanoTime() - deadline >= 0
     var left = tasklets.toVector
@@ -183,7 +187,7 @@ object LocalEngine {
   private[local] val CheckIntervalMs = 1000L
 
   /** How long a job's start runs it on the caller's thread before the worker threads take it over. */
-  val DefaultCallerRunsNanos: Long = 1000000L
+  val DefaultCallerRunsNanos: Long = 5000000L
 
   /** Jet's timeout of an uninitialised execution. */
   val DefaultUninitializedTimeoutMs: Long = 5 * 60 * 1000L
