@@ -69,7 +69,7 @@ object LightJobLatency {
 
   def main(args: Array[String]): Unit = {
     val runs = args.headOption.map(_.toInt).getOrElse(1000)
-    val Array(p50, p99, dagP50, dagP99) = measure(runs, warmup = 2000)
+    val Array(p50, p99, dagP50, dagP99) = measure(runs, warmup = 20000)
     println(f"light job of JVM functions, $Items items -> filter -> keyed sum -> list, $runs runs:")
     println(f"  newLightJob(pipeline).join(): p50 $p50%.1f µs, p99 $p99%.1f µs")
     println(f"  newLightJob(dag).join():      p50 $dagP50%.1f µs, p99 $dagP99%.1f µs")
