@@ -11,7 +11,8 @@ from typing import Any
 
 from jetspark.worker.carried import carried_columns, carried_schema
 from jetspark.worker.custom_aggregations import SCHEMAS, custom_aggregation_function
-from jetspark.worker.custom_windows import STREAM_WINDOW_SCHEMA, custom_window_function, stream_window_function
+from jetspark.worker.custom_windows import custom_window_function
+from jetspark.worker.stream_windows import STREAM_WINDOW_SCHEMA, stream_window_function
 from jetspark.worker.epoch_state import STATE, kept_across_epochs
 from jetspark.worker.operations import operation_of
 from jetspark.worker.steps import (CHAIN_SCHEMA, ITEM, OPAQUE_SCHEMA, Step, bound_extraction_function, chain_function,
@@ -107,7 +108,7 @@ def custom_window_udf_column(spec: Mapping[str, Any], objects: list[Any], mode: 
     """The Spark Column of one vertex of a window with a user-defined part (``custom:<vertex>``), its
     operation ``spec`` as the JVM sends it (``CustomAggregationWork``), its functions among ``objects``;
     ``dead_letter``: the stage has a dead-letter sink; ``kept``: a window on a stream, its frames or
-    sessions kept from one epoch to the next (:func:`~jetspark.worker.custom_windows.stream_window_function`)."""
+    sessions kept from one epoch to the next (:func:`~jetspark.worker.stream_windows.stream_window_function`)."""
     operation = operation_of(spec, objects, atomic=dead_letter)
     if not kept:
         return arrow_udf(custom_window_function(operation, mode, window, keyed, stage, dead_letter), SCHEMAS[mode],

@@ -14,7 +14,7 @@ for them (the ``values`` column):
   What the item carries beside it (its time, its sequence id: :mod:`jetspark.worker.carried`) goes with what
   is emitted for it, result or dead letter, as Jet's rolling aggregation keeps its item's timestamp.
 
-Windows (groups of a key and a frame or session) are :mod:`jetspark.worker.custom_windows`'s; both build on the
+Windows (groups of a key and a frame or session) are :mod:`jetspark.worker.window_frames`'s; both build on the
 calls and outputs here (:class:`StageCalls`, :class:`Output`), so a record fails and a group is named
 alike everywhere.
 
@@ -84,7 +84,7 @@ class StageCalls:
 class _Group:
     """The group a call of the operation is about, put into words only when the call fails: a combine
     runs once per partial of a group, and unpickling the group's key for each would cost more than the
-    call (as a window's, see ``custom_windows._About``)."""
+    call (as a window's, see ``window_frames._About``)."""
 
     __slots__ = ("key",)
 
