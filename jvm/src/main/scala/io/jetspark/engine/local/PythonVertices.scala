@@ -42,7 +42,7 @@ trait PythonCallback {
   * and those with an `AggregateOperation.of` part in Python ([[customAggregation]]); hash joins with
   * one or more enriching sides; windows after `add_timestamps` (those of an `AggregateOperation.of` in
   * Python, on batches), each item's time read in Python and carried beside it ([[Timestamped]], see
-  * [[timedOutputs]]); distinct; sort; list, console (printed by
+  * [[CarriedItems]]); distinct; sort; list, console (printed by
   * the driver's Python), dead-letter and noop sinks.
   *
   * `preserve_order` as the plan says ([[io.jetspark.plan.PhysicalDag]]): a vertex that assigns sequence
@@ -54,6 +54,8 @@ trait PythonCallback {
   * Anything else fails here, naming the vertex.
   */
 object PythonVertices {
+  import CarriedItems.{carried, extractedOf, payloadOf, takesTimedItems, timedOutputs}
+
   private val mapper = new ObjectMapper()
 
   /** One step of a chain's work: `kind` is "map", "filter", "flat_map", "peek", or "join_map" (a hash
@@ -161,57 +163,6 @@ object PythonVertices {
     val mapperEdges = mappers.map { case (join, m) => LocalEdge(join, 0, m.name, 0, Routing.Isolated) }
     LocalDag(vertices ++ mappers.values ++ streamHeads.flatMap(_._1) ++ added.flatten,
       edges.flatten ++ mapperEdges ++ streamHeads.flatMap(_._2))
-  }
-
-  /** Which vertices emit items with their event time ([[Timestamped]]): `add_timestamps`, the vertices
-    * after it that keep each item's time for its outputs, and the windows that combine (their results are
-    * events at `end - 1`, as the Spark engine's are). Every other vertex, and a merge of items with and
-    * without their time, emits bare items, and a window behind one fails naming it.
-    */
-  private def timedOutputs(dag: PhysicalDag): Map[String, Boolean] =
-    dag.vertices.foldLeft(Map.empty[String, Boolean]) { (timed, v) =>
-      val inputs = dag.edgesInto(v.name).filter(_.errorsOf.isEmpty).map(e => timed(e.from)).distinct
-      timed + (v.name -> (v.description match {
-        case AddTimestamps(_, _) => true
-        case Source(_, Some(TimestampPolicy.FromItems(_, _) | TimestampPolicy.Native(_))) => true
-        case WindowAggregate(stage, _, _, _) => stage != AggregationStage.Accumulate
-        case StatelessChain(_) | Merge(_, _) | MapStateful(_, _, _) | RollingAggregate(_, _) => inputs == Seq(true)
-        // A join is a map over its streamed side: its outputs have their left item's time.
-        case HashJoin(_, _, _) => dag.edgesInto(v.name).exists(e => e.toOrdinal == 0 && timed(e.from))
-        case _ => false
-      }))
-    }
-
-  /** Whether input `ordinal` of `v` takes items with their event time as they are: the vertices that
-    * pass it on to the outputs of each item (stateless ones, `map_stateful`, a rolling aggregation, a
-    * join's streamed side) and a window, which reads it; the others take bare items.
-    */
-  private def takesTimedItems(v: Vertex, ordinal: Int): Boolean = v.description match {
-    case StatelessChain(_) | Merge(_, _) | WindowAggregate(_, _, _, _) | Sink(_) | MapStateful(_, _, _) | RollingAggregate(_, _) => true
-    case HashJoin(_, _, _) => ordinal == 0
-    case _ => false
-  }
-
-  /** An item without what it carries beside it (its sequence id, its event time). */
-  private def payloadOf(x: Any): Any = Sequenced.itemOf(x) match {
-    case Timestamped(_, payload) => payload
-    case payload => payload
-  }
-
-  /** What Python extracted from an item, also where the item carries its event time. */
-  private def extractedOf(x: Any): Extracted = x match {
-    case Timestamped(_, e: Extracted) => e
-    case e => e.asInstanceOf[Extracted]
-  }
-
-  /** `made` in the place of `from`, the item it was made from: with `from`'s sequence id (extended by
-    * `path`, the place of `made` among the item's outputs) and event time, where `from` has them.
-    */
-  private def carried(from: Any, made: Any, path: Seq[Int] = Nil, keepTime: Boolean = true): Any = from match {
-    case Sequenced(seq, item) => Sequenced(seq.below(path), carried(item, made, Nil, keepTime))
-    case Timestamped(ts, _) if keepTime => Timestamped(ts, made)
-    case SubstreamItem(substream, _) => SubstreamItem(substream, made)
-    case _ => made
   }
 
   /** The vertices that give their outputs the ids of their items (see [[vertex]]). */
