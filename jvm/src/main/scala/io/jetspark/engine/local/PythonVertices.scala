@@ -4,10 +4,10 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.core.{Processor, ProcessorContext}
 import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
 import io.jetspark.core.processor._
-import io.jetspark.item.{CustomAggregationWork, Extracted, PickledItem, PickledKey, PythonAggregations, PythonOps, PythonValues, SimpleEvent}
+import io.jetspark.item.{CustomAggregationWork, Extracted, PickledItem, PickledKey, PythonAggregations, PythonOps, PythonValues}
 import io.jetspark.pipeline.{PythonAggregateSpec, PythonExtractors, PythonRef}
 import io.jetspark.core.eventtime.SubstreamItem
-import io.jetspark.pipeline.definition.{Extractor, StreamSource, TimestampPolicy}
+import io.jetspark.pipeline.definition.{Extractor, StreamSource}
 import io.jetspark.pipeline.transform.{PeekTransform, StatelessTransform}
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
 import io.jetspark.plan.VertexDescription._
@@ -35,18 +35,16 @@ trait PythonCallback {
   * its own after the join, over the joined tuples.
   *
   * Runs: items sources (DataFrames are collected into them by Python); items and rate streams
-  * ([[StreamReading]]), with their items' timestamps (read in Python), a rate stream's own, or none, then
-  * the core's watermarks per substream; map/filter/flat_map/peek and
-  * map_stateful in Python (the states kept by Python), with dead-letter sinks; merges; keyed and global
-  * aggregation (also `aggregate2`) and rolling aggregation, with the built-in operations in the JVM
-  * and those with an `AggregateOperation.of` part in Python ([[PythonAggregationVertices]]); hash joins with
-  * one or more enriching sides; windows after `add_timestamps` (those of an `AggregateOperation.of` in
-  * Python, on batches), each item's time read in Python and carried beside it ([[Timestamped]], see
-  * [[CarriedItems]]); distinct; sort; list, console (printed by
-  * the driver's Python), dead-letter and noop sinks.
+  * ([[PythonStreamHead]]); map/filter/flat_map/peek and map_stateful in Python (the states kept by
+  * Python), with dead-letter sinks; merges; keyed and global aggregation (also `aggregate2`) and rolling
+  * aggregation, with the built-in operations in the JVM and those with an `AggregateOperation.of` part
+  * in Python ([[PythonAggregationVertices]]); hash joins with one or more enriching sides; windows after
+  * `add_timestamps` (those of an `AggregateOperation.of` in Python, on batches), each item's time read
+  * in Python and carried beside it ([[CarriedItems]]); distinct; sort; list, console (printed by the
+  * driver's Python), dead-letter and noop sinks.
   *
   * `preserve_order` as the plan says ([[io.jetspark.plan.PhysicalDag]]): a vertex that assigns sequence
-  * ids numbers what it sends, items keep their ids ([[Sequenced]]) on the edges that carry them, a
+  * ids numbers what it sends, items keep their ids ([[Sequenced]], [[CarriedItems]]) on the edges that carry them, a
   * vertex on an edge that restores order runs the core's restore ([[LocalVertices.restoringOrder]]),
   * an ordered merge the core's merge, and the vertices in between give each output its item's id:
   * Python answers item by item for chains and `map_stateful`, and the JVM's rolling aggregation and
@@ -86,7 +84,7 @@ object PythonVertices {
   }
 
   /** A chain vertex: Python runs `work` over each batch of items, on a thread of its own (it blocks). */
-  private def chainVertex(name: String, parallelism: Int, python: PythonCallback, work: String,
+  private[local] def chainVertex(name: String, parallelism: Int, python: PythonCallback, work: String,
       answered: (IndexedSeq[Any], Vector[Array[Byte]]) => Iterator[Any]): LocalVertex = {
     val outputs: IndexedSeq[Any] => IterableOnce[Any] = batch => answered(batch, call(python, work, batch.map(pickle)))
     LocalVertex(name, parallelism, _ => new BatchTransformProcessor(outputs), cooperative = false)
@@ -121,16 +119,7 @@ object PythonVertices {
         v.name -> chainVertex(mapperVertexName(v), v.localParallelism, python, work,
           (batch, frames) => if (timed(v.name)) itemwiseOutputs(batch, frames) else withFailures(frames))
     }.toMap
-    // A stream with timestamps from its items: read, then its timestamps (Python), then its watermarks
-    // (the vertex of the plan, which its edges leave).
-    val streamHeads = dag.vertices.collect {
-      case v @ Vertex(_, Source(_, Some(TimestampPolicy.FromItems(timestamp, _))), _, _, _) if readings.contains(v.name) =>
-        val (read, stamp) = (s"${v.name}/read", s"${v.name}/stamp")
-        val p = v.localParallelism
-        (Seq(LocalVertex(read, p, LocalVertices.passThrough, source = Some(pythonStream(readings(v.name), native = false))),
-          chainVertex(stamp, p, python, stampWork(v, timestamp, deadLetter = false), stamped)),
-          Seq(LocalEdge(read, 0, stamp, 0, Routing.Isolated), LocalEdge(stamp, 0, v.name, 0, Routing.Isolated)))
-    }
+    val streamHeads = PythonStreamHead.readAndStamp(dag, readings, python)
     val extractedKey: Any => Any = x => extractedOf(x).key
     // A dead-letter sink's inputs from extractions come after its own, numbered across all of them: the
     // extractions of two inputs of one receiver send their failures to the same sink.
@@ -240,22 +229,7 @@ object PythonVertices {
       if (itemwise) itemwiseOutputs(batch, frames) else withFailures(frames)
     v.description match {
       case Source(source, None) if source.name == "items" => LocalVertices.itemsSource(v, source.parameters("items").asInstanceOf[Seq[Any]])
-      case Source(source, Some(policy)) if reading.isDefined =>
-        if (dag.routesFailures(v)) LocalVertices.unsupported(v, "dead letters of a stream's timestamps")
-        if (v.assignsSequence) LocalVertices.unsupported(v, "preserve_order on a stream")
-        val stream = reading.get
-        policy match {
-          // Its items come from the vertices before it (see translate), stamped.
-          case TimestampPolicy.FromItems(_, lagMs) => local(stream.watermarks(lagMs))
-          case TimestampPolicy.Native(lagMs) if source.name == "rateStream" =>
-            LocalVertex(v.name, v.localParallelism, stream.watermarks(lagMs), source = Some(pythonStream(stream, native = true)))
-          case TimestampPolicy.NoTimestamps =>
-            LocalVertex(v.name, v.localParallelism, LocalVertices.passThrough, source = Some(pythonStream(stream, native = false)(_).map {
-              case SubstreamItem(_, item) => item
-              case nothingDue => nothingDue
-            }))
-          case other => LocalVertices.unsupported(v, s"a ${source.name} with ${other.describe}")
-        }
+      case Source(source, Some(policy)) if reading.isDefined => PythonStreamHead.sourceVertex(dag, v, source, policy, reading.get)
       case Aggregate(_, _, _) | RollingAggregate(_, _) if PythonAggregations.runsInPython(v) =>
         // Only a rolling aggregation emits for each item; the others' inputs come bare.
         PythonAggregationVertices.customAggregation(CustomAggregationWork.of(dag, v), python, carries = (sequenced || timedInput) && v.description.isInstanceOf[RollingAggregate])
@@ -264,7 +238,7 @@ object PythonVertices {
           .foreach(t => LocalVertices.unsupported(v, s"step ${t.describe}: Python pipelines run Python functions"))
         chainVertex(v.name, v.localParallelism, python, chainWork(v.name, steps.map(chainStep), itemwise), answered)
       case AddTimestamps(timestamp, _) =>
-        chainVertex(v.name, v.localParallelism, python, stampWork(v, timestamp, dag.routesFailures(v)), stamped)
+        chainVertex(v.name, v.localParallelism, python, PythonStreamHead.stampWork(v, timestamp, dag.routesFailures(v)), PythonStreamHead.stamped)
       case WindowAggregate(stage, _, _, _) if PythonAggregations.runsInPython(v) =>
         if (streaming) LocalVertices.unsupported(v, "a window of an AggregateOperation.of(...) on a stream")
         if (!timedInput && stage != AggregationStage.Combine)
@@ -379,32 +353,6 @@ object PythonVertices {
     out.result().iterator
   }
 
-  /** What instance `i` reads of `stream`, as Python takes it: a rate stream's events pickled, with their own
-    * time where the stream has `native` timestamps.
-    */
-  private def pythonStream(stream: StreamReading, native: Boolean): Int => Iterator[Any] = stream.read(_).map {
-    case SubstreamItem(s, e: SimpleEvent) => SubstreamItem(s, if (native) Timestamped(e.timestamp, PythonValues.dumps(e)) else PythonValues.dumps(e))
-    case other => other
-  }
-
-  /** The work of reading the timestamps of the items entering `v` (`add_timestamps`, a stream source's). */
-  private def stampWork(v: Vertex, timestamp: Extractor, deadLetter: Boolean): String =
-    mapper.writeValueAsString(mapper.createObjectNode().put("kind", "stamp").put("vertex", v.name)
-      .put("stage", v.fusedChain.head).put("dead_letter", deadLetter)
-      .set[JsonNode]("timestamp", extractorJson(v, timestamp)))
-
-  /** Python's answer to `add_timestamps`, per item: the stage its timestamp failed in (empty for none),
-    * the timestamp in ms, and the item's pickle (for a failure: the `DeadLetter`'s).
-    */
-  private def stamped(batch: IndexedSeq[Any], frames: Vector[Array[Byte]]): Iterator[Any] = {
-    if (frames.size != 3 * batch.size) throw new IllegalStateException(s"Python answered ${frames.size} frames for ${batch.size} items")
-    batch.iterator.zip(frames.grouped(3)).map { case (item, triple) =>
-      val (stage, ts, pickled) = (triple(0), triple(1), triple(2))
-      if (stage.nonEmpty) FailedRecord(new String(stage, UTF_8), pickled)
-      else carried(item, Timestamped(new String(ts, UTF_8).toLong, pickled), keepTime = false)
-    }
-  }
-
   /** Python's answer of pairs (the stage a record failed in, empty for an output; the pickle) as items. */
   private def withFailures(frames: Vector[Array[Byte]]): Iterator[Any] = frames.grouped(2).map { pair =>
     val (stage, output) = (pair(0), pair(1))
@@ -493,6 +441,6 @@ object PythonVertices {
   }
 
   /** How Python extracts a key or value ([[PythonExtractors.json]], the Spark engine's form). */
-  private def extractorJson(v: Vertex, e: Extractor): JsonNode =
+  private[local] def extractorJson(v: Vertex, e: Extractor): JsonNode =
     PythonExtractors.json(e).getOrElse(LocalVertices.unsupported(v, PythonExtractors.unsupported(e)))
 }
