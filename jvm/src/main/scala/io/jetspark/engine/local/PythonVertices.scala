@@ -44,11 +44,11 @@ trait PythonCallback {
   * driver's Python), dead-letter and noop sinks.
   *
   * `preserve_order` as the plan says ([[io.jetspark.plan.PhysicalDag]]): a vertex that assigns sequence
-  * ids numbers what it sends, items keep their ids ([[Sequenced]], [[CarriedItems]]) on the edges that carry them, a
-  * vertex on an edge that restores order runs the core's restore ([[LocalVertices.restoringOrder]]),
-  * an ordered merge the core's merge, and the vertices in between give each output its item's id:
-  * Python answers item by item for chains and `map_stateful`, and the JVM's rolling aggregation and
-  * distinct run inside the core's [[CarryingProcessor]].
+  * ids numbers what it sends, items keep their ids ([[Sequenced]], [[CarriedItems]]) on the edges that
+  * carry them, a vertex on an edge that restores order runs the core's restore
+  * ([[LocalVertices.restoringOrder]]), an ordered merge the core's merge, and the vertices in between
+  * give each output its item's id: Python answers item by item for chains and `map_stateful`, and the
+  * JVM's rolling aggregation and distinct run inside the core's [[CarryingProcessor]].
   * Anything else fails here, naming the vertex.
   */
 object PythonVertices {
