@@ -4,10 +4,10 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.jetspark.core.{Processor, ProcessorContext}
 import io.jetspark.core.aggregate.{AggregateOperation, AnyOrdering}
 import io.jetspark.core.processor._
-import io.jetspark.item.{CustomAggregationWork, Extracted, PickledItem, PickledKey, PythonAggregations, PythonOps, PythonValues, SimpleEvent}
+import io.jetspark.item.{CustomAggregationWork, Extracted, PickledItem, PickledKey, PythonAggregations, PythonOps, PythonValues}
 import io.jetspark.pipeline.{PythonAggregateSpec, PythonExtractors, PythonRef}
 import io.jetspark.core.eventtime.SubstreamItem
-import io.jetspark.pipeline.definition.{Extractor, StreamSource, TimestampPolicy}
+import io.jetspark.pipeline.definition.{Extractor, StreamSource}
 import io.jetspark.pipeline.transform.{PeekTransform, StatelessTransform}
 import io.jetspark.plan.{AggregationStage, Edge, EdgeKind, PhysicalDag, Vertex}
 import io.jetspark.plan.VertexDescription._
@@ -35,26 +35,26 @@ trait PythonCallback {
   * its own after the join, over the joined tuples.
   *
   * Runs: items sources (DataFrames are collected into them by Python); items and rate streams
-  * ([[StreamReading]]), with their items' timestamps (read in Python), a rate stream's own, or none, then
-  * the core's watermarks per substream; map/filter/flat_map/peek and
-  * map_stateful in Python (the states kept by Python), with dead-letter sinks; merges; keyed and global
-  * aggregation (also `aggregate2`) and rolling aggregation, with the built-in operations in the JVM
-  * and those with an `AggregateOperation.of` part in Python ([[customAggregation]]); hash joins with
-  * one or more enriching sides; windows after `add_timestamps` (those of an `AggregateOperation.of` in
-  * Python, on batches), each item's time read in Python and carried beside it ([[Timestamped]], see
-  * [[timedOutputs]]); distinct; sort; list, console (printed by
-  * the driver's Python), dead-letter and noop sinks.
+  * ([[PythonStreamHead]]); map/filter/flat_map/peek and map_stateful in Python (the states kept by
+  * Python), with dead-letter sinks; merges; keyed and global aggregation (also `aggregate2`) and rolling
+  * aggregation, with the built-in operations in the JVM and those with an `AggregateOperation.of` part
+  * in Python ([[PythonAggregationVertices]]); hash joins with one or more enriching sides; windows after
+  * `add_timestamps` (those of an `AggregateOperation.of` in Python, on batches), each item's time read
+  * in Python and carried beside it ([[CarriedItems]]); distinct; sort; list, console (printed by the
+  * driver's Python), dead-letter and noop sinks.
   *
   * `preserve_order` as the plan says ([[io.jetspark.plan.PhysicalDag]]): a vertex that assigns sequence
-  * ids numbers what it sends, items keep their ids ([[Sequenced]]) on the edges that carry them, a
-  * vertex on an edge that restores order runs the core's restore ([[LocalVertices.restoringOrder]]),
-  * an ordered merge the core's merge, and the vertices in between give each output its item's id:
-  * Python answers item by item for chains and `map_stateful`, and the JVM's rolling aggregation and
-  * distinct run inside the core's [[CarryingProcessor]].
+  * ids numbers what it sends, items keep their ids ([[Sequenced]], [[CarriedItems]]) on the edges that
+  * carry them, a vertex on an edge that restores order runs the core's restore
+  * ([[LocalVertices.restoringOrder]]), an ordered merge the core's merge, and the vertices in between
+  * give each output its item's id: Python answers item by item for chains and `map_stateful`, and the
+  * JVM's rolling aggregation and distinct run inside the core's [[CarryingProcessor]].
   * Anything else fails here, naming the vertex.
   */
 object PythonVertices {
-  private val mapper = new ObjectMapper()
+  import CarriedItems.{carried, extractedOf, payloadOf, takesTimedItems, timedOutputs}
+
+  private[local] val mapper = new ObjectMapper()
 
   /** One step of a chain's work: `kind` is "map", "filter", "flat_map", "peek", or "join_map" (a hash
     * join's mapper, over the joined tuple `(left, right_1, ..., right_n)`); `ref` the number of its
@@ -84,7 +84,7 @@ object PythonVertices {
   }
 
   /** A chain vertex: Python runs `work` over each batch of items, on a thread of its own (it blocks). */
-  private def chainVertex(name: String, parallelism: Int, python: PythonCallback, work: String,
+  private[local] def chainVertex(name: String, parallelism: Int, python: PythonCallback, work: String,
       answered: (IndexedSeq[Any], Vector[Array[Byte]]) => Iterator[Any]): LocalVertex = {
     val outputs: IndexedSeq[Any] => IterableOnce[Any] = batch => answered(batch, call(python, work, batch.map(pickle)))
     LocalVertex(name, parallelism, _ => new BatchTransformProcessor(outputs), cooperative = false)
@@ -119,16 +119,7 @@ object PythonVertices {
         v.name -> chainVertex(mapperVertexName(v), v.localParallelism, python, work,
           (batch, frames) => if (timed(v.name)) itemwiseOutputs(batch, frames) else withFailures(frames))
     }.toMap
-    // A stream with timestamps from its items: read, then its timestamps (Python), then its watermarks
-    // (the vertex of the plan, which its edges leave).
-    val streamHeads = dag.vertices.collect {
-      case v @ Vertex(_, Source(_, Some(TimestampPolicy.FromItems(timestamp, _))), _, _, _) if readings.contains(v.name) =>
-        val (read, stamp) = (s"${v.name}/read", s"${v.name}/stamp")
-        val p = v.localParallelism
-        (Seq(LocalVertex(read, p, LocalVertices.passThrough, source = Some(pythonStream(readings(v.name), native = false))),
-          chainVertex(stamp, p, python, stampWork(v, timestamp, deadLetter = false), stamped)),
-          Seq(LocalEdge(read, 0, stamp, 0, Routing.Isolated), LocalEdge(stamp, 0, v.name, 0, Routing.Isolated)))
-    }
+    val streamHeads = PythonStreamHead.readAndStamp(dag, readings, python)
     val extractedKey: Any => Any = x => extractedOf(x).key
     // A dead-letter sink's inputs from extractions come after its own, numbered across all of them: the
     // extractions of two inputs of one receiver send their failures to the same sink.
@@ -161,57 +152,6 @@ object PythonVertices {
     val mapperEdges = mappers.map { case (join, m) => LocalEdge(join, 0, m.name, 0, Routing.Isolated) }
     LocalDag(vertices ++ mappers.values ++ streamHeads.flatMap(_._1) ++ added.flatten,
       edges.flatten ++ mapperEdges ++ streamHeads.flatMap(_._2))
-  }
-
-  /** Which vertices emit items with their event time ([[Timestamped]]): `add_timestamps`, the vertices
-    * after it that keep each item's time for its outputs, and the windows that combine (their results are
-    * events at `end - 1`, as the Spark engine's are). Every other vertex, and a merge of items with and
-    * without their time, emits bare items, and a window behind one fails naming it.
-    */
-  private def timedOutputs(dag: PhysicalDag): Map[String, Boolean] =
-    dag.vertices.foldLeft(Map.empty[String, Boolean]) { (timed, v) =>
-      val inputs = dag.edgesInto(v.name).filter(_.errorsOf.isEmpty).map(e => timed(e.from)).distinct
-      timed + (v.name -> (v.description match {
-        case AddTimestamps(_, _) => true
-        case Source(_, Some(TimestampPolicy.FromItems(_, _) | TimestampPolicy.Native(_))) => true
-        case WindowAggregate(stage, _, _, _) => stage != AggregationStage.Accumulate
-        case StatelessChain(_) | Merge(_, _) | MapStateful(_, _, _) | RollingAggregate(_, _) => inputs == Seq(true)
-        // A join is a map over its streamed side: its outputs have their left item's time.
-        case HashJoin(_, _, _) => dag.edgesInto(v.name).exists(e => e.toOrdinal == 0 && timed(e.from))
-        case _ => false
-      }))
-    }
-
-  /** Whether input `ordinal` of `v` takes items with their event time as they are: the vertices that
-    * pass it on to the outputs of each item (stateless ones, `map_stateful`, a rolling aggregation, a
-    * join's streamed side) and a window, which reads it; the others take bare items.
-    */
-  private def takesTimedItems(v: Vertex, ordinal: Int): Boolean = v.description match {
-    case StatelessChain(_) | Merge(_, _) | WindowAggregate(_, _, _, _) | Sink(_) | MapStateful(_, _, _) | RollingAggregate(_, _) => true
-    case HashJoin(_, _, _) => ordinal == 0
-    case _ => false
-  }
-
-  /** An item without what it carries beside it (its sequence id, its event time). */
-  private def payloadOf(x: Any): Any = Sequenced.itemOf(x) match {
-    case Timestamped(_, payload) => payload
-    case payload => payload
-  }
-
-  /** What Python extracted from an item, also where the item carries its event time. */
-  private def extractedOf(x: Any): Extracted = x match {
-    case Timestamped(_, e: Extracted) => e
-    case e => e.asInstanceOf[Extracted]
-  }
-
-  /** `made` in the place of `from`, the item it was made from: with `from`'s sequence id (extended by
-    * `path`, the place of `made` among the item's outputs) and event time, where `from` has them.
-    */
-  private def carried(from: Any, made: Any, path: Seq[Int] = Nil, keepTime: Boolean = true): Any = from match {
-    case Sequenced(seq, item) => Sequenced(seq.below(path), carried(item, made, Nil, keepTime))
-    case Timestamped(ts, _) if keepTime => Timestamped(ts, made)
-    case SubstreamItem(substream, _) => SubstreamItem(substream, made)
-    case _ => made
   }
 
   /** The vertices that give their outputs the ids of their items (see [[vertex]]). */
@@ -289,36 +229,21 @@ object PythonVertices {
       if (itemwise) itemwiseOutputs(batch, frames) else withFailures(frames)
     v.description match {
       case Source(source, None) if source.name == "items" => LocalVertices.itemsSource(v, source.parameters("items").asInstanceOf[Seq[Any]])
-      case Source(source, Some(policy)) if reading.isDefined =>
-        if (dag.routesFailures(v)) LocalVertices.unsupported(v, "dead letters of a stream's timestamps")
-        if (v.assignsSequence) LocalVertices.unsupported(v, "preserve_order on a stream")
-        val stream = reading.get
-        policy match {
-          // Its items come from the vertices before it (see translate), stamped.
-          case TimestampPolicy.FromItems(_, lagMs) => local(stream.watermarks(lagMs))
-          case TimestampPolicy.Native(lagMs) if source.name == "rateStream" =>
-            LocalVertex(v.name, v.localParallelism, stream.watermarks(lagMs), source = Some(pythonStream(stream, native = true)))
-          case TimestampPolicy.NoTimestamps =>
-            LocalVertex(v.name, v.localParallelism, LocalVertices.passThrough, source = Some(pythonStream(stream, native = false)(_).map {
-              case SubstreamItem(_, item) => item
-              case nothingDue => nothingDue
-            }))
-          case other => LocalVertices.unsupported(v, s"a ${source.name} with ${other.describe}")
-        }
+      case Source(source, Some(policy)) if reading.isDefined => PythonStreamHead.sourceVertex(dag, v, source, policy, reading.get)
       case Aggregate(_, _, _) | RollingAggregate(_, _) if PythonAggregations.runsInPython(v) =>
         // Only a rolling aggregation emits for each item; the others' inputs come bare.
-        customAggregation(CustomAggregationWork.of(dag, v), python, carries = (sequenced || timedInput) && v.description.isInstanceOf[RollingAggregate])
+        PythonAggregationVertices.customAggregation(CustomAggregationWork.of(dag, v), python, carries = (sequenced || timedInput) && v.description.isInstanceOf[RollingAggregate])
       case StatelessChain(steps) =>
         steps.find(t => !runsInPython(t))
           .foreach(t => LocalVertices.unsupported(v, s"step ${t.describe}: Python pipelines run Python functions"))
         chainVertex(v.name, v.localParallelism, python, chainWork(v.name, steps.map(chainStep), itemwise), answered)
       case AddTimestamps(timestamp, _) =>
-        chainVertex(v.name, v.localParallelism, python, stampWork(v, timestamp, dag.routesFailures(v)), stamped)
+        chainVertex(v.name, v.localParallelism, python, PythonStreamHead.stampWork(v, timestamp, dag.routesFailures(v)), PythonStreamHead.stamped)
       case WindowAggregate(stage, _, _, _) if PythonAggregations.runsInPython(v) =>
         if (streaming) LocalVertices.unsupported(v, "a window of an AggregateOperation.of(...) on a stream")
         if (!timedInput && stage != AggregationStage.Combine)
           LocalVertices.unsupported(v, "a window over items without event time: add_timestamps before it, with only stateless stages between")
-        customAggregation(CustomAggregationWork.of(dag, v), python, carries = false)
+        PythonAggregationVertices.customAggregation(CustomAggregationWork.of(dag, v), python, carries = false)
       case WindowAggregate(stage, w, op: PythonAggregateSpec, k) =>
         if (!timedInput && stage != AggregationStage.Combine)
           LocalVertices.unsupported(v, "a window over items without event time: add_timestamps before it, with only stateless stages between")
@@ -389,64 +314,6 @@ object PythonVertices {
     }
   }
 
-  /** A vertex of an aggregation whose operation has a user-defined part: each processor's accumulators
-    * live in Python (python/jetspark/light_job.py runs python/jetspark/worker/custom_aggregations.py in
-    * the work's mode). Its work names the processor, so that each has its own. Per call Python gets a
-    * command frame: `batch`, with the input's ordinal, then per item its key's canonical bytes, its pickle
-    * (a partial accumulator's, in `combine` mode), its time (into a window; else empty) and its extracted
-    * values (their count, then their pickles); or `end`. A window (the work's `window`) gives its results
-    * and dead letters at the end, each result with its time (`end - 1`) in the place of the key. It answers with triples: the stage a record failed in (empty for an output), the
-    * group's key (a partial accumulator's, in `accumulate` mode) and the pickle. A rolling aggregation
-    * answers once per item, in order (its result, or its dead letter): where items `carries` their ids
-    * or time, each answer carries its item's.
-    */
-  private def customAggregation(w: CustomAggregationWork, python: PythonCallback, carries: Boolean): LocalVertex = {
-    val stage = w.vertex.fusedChain.head
-    def work(instance: Int): String = {
-      val node = mapper.createObjectNode().put("kind", "custom_aggregation").put("vertex", w.vertex.name)
-        .put("instance", instance).put("stage", stage).put("mode", w.mode).put("keyed", w.keyed)
-        .put("dead_letter", w.deadLetter)
-      node.set[JsonNode]("operations", mapper.valueToTree[JsonNode](w.operations.asJava))
-      node.set[JsonNode]("window", w.window.getOrElse(mapper.nullNode()))
-      mapper.writeValueAsString(node)
-    }
-    // An item's time goes where a window reads it; empty elsewhere.
-    def time(x: Any): Array[Byte] = Sequenced.itemOf(x) match {
-      case Timestamped(ts, _) if w.window.isDefined => ts.toString.getBytes(UTF_8)
-      case _ => Array.emptyByteArray
-    }
-    def frames(x: Any): Seq[Array[Byte]] = payloadOf(x) match {
-      case e: Extracted => Seq(e.key.bytes, e.pickled, time(x), e.rawValues.length.toString.getBytes(UTF_8)) ++ e.rawValues
-      case (key: PickledKey, partial: Array[Byte]) => Seq(key.bytes, partial, Array.emptyByteArray, "0".getBytes(UTF_8))
-      case other => throw new IllegalStateException(s"vertex '${w.vertex.name}': expected an extracted item or a partial accumulator, got $other")
-    }
-    def outputs(answer: Vector[Array[Byte]]): Iterator[Any] = answer.grouped(3).map { triple =>
-      val (failedIn, key, pickled) = (triple(0), triple(1), triple(2))
-      if (failedIn.nonEmpty) FailedRecord(new String(failedIn, UTF_8), pickled)
-      else if (w.mode == "accumulate") (new PickledKey(key), pickled)
-      else if (w.window.isDefined) Timestamped(new String(key, UTF_8).toLong, pickled)
-      else pickled
-    }
-    LocalVertex(w.vertex.name, w.vertex.localParallelism, { context =>
-      val instanceWork = work(context.globalProcessorIndex)
-      def batch(ordinal: Int, items: IndexedSeq[Any]): Iterator[Any] = {
-        val answers = outputs(call(python, instanceWork, Seq("batch".getBytes(UTF_8), ordinal.toString.getBytes(UTF_8)) ++ items.flatMap(frames)))
-        if (!carries) answers
-        else {
-          val results = answers.toVector
-          if (results.size != items.size)
-            throw new IllegalStateException(s"vertex '${w.vertex.name}': Python answered ${results.size} results for ${items.size} items")
-          items.iterator.zip(results).map {
-            case (_, failed: FailedRecord) => failed
-            case (item, result) => carried(item, result)
-          }
-        }
-      }
-      new PythonAggregationProcessor(batch,
-        () => outputs(call(python, instanceWork, Seq("end".getBytes(UTF_8)))))
-    }, cooperative = false)
-  }
-
   /** The pickle of an item, also when it travels with what Python extracted from it. */
   private def pickle(x: Any): Array[Byte] = x match {
     case bytes: Array[Byte] => bytes
@@ -486,39 +353,13 @@ object PythonVertices {
     out.result().iterator
   }
 
-  /** What instance `i` reads of `stream`, as Python takes it: a rate stream's events pickled, with their own
-    * time where the stream has `native` timestamps.
-    */
-  private def pythonStream(stream: StreamReading, native: Boolean): Int => Iterator[Any] = stream.read(_).map {
-    case SubstreamItem(s, e: SimpleEvent) => SubstreamItem(s, if (native) Timestamped(e.timestamp, PythonValues.dumps(e)) else PythonValues.dumps(e))
-    case other => other
-  }
-
-  /** The work of reading the timestamps of the items entering `v` (`add_timestamps`, a stream source's). */
-  private def stampWork(v: Vertex, timestamp: Extractor, deadLetter: Boolean): String =
-    mapper.writeValueAsString(mapper.createObjectNode().put("kind", "stamp").put("vertex", v.name)
-      .put("stage", v.fusedChain.head).put("dead_letter", deadLetter)
-      .set[JsonNode]("timestamp", extractorJson(v, timestamp)))
-
-  /** Python's answer to `add_timestamps`, per item: the stage its timestamp failed in (empty for none),
-    * the timestamp in ms, and the item's pickle (for a failure: the `DeadLetter`'s).
-    */
-  private def stamped(batch: IndexedSeq[Any], frames: Vector[Array[Byte]]): Iterator[Any] = {
-    if (frames.size != 3 * batch.size) throw new IllegalStateException(s"Python answered ${frames.size} frames for ${batch.size} items")
-    batch.iterator.zip(frames.grouped(3)).map { case (item, triple) =>
-      val (stage, ts, pickled) = (triple(0), triple(1), triple(2))
-      if (stage.nonEmpty) FailedRecord(new String(stage, UTF_8), pickled)
-      else carried(item, Timestamped(new String(ts, UTF_8).toLong, pickled), keepTime = false)
-    }
-  }
-
   /** Python's answer of pairs (the stage a record failed in, empty for an output; the pickle) as items. */
   private def withFailures(frames: Vector[Array[Byte]]): Iterator[Any] = frames.grouped(2).map { pair =>
     val (stage, output) = (pair(0), pair(1))
     if (stage.isEmpty) output else FailedRecord(new String(stage, UTF_8), output)
   }
 
-  private def call(python: PythonCallback, work: String, pickles: Iterable[Array[Byte]]): Vector[Array[Byte]] =
+  private[local] def call(python: PythonCallback, work: String, pickles: Iterable[Array[Byte]]): Vector[Array[Byte]] =
     PythonValues.unpackFrames(python.call(work, PythonValues.packFrames(pickles)))
 
   /** The extraction of one processor: its items' encounter positions count in arrival order from its
@@ -600,6 +441,6 @@ object PythonVertices {
   }
 
   /** How Python extracts a key or value ([[PythonExtractors.json]], the Spark engine's form). */
-  private def extractorJson(v: Vertex, e: Extractor): JsonNode =
+  private[local] def extractorJson(v: Vertex, e: Extractor): JsonNode =
     PythonExtractors.json(e).getOrElse(LocalVertices.unsupported(v, PythonExtractors.unsupported(e)))
 }
