@@ -184,12 +184,10 @@ def test_a_source_above_the_row_limit_is_refused_naming_the_limit(jet):
 
 
 def test_what_light_jobs_do_not_run_yet_is_refused_at_submit_naming_the_vertex(jet):
-    # A window of an AggregateOperation.of on a stream.
-    adding = AggregateOperation.of(lambda: 0, lambda acc, e: acc + 1, combine=lambda a, b: a + b)
+    # Dead letters of a stream's timestamps.
     p = Pipeline.create()
-    (p.read_from(Sources.items_stream([{"t": 1}])).with_timestamps("t", allowed_lag_ms=0)
-     .window(WindowDefinition.tumbling(10)).aggregate(adding).set_name("refused").write_to(Sinks.noop()))
-    # (A vertex of the stage may carry a suffix: a window's two stages are refused-accumulate, refused-combine.)
+    (p.read_from(Sources.items_stream([{"t": 1}])).with_timestamps("t", allowed_lag_ms=0).set_name("refused")
+     .on_error(Sinks.dead_letter("light-refused")).write_to(Sinks.noop()))
     with pytest.raises(NotImplementedError, match="vertex 'refused[^']*' .*the local engine does not run this yet"):
         jet.new_light_job(p)
 
@@ -269,13 +267,20 @@ def _sliding_counts(events: list[dict], size: int, slide: int) -> list[KeyedWind
     return results
 
 
-def test_an_items_stream_with_event_time_gives_the_windows_of_its_events(jet):
+#: Counting, built in and as a user-defined operation (whose windows run in the driver's Python).
+COUNTINGS = [pytest.param(ops.counting, id="built-in"),
+             pytest.param(lambda: AggregateOperation.of(lambda: 0, lambda acc, e: acc + 1, combine=lambda a, b: a + b),
+                          id="AggregateOperation.of")]
+
+
+@pytest.mark.parametrize("counting", COUNTINGS)
+def test_an_items_stream_with_event_time_gives_the_windows_of_its_events(jet, counting):
     # Three substreams, each in time order, a lag longer than any disorder between them: nothing is late.
     substreams = [[{"k": f"k{(t + s) % 3}", "t": t} for t in range(s, 300, 7)] for s in range(3)]
     p = Pipeline.create()
     stream = p.read_from(Sources.items_stream(*substreams, items_per_batch=5)).with_timestamps("t", allowed_lag_ms=1000)
     (stream.filter(lambda e: e["t"] % 2 == 0).grouping_key("k").window(WindowDefinition.sliding(40, 10))
-     .aggregate(ops.counting()).write_to(Sinks.list("light-stream-windows")))
+     .aggregate(counting()).write_to(Sinks.list("light-stream-windows")))
     stream.map(lambda e: e["t"]).write_to(Sinks.list("light-stream-times"))
     job = jet.new_light_job(p)
     job.join(timeout=120)
@@ -289,13 +294,14 @@ def test_an_items_stream_with_event_time_gives_the_windows_of_its_events(jet):
     assert sorted(got["light-stream-times"]) == sorted(e["t"] for e in events)
 
 
-def test_an_event_behind_the_watermark_of_its_stream_is_dropped(jet):
+@pytest.mark.parametrize("counting", COUNTINGS)
+def test_an_event_behind_the_watermark_of_its_stream_is_dropped(jet, counting):
     # One substream read by one processor: its watermark reaches each window in order with its events.
     # The event at t=5 comes after t=200, with a lag of 10: its windows were emitted at watermark 190.
     events = [{"k": "a", "t": t} for t in range(0, 201, 10)] + [{"k": "a", "t": 5}, {"k": "a", "t": 205}]
     p = Pipeline.create()
     (p.read_from(Sources.items_stream(events)).with_timestamps("t", allowed_lag_ms=10).set_local_parallelism(1)
-     .grouping_key("k").window(WindowDefinition.tumbling(20)).aggregate(ops.counting())
+     .grouping_key("k").window(WindowDefinition.tumbling(20)).aggregate(counting())
      .write_to(Sinks.list("light-stream-late")))
     job = jet.new_light_job(p)
     job.join(timeout=120)
@@ -312,14 +318,15 @@ def _until(condition, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-def test_a_rate_stream_closes_windows_as_its_time_passes_and_gives_early_results_before(jet):
+@pytest.mark.parametrize("counting", COUNTINGS)
+def test_a_rate_stream_closes_windows_as_its_time_passes_and_gives_early_results_before(jet, counting):
     # 100 events a second, due every 10 ms from the job's start (their timestamps): a closed 200 ms window
     # holds 20 of them, except the first (the job starts within it). A 2 s window, its early results every
     # 100 ms: partial counts, marked early, while it is open.
     p = Pipeline.create()
     events = p.read_from(Sources.rate_stream(100)).with_native_timestamps(0)
-    events.window(WindowDefinition.tumbling(200)).aggregate(ops.counting()).write_to(Sinks.list("light-rate"))
-    (events.window(WindowDefinition.tumbling(2000).set_early_results_period(100)).aggregate(ops.counting())
+    events.window(WindowDefinition.tumbling(200)).aggregate(counting()).write_to(Sinks.list("light-rate"))
+    (events.window(WindowDefinition.tumbling(2000).set_early_results_period(100)).aggregate(counting())
      .write_to(Sinks.list("light-rate-early")))
     job = jet.new_light_job(p)
     try:
@@ -335,3 +342,24 @@ def test_a_rate_stream_closes_windows_as_its_time_passes_and_gives_early_results
     assert early and all(0 < r.result <= 200 for r in early)
     jet.clear_list("light-rate")
     jet.clear_list("light-rate-early")
+
+
+@pytest.mark.parametrize("counting", COUNTINGS)
+def test_early_results_keep_coming_in_real_time_while_no_event_does(jet, counting):
+    # One event a second, so the watermark moves once a second; a window's early results are due every
+    # 100 ms of real time all the same: six of them come within three seconds of the first.
+    p = Pipeline.create()
+    (p.read_from(Sources.rate_stream(1)).with_native_timestamps(0)
+     .window(WindowDefinition.tumbling(600_000).set_early_results_period(100)).aggregate(counting())
+     .write_to(Sinks.list("light-early-idle")))
+    job = jet.new_light_job(p)
+    try:
+        _until(lambda: any(r.is_early for r in jet.get_list("light-early-idle")))
+        first = time.monotonic()
+        _until(lambda: sum(r.is_early for r in jet.get_list("light-early-idle")) >= 6)
+        assert time.monotonic() - first < 3.0
+    finally:
+        job.cancel()
+    with pytest.raises(JobCancelledError):
+        job.join(timeout=60)
+    jet.clear_list("light-early-idle")

@@ -29,10 +29,13 @@ from jetspark.job import JobConfig, JobStatus
 from jetspark.worker.carried import TS
 from jetspark.worker.custom_aggregations import ORDINAL, VALUES, column, custom_aggregation_function
 from jetspark.worker.custom_windows import custom_window_function
+from jetspark.worker.epoch_state import EpochEnd
 from jetspark.worker.event_time import timestamp_ms
 from jetspark.worker.operations import operation_of
 from jetspark.worker.steps import (FAILURE, ITEM, Step, dumps, extract, join_map_step, record_failure,
                                    run_steps_numbered)
+from jetspark.worker.stream_windows import stream_window_function
+from jetspark.worker.window_frames import StreamWindowState
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -288,13 +291,21 @@ class _Feed:
 class _CustomAggregation:
     """One processor's part of an aggregation with a user-defined operation: the Spark engine's function
     (:func:`~jetspark.worker.custom_aggregations.custom_aggregation_function`, in the work's mode) over the
-    batches the JVM sends (``PythonVertices.customAggregation`` describes the frames), its accumulators
-    kept between calls."""
+    batches the JVM sends (``PythonAggregationVertices.customAggregation`` describes the frames), its
+    accumulators kept between calls; a window on a stream runs
+    :func:`~jetspark.worker.stream_windows.stream_window_function` epoch by epoch, as the JVM ends them."""
 
     def __init__(self, spec: dict[str, Any], objects: list[Any]) -> None:
         operations = [operation_of(op, objects, atomic=spec["dead_letter"]) for op in spec["operations"]]
         self._feed = _Feed()
         self._mode, self._window = spec["mode"], spec["window"]
+        self._kept: list[Any] = []
+        if spec["stream"]:
+            # Its frames or sessions kept from one epoch to the next, as on the Spark engine.
+            (operation,) = operations
+            self._epoch = stream_window_function(operation, self._window, spec["keyed"], spec["stage"], spec["dead_letter"])
+            self._state: StreamWindowState | None = None
+            return
         if self._window is None:
             function = custom_aggregation_function(operations, spec["mode"], spec["keyed"], spec["stage"], spec["dead_letter"])
         else:
@@ -302,11 +313,12 @@ class _CustomAggregation:
             (operation,) = operations
             function = custom_window_function(operation, spec["mode"], self._window, spec["keyed"], spec["stage"],
                                               spec["dead_letter"])
-            self._kept: list[Any] = []
         self._function = function
         self._run = function(self._feed) if self._window is None else None
 
     def call(self, frames: list[bytes]) -> list[bytes]:
+        if frames[0] == b"epoch":
+            return self._end_epoch(EpochEnd(watermark=int(frames[1]), time_ms=int(frames[2]), done=frames[3] == b"1"))
         if frames[0] == b"end":
             self._feed.ended = True
             if self._window is None:
@@ -315,11 +327,28 @@ class _CustomAggregation:
             timed = self._mode != "accumulate"
             return [frame for batch in self._function(iter(self._kept)) for frame in _triples(batch, timed)]
         batch = self._input(int(frames[1]), frames[2:])
-        if self._window is not None:
+        if self._window is not None:  # a window's batches wait for its end, or for its epoch's on a stream
             self._kept.append(batch)
             return []
         self._feed.batch = batch
         return _triples(next(self._run))
+
+    def _end_epoch(self, end: EpochEnd) -> list[bytes]:
+        """A stream's epoch over the batches kept since the last: the late events it dropped, then per row
+        of what it emits (:data:`~jetspark.worker.stream_windows.STREAM_WINDOW_SCHEMA`) the stage of a dead
+        letter (empty for a result), the row's time and its pickle."""
+        run = self._epoch(iter(self._kept), self._state, end)
+        self._kept = []
+        out: list[bytes] = []
+        while True:
+            try:
+                batch = next(run)
+            except StopIteration as stop:
+                self._state = stop.value
+                break
+            for item, failure, ts in zip(batch.column(ITEM).to_pylist(), column(batch, FAILURE), batch.column(TS).to_pylist()):
+                out += [(failure or "").encode(), str(ts).encode(), item]
+        return [str(end.late_dropped).encode(), *out]
 
     def _input(self, ordinal: int, frames: list[bytes]) -> Any:
         import pyarrow as pa

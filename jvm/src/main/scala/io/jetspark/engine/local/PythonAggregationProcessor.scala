@@ -1,6 +1,7 @@
 package io.jetspark.engine.local
 
 import io.jetspark.core.{AbstractProcessor, Emission, Inbox, Watermark}
+import io.jetspark.core.window.CountsLateEvents
 
 /** A vertex of an aggregation whose accumulators live in the driver's Python (a user-defined aggregate
   * operation, `AggregateOperation.of`): `batch(ordinal, items)` hands one inbox of one input to Python
@@ -36,5 +37,63 @@ private[local] final class PythonAggregationProcessor(batch: (Int, IndexedSeq[An
       ended = true
     }
     emission.emitTo(outbox)
+  }
+}
+
+/** A window of a user-defined aggregate operation on a stream, its frames or sessions in the driver's
+  * Python (python/jetspark/worker/stream_windows.py, as on the Spark engine's epochs): `batch` hands one
+  * inbox to Python, which keeps it until the next epoch; an epoch ends at each watermark
+  * (`epoch(watermark, nowMs, done = false)`: the windows it closes), at the end of the input (`done`:
+  * every window), and, where the window gives early results, every `earlyPeriodMs` of real time while no
+  * watermark comes (`epoch` with the last watermark: only the early results then). Each epoch answers the
+  * late events it dropped and what it emits, which leaves before the watermark that ended it.
+  */
+private[local] final class PythonStreamWindowProcessor(batch: (Int, IndexedSeq[Any]) => Unit,
+    epoch: (Long, Long, Boolean) => (Long, IterableOnce[Any]), earlyPeriodMs: Long) extends AbstractProcessor
+    with CountsLateEvents {
+  private var emission = Emission.Done
+  private var pendingWatermark: Option[Watermark] = None
+  private var watermark = Long.MinValue
+  private var lastEpochMs = System.currentTimeMillis()
+  private var ended = false
+  @volatile private var late = 0L
+
+  override def lateEventsDropped: Long = late
+
+  override def process(ordinal: Int, inbox: Inbox): Unit = if (emission.emitTo(outbox)) {
+    batch(ordinal, inbox.iterator.toIndexedSeq)
+    inbox.clear()
+  }
+
+  override def tryProcessWatermark(wm: Watermark): Boolean = {
+    if (pendingWatermark.isEmpty) {
+      if (!emission.emitTo(outbox)) return false
+      watermark = wm.timestamp
+      endEpoch(done = false)
+      pendingWatermark = Some(wm)
+    }
+    if (emission.emitTo(outbox) && outbox.offer(pendingWatermark.get)) { pendingWatermark = None; true } else false
+  }
+
+  override def tryProcess(): Boolean = {
+    if (emission.emitTo(outbox) && earlyPeriodMs > 0 && System.currentTimeMillis() - lastEpochMs >= earlyPeriodMs)
+      endEpoch(done = false)
+    true
+  }
+
+  override def complete(): Boolean = {
+    if (!ended) {
+      if (!emission.emitTo(outbox)) return false
+      endEpoch(done = true)
+      ended = true
+    }
+    emission.emitTo(outbox)
+  }
+
+  private def endEpoch(done: Boolean): Unit = {
+    lastEpochMs = System.currentTimeMillis()
+    val (dropped, outputs) = epoch(watermark, lastEpochMs, done)
+    late += dropped
+    emission = Emission(outputs)
   }
 }

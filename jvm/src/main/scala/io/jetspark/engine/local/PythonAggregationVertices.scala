@@ -24,14 +24,16 @@ private[local] object PythonAggregationVertices {
     * and dead letters at the end, each result with its time (`end - 1`) in the place of the key. It answers with triples: the stage a record failed in (empty for an output), the
     * group's key (a partial accumulator's, in `accumulate` mode) and the pickle. A rolling aggregation
     * answers once per item, in order (its result, or its dead letter): where items `carries` their ids
-    * or time, each answer carries its item's.
+    * or time, each answer carries its item's. A window on a `stream` answers no batch: its epochs
+    * ([[PythonStreamWindowProcessor]]) send `epoch`, the watermark, the time (ms) and whether the input
+    * is done (`1`), and Python answers the number of late events it dropped, then the triples.
     */
-  def customAggregation(w: CustomAggregationWork, python: PythonCallback, carries: Boolean): LocalVertex = {
+  def customAggregation(w: CustomAggregationWork, python: PythonCallback, carries: Boolean, stream: Boolean = false): LocalVertex = {
     val stage = w.vertex.fusedChain.head
     def work(instance: Int): String = {
       val node = mapper.createObjectNode().put("kind", "custom_aggregation").put("vertex", w.vertex.name)
         .put("instance", instance).put("stage", stage).put("mode", w.mode).put("keyed", w.keyed)
-        .put("dead_letter", w.deadLetter)
+        .put("dead_letter", w.deadLetter).put("stream", stream)
       node.set[JsonNode]("operations", mapper.valueToTree[JsonNode](w.operations.asJava))
       node.set[JsonNode]("window", w.window.getOrElse(mapper.nullNode()))
       mapper.writeValueAsString(node)
@@ -68,7 +70,14 @@ private[local] object PythonAggregationVertices {
           }
         }
       }
-      new PythonAggregationProcessor(batch,
+      def bytes(x: Any): Array[Byte] = x.toString.getBytes(UTF_8)
+      if (stream) {
+        new PythonStreamWindowProcessor((ordinal, items) => batch(ordinal, items).foreach(x =>
+          throw new IllegalStateException(s"vertex '${w.vertex.name}': Python answered $x to a batch of a stream's window")), { (watermark, nowMs, done) =>
+          val answer = call(python, instanceWork, Seq(bytes("epoch"), bytes(watermark), bytes(nowMs), bytes(if (done) 1 else 0)))
+          (new String(answer.head, UTF_8).toLong, outputs(answer.tail))
+        }, w.window.fold(0L)(_.path("early_results_period_ms").asLong(0L)))
+      } else new PythonAggregationProcessor(batch,
         () => outputs(call(python, instanceWork, Seq("end".getBytes(UTF_8)))))
     }, cooperative = false)
   }

@@ -39,7 +39,7 @@ trait PythonCallback {
   * Python), with dead-letter sinks; merges; keyed and global aggregation (also `aggregate2`) and rolling
   * aggregation, with the built-in operations in the JVM and those with an `AggregateOperation.of` part
   * in Python ([[PythonAggregationVertices]]); hash joins with one or more enriching sides; windows after
-  * `add_timestamps` (those of an `AggregateOperation.of` in Python, on batches), each item's time read
+  * `add_timestamps` (those of an `AggregateOperation.of` in Python, on batches and streams), each item's time read
   * in Python and carried beside it ([[CarriedItems]]); distinct; sort; list, console (printed by the
   * driver's Python), dead-letter and noop sinks.
   *
@@ -240,10 +240,11 @@ object PythonVertices {
       case AddTimestamps(timestamp, _) =>
         chainVertex(v.name, v.localParallelism, python, PythonStreamHead.stampWork(v, timestamp, dag.routesFailures(v)), PythonStreamHead.stamped)
       case WindowAggregate(stage, _, _, _) if PythonAggregations.runsInPython(v) =>
-        if (streaming) LocalVertices.unsupported(v, "a window of an AggregateOperation.of(...) on a stream")
+        if (streaming && stage != AggregationStage.SingleStage)
+          LocalVertices.unsupported(v, s"a window of an AggregateOperation.of(...) on a stream in stage $stage (one stage expected)")
         if (!timedInput && stage != AggregationStage.Combine)
           LocalVertices.unsupported(v, "a window over items without event time: add_timestamps before it, with only stateless stages between")
-        PythonAggregationVertices.customAggregation(CustomAggregationWork.of(dag, v), python, carries = false)
+        PythonAggregationVertices.customAggregation(CustomAggregationWork.of(dag, v), python, carries = false, stream = streaming)
       case WindowAggregate(stage, w, op: PythonAggregateSpec, k) =>
         if (!timedInput && stage != AggregationStage.Combine)
           LocalVertices.unsupported(v, "a window over items without event time: add_timestamps before it, with only stateless stages between")
