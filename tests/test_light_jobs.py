@@ -311,6 +311,26 @@ def test_an_event_behind_the_watermark_of_its_stream_is_dropped(jet, counting):
     jet.clear_list("light-stream-late")
 
 
+def test_a_late_event_of_a_user_defined_window_goes_to_its_dead_letters_where_it_has_them(jet):
+    # As the previous test, the window's stage routing its failures: the late event is its dead letter
+    # (as on the Spark engine), and still counted.
+    counting = AggregateOperation.of(lambda: 0, lambda acc, e: acc + 1, combine=lambda a, b: a + b)
+    events = [{"k": "a", "t": t} for t in range(0, 201, 10)] + [{"k": "a", "t": 5}, {"k": "a", "t": 205}]
+    p = Pipeline.create()
+    (p.read_from(Sources.items_stream(events)).with_timestamps("t", allowed_lag_ms=10).set_local_parallelism(1)
+     .grouping_key("k").window(WindowDefinition.tumbling(20)).aggregate(counting).set_name("counts")
+     .on_error(Sinks.dead_letter("light-late-letters")).write_to(Sinks.list("light-late-counts")))
+    job = jet.new_light_job(p)
+    job.join(timeout=120)
+    on_time = [e for e in events if e["t"] != 5]
+    assert as_multiset(jet.get_list("light-late-counts")) == as_multiset(_sliding_counts(on_time, 20, 20))
+    [letter] = jet.get_list("light-late-letters")
+    assert (letter.record, letter.stage, letter.error.split(":")[0]) == ({"k": "a", "t": 5}, "counts", "LateEvent")
+    assert job.late_events == 1
+    jet.clear_list("light-late-counts")
+    jet.clear_list("light-late-letters")
+
+
 def _until(condition, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():

@@ -82,8 +82,9 @@ class JetSession:
     def new_light_job(self, pipeline: Pipeline, config: JobConfig | None = None) -> LightJob:
         """Starts ``pipeline`` as a light job on the local engine in the driver's JVM (Jet 5's light job:
         no snapshots, no metadata kept, ``join()``/``cancel()`` only) and returns once it started. The engine runs
-        the job on the calling thread first, for up to ``config.light_job_start_us`` (5 ms): a small job has
-        ended when this returns, so the job's functions must not wait for what the caller does after it. Python callables run in this
+        the job on the calling thread first, for up to ``config.light_job_start_us`` (5 ms, and the batch being
+        processed then): a small job has ended when this returns, so the job's functions must not wait for
+        what the caller does after it. Python callables run in this
         process. DataFrame and files sources are collected to the driver first, each at most
         ``config.light_job_max_source_rows`` rows (:class:`PipelineDefinitionError` naming the limit
         otherwise). What the local engine cannot run yet raises ``NotImplementedError`` here, naming the

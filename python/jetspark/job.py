@@ -54,8 +54,9 @@ class JobConfig:
     (epochs, watermark and lag, items read and written, late drops, state); off by default.
     A light job (:meth:`JetSession.new_light_job`) collects each DataFrame or files source to the driver,
     and refuses one of more than ``light_job_max_source_rows`` rows; its start runs it on the calling thread
-    for up to ``light_job_start_us`` microseconds (0: not at all) before the engine's threads take it over,
-    so that a small job has ended when its start returns.
+    for up to ``light_job_start_us`` microseconds (0: not at all; the batch being processed then is
+    finished first) before the engine's threads take it over, so that a small job has ended when its start
+    returns.
 
     Examples
     --------

@@ -210,12 +210,12 @@ class _Callback:
         elif spec["kind"] == "chain":
             self._chain(spec, items, out)
         elif spec["kind"] == "fused":
-            # The chain's outputs, then the extraction over them. The chain keeps no dead letters here, and
-            # each output keeps the pickle made of it, as in the chain's own call (an output that cannot be
-            # pickled fails the chain's last step there too).
+            # The chain's outputs, then the extraction over them, as the two calls would do: the chain keeps
+            # no dead letters here, and its outputs' pickles, unpickled, are what the extraction reads (a
+            # copy of each output, as everywhere else) and sends on.
             steps = spec["chain"]["steps"]
-            outputs = [output for item in items for _, output in run_steps_numbered(steps, item, _with_pickle)[0]]
-            self._extract(spec["extract"], [output for output, _ in outputs], out, [pickled for _, pickled in outputs])
+            pickles = [output for item in items for _, output in run_steps_numbered(steps, item, dumps)[0]]
+            self._extract(spec["extract"], [pickle.loads(b) for b in pickles], out, pickles)
         else:
             self._extract(spec, items, out)
         return pack_frames(out)
@@ -382,10 +382,6 @@ def _triples(batch: Any, timed: bool = False) -> list[bytes]:
             key = str(pickle.loads(item).end - 1).encode()
         out += [(failure or "").encode(), key, item]
     return out
-
-
-def _with_pickle(output: Any) -> tuple[Any, bytes]:
-    return output, dumps(output)
 
 
 def _step(spec: dict[str, Any], functions: dict[int, Any]) -> Step:

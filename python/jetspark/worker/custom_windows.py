@@ -38,7 +38,10 @@ from jetspark._items import loads_key
 from jetspark.window import KeyedWindowResult, WindowResult
 from jetspark.worker.custom_aggregations import VALUES, Output, StageCalls, column
 from jetspark.worker.steps import ITEM, PICKLE_PROTOCOL, TS
-from jetspark.worker.window_frames import BATCH_ROWS, Frames, Sessions, held_windows
+from jetspark.worker.window_frames import BATCH_ROWS, Frames, Sessions, StreamWindowState, held_windows
+
+# StreamWindowState lived here once: the epoch states of stream jobs saved then name it by this module.
+__all__ = ["StreamWindowState", "custom_window_function"]
 
 
 def custom_window_function(operation: Any, mode: str, window: Mapping[str, Any], keyed: bool, stage: str,

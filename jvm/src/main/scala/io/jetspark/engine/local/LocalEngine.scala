@@ -84,7 +84,8 @@ final class LocalEngine(cooperativeThreads: Int, queueCapacity: Int = 1024, val 
       try {
         val tasklets = build(dag, execution)
         execution.start(tasklets)
-        service.submit(runOnCaller(tasklets, callerRunsNanos))
+        // A fatal error thrown from a function on this thread ends the job before it reaches the caller.
+        service.submit(try runOnCaller(tasklets, callerRunsNanos) catch { case e: Throwable => execution.terminate(e); throw e })
       } catch {
         case NonFatal(e) => execution.abandon(e)
       }

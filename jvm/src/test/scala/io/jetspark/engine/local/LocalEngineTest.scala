@@ -295,11 +295,12 @@ class LocalEngineTest extends AnyFunSuite {
   test("the caller's thread hands the job to the engine's threads when its time is up, or at once when nothing progresses") {
     val caller = Thread.currentThread()
     // One item per call: the caller runs the source's first call and the map's first item, which takes
-    // longer than the caller may run; the other items are mapped on the engine's threads.
-    val brief = new LocalEngine(cooperativeThreads = 1, batchSize = 1, callerRunsNanos = 1000000L)
+    // longer than the caller may run (100 ms, long enough for the calls before it on a loaded machine);
+    // the other items are mapped on the engine's threads.
+    val brief = new LocalEngine(cooperativeThreads = 1, batchSize = 1, callerRunsNanos = 100000000L)
     val threads = new java.util.concurrent.ConcurrentLinkedQueue[Thread]()
     val out = run(parallelism = 1, on = brief) { (p, sink) =>
-      p.readFrom(Sources.items(1 to 5)).map((x: Any) => { threads.add(Thread.currentThread()); Thread.sleep(5); x }).writeTo(sink)
+      p.readFrom(Sources.items(1 to 5)).map((x: Any) => { threads.add(Thread.currentThread()); Thread.sleep(200); x }).writeTo(sink)
     }
     sameMultiset(1 to 5, out)
     assert(threads.peek() == caller && threads.toArray.tail.forall(_ != caller), threads)
