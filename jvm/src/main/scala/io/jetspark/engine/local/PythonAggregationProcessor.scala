@@ -46,10 +46,13 @@ private[local] final class PythonAggregationProcessor(batch: (Int, IndexedSeq[An
   * (`epoch(watermark, nowMs, done = false)`: the windows it closes), at the end of the input (`done`:
   * every window), and, where the window gives early results, every `earlyPeriodMs` of real time while no
   * watermark comes (`epoch` with the last watermark: only the early results then). Each epoch answers the
-  * late events it dropped and what it emits, which leaves before the watermark that ended it.
+  * late events it dropped and what it emits, which leaves before the watermark that ended it. A
+  * watermark that `closes` nothing (from the last one; a sliding window's: one that reaches no new frame
+  * end) ends no epoch: what is late depends only on what was closed, so nothing changes but the calls.
   */
 private[local] final class PythonStreamWindowProcessor(batch: (Int, IndexedSeq[Any]) => Unit,
-    epoch: (Long, Long, Boolean) => (Long, IterableOnce[Any]), earlyPeriodMs: Long) extends AbstractProcessor
+    epoch: (Long, Long, Boolean) => (Long, IterableOnce[Any]), earlyPeriodMs: Long, closes: (Long, Long) => Boolean)
+    extends AbstractProcessor
     with CountsLateEvents {
   private var emission = Emission.Done
   private var pendingWatermark: Option[Watermark] = None
@@ -68,8 +71,9 @@ private[local] final class PythonStreamWindowProcessor(batch: (Int, IndexedSeq[A
   override def tryProcessWatermark(wm: Watermark): Boolean = {
     if (pendingWatermark.isEmpty) {
       if (!emission.emitTo(outbox)) return false
+      val closing = closes(watermark, wm.timestamp)
       watermark = wm.timestamp
-      endEpoch(done = false)
+      if (closing) endEpoch(done = false)
       pendingWatermark = Some(wm)
     }
     if (emission.emitTo(outbox) && outbox.offer(pendingWatermark.get)) { pendingWatermark = None; true } else false

@@ -29,6 +29,11 @@ private[local] object PythonAggregationVertices {
     * is done (`1`), and Python answers the number of late events it dropped, then the triples.
     */
   def customAggregation(w: CustomAggregationWork, python: PythonCallback, carries: Boolean, stream: Boolean = false): LocalVertex = {
+    // Sliding (and tumbling) windows close at multiples of their slide; a session may close at any watermark.
+    val closes: (Long, Long) => Boolean = w.window.filter(_.path("kind").asText == "sliding").map(_.path("slide_ms").asLong) match {
+      case Some(slide) => (before, now) => Math.floorDiv(now, slide) > Math.floorDiv(before, slide)
+      case None => (before, now) => now > before
+    }
     val stage = w.vertex.fusedChain.head
     def work(instance: Int): String = {
       val node = mapper.createObjectNode().put("kind", "custom_aggregation").put("vertex", w.vertex.name)
@@ -76,7 +81,7 @@ private[local] object PythonAggregationVertices {
           throw new IllegalStateException(s"vertex '${w.vertex.name}': Python answered $x to a batch of a stream's window")), { (watermark, nowMs, done) =>
           val answer = call(python, instanceWork, Seq(bytes("epoch"), bytes(watermark), bytes(nowMs), bytes(if (done) 1 else 0)))
           (new String(answer.head, UTF_8).toLong, outputs(answer.tail))
-        }, w.window.fold(0L)(_.path("early_results_period_ms").asLong(0L)))
+        }, w.window.fold(0L)(_.path("early_results_period_ms").asLong(0L)), closes)
       } else new PythonAggregationProcessor(batch,
         () => outputs(call(python, instanceWork, Seq("end".getBytes(UTF_8)))))
     }, cooperative = false)
